@@ -57,6 +57,39 @@ std::string_view TimingClassName(TimingClass t) {
   return kNames[static_cast<int>(t)];
 }
 
+std::string_view TimingFormula(TimingClass t) {
+  switch (t) {
+    case TimingClass::kScalarAlu: return "busy `scalar_cycles`";
+    case TimingClass::kScalarBranch: return "busy `scalar_cycles` + `branch_penalty_cycles` when taken";
+    case TimingClass::kSync:
+      return "busy `sync_cycles` once the flag condition holds; time spent waiting for it is a "
+             "stall, recorded as a wait, not as busy time";
+    case TimingClass::kDmaCopy:
+      return "`dma_latency_cycles` + the transfer: the copy moves in chunks of `dma_chunk_bytes`; "
+             "each chunk occupies its path (HBM: `hbm_bandwidth_bytes_per_s`, VMEM<->VMEM: "
+             "`vmem_dma_bandwidth_bytes_per_s`; dma.hh reads and writes HBM, twice the bytes) "
+             "first come first served with other engines' chunks; up to `dma_engines` copies "
+             "are in flight; completion adds 1 to the flag";
+    case TimingClass::kMxuLoadWeights:
+      return "busy `mxu_weight_load_cycles` (128 rows of bf16, one row per cycle); with two "
+             "staging buffers it overlaps the matmul using the other buffer, and waits only "
+             "while both buffers hold weights not yet consumed";
+    case TimingClass::kMxuMatmul:
+      return "busy M cycles (one LHS row per cycle, M = rb rows); back-to-back matmuls stream "
+             "without bubbles; results reach the accumulators `mxu_fill_drain_cycles` "
+             "(= array rows + array cols - 1) after the last row enters";
+    case TimingClass::kMxuPop:
+      return "busy ceil(M / `mxu_pop_rows_per_cycle`) cycles, after the fill/drain latency of "
+             "the matmuls that wrote those rows has elapsed";
+    case TimingClass::kVpuLoadStore: return "busy `vpu_load_store_cycles` per vector register";
+    case TimingClass::kVpuAlu: return "busy `vpu_alu_cycles` per vector register";
+    case TimingClass::kVpuTranscendental: return "busy `vpu_transcendental_cycles` per vector register";
+    case TimingClass::kVpuCrossLane: return "busy `vpu_cross_lane_cycles` per vector register";
+    case TimingClass::kVpuTranspose: return "busy `vpu_transpose_cycles` per 128x128 block (16 registers)";
+  }
+  return "";
+}
+
 int OperandBits(OperandKind k) {
   switch (k) {
     case OperandKind::kSreg:

@@ -54,6 +54,8 @@ std::optional<Opcode> FindMnemonic(std::string_view mnemonic);
 std::string_view UnitName(Unit u);  // "seq", "dma", "mxu0".."mxu3", "vpu"
 std::optional<Unit> FindUnit(std::string_view name);
 std::string_view TimingClassName(TimingClass t);
+// The timing formula of a class, in words and config keys (docs/isa.md, section Timing).
+std::string_view TimingFormula(TimingClass t);
 // Bits an operand of this kind takes in the binary encoding.
 int OperandBits(OperandKind k);
 
