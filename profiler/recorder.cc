@@ -1,0 +1,178 @@
+#include "profiler/recorder.h"
+
+#include <algorithm>
+
+namespace tpusim::profiler {
+namespace {
+
+bool IsMxu(isa::Unit u) { return u >= isa::Unit::kMxu0 && u <= isa::Unit::kMxu3; }
+
+}  // namespace
+
+Recorder::Recorder(RecorderOptions options)
+    : options_(options),
+      cores_(options.num_cores),
+      unions_(options.num_cores),
+      step_by_start_(options.num_cores),
+      last_step_end_(options.num_cores, 0),
+      tag_names_(options.num_cores, std::vector<std::string>{""}),
+      spans_(options.num_cores),
+      timeline_(options.num_cores, options.sample_interval_fs, options.max_samples) {
+  for (BusyUnion& u : unions_) u.set_fold_threshold(options.fold_threshold);
+}
+
+void Recorder::SetTags(int core, std::vector<std::string> tags) {
+  if (core < 0 || core >= num_cores()) return;
+  tag_names_[core] = std::move(tags);
+}
+
+const std::string& Recorder::TagName(int core, uint16_t tag) const {
+  static const std::string kEmpty;
+  if (core < 0 || core >= num_cores() || tag >= tag_names_[core].size()) return kEmpty;
+  return tag_names_[core][tag];
+}
+
+void Recorder::Touch(TimeFs start, TimeFs end) {
+  first_ = std::min(first_, start);
+  last_ = std::max(last_, end);
+}
+
+bool Recorder::KeepEvent(uint32_t step) {
+  if (step < options_.first_step || step > options_.last_step) return false;
+  const EventLog& e = events_;
+  if (e.busy.size() + e.waits.size() + e.steps.size() + e.host.size() >= options_.max_events) {
+    events_.truncated = true;
+    ++events_.dropped;
+    return false;
+  }
+  return true;
+}
+
+Recorder::TagSpan& Recorder::Span(int core, uint16_t tag) {
+  std::vector<TagSpan>& spans = spans_[core];
+  if (tag >= spans.size()) spans.resize(tag + 1);
+  TagSpan& s = spans[tag];
+  if (s.slot < 0) {
+    const std::string& given = TagName(core, tag);
+    std::string name = tag == 0        ? "(untagged)"
+                       : given.empty() ? "tag#" + std::to_string(tag)
+                                       : given;
+    auto [it, inserted] = tag_slot_.emplace(name, static_cast<int>(tag_aggs_.size()));
+    if (inserted) tag_aggs_.push_back(TagAgg{.name = name});
+    s.slot = it->second;
+  }
+  return s;
+}
+
+void Recorder::CloseSpan(TagSpan& s, TagAgg& agg) {
+  if (s.open) agg.time += s.end - s.start;
+  s.open = false;
+}
+
+void Recorder::OnBusy(const sim::BusyRecord& r) {
+  if (r.core >= num_cores() || r.end < r.start) return;
+  Touch(r.start, r.end);
+  CoreAgg& c = cores_[r.core];
+  const int u = static_cast<int>(r.unit);
+  if (u < isa::kNumUnits) {
+    c.units[u].busy += r.end - r.start;
+    ++c.units[u].count;
+  }
+  c.flops += r.flops;
+  c.bytes += r.bytes;
+  if (IsMxu(r.unit)) timeline_.Add(r.core, Series::kMxuBusy, r.start, r.end);
+
+  // Op time: the wall time the op's work covers. Exact when a tag's records arrive in
+  // start order (in-order units reporting at issue); extends left for completion order.
+  TagSpan& s = Span(r.core, r.tag);
+  TagAgg& agg = tag_aggs_[s.slot];
+  agg.flops += r.flops;
+  agg.bytes += r.bytes;
+  ++agg.count;
+  if (s.open && r.start <= s.end && r.end >= s.start) {
+    s.start = std::min(s.start, r.start);
+    s.end = std::max(s.end, r.end);
+  } else if (s.open && r.end < s.start) {
+    agg.time += r.end - r.start;
+  } else {
+    CloseSpan(s, agg);
+    s = TagSpan{s.slot, r.start, r.end, true};
+  }
+
+  BusyUnion& un = unions_[r.core];
+  un.Add(r.start, r.end);
+  if (un.ShouldFold()) {
+    TimeFs limit = un.Watermark();
+    if (!step_by_start_[r.core].empty()) limit = std::min(limit, last_step_end_[r.core]);
+    FoldCore(r.core, limit);
+  }
+  if (KeepEvent(r.step)) events_.busy.push_back(r);
+}
+
+void Recorder::OnWait(const sim::WaitRecord& r) {
+  if (r.core >= num_cores() || r.end < r.start) return;
+  Touch(r.start, r.end);
+  const int u = static_cast<int>(r.unit);
+  if (u < isa::kNumUnits) cores_[r.core].units[u].wait += r.end - r.start;
+  if (KeepEvent(r.step)) events_.waits.push_back(r);
+}
+
+void Recorder::OnStep(const sim::StepRecord& r) {
+  if (r.core >= num_cores() || r.end < r.start) return;
+  Touch(r.start, r.end);
+  StepCoreAgg& s = cores_[r.core].steps[r.step];
+  if (s.reported()) step_by_start_[r.core].erase(s.start);  // re-reported: replace
+  s.start = r.start;
+  s.end = r.end;
+  step_by_start_[r.core][r.start] = r.step;
+  last_step_end_[r.core] = std::max(last_step_end_[r.core], r.end);
+  if (KeepEvent(r.step)) events_.steps.push_back(r);
+}
+
+void Recorder::OnHost(const HostRecord& r) {
+  if (r.core >= num_cores() || r.end < r.start) return;
+  Touch(r.start, r.end);
+  const int k = static_cast<int>(r.kind);
+  CoreAgg& c = cores_[r.core];
+  c.host[k] += r.end - r.start;
+  c.steps[r.step].host[k] += r.end - r.start;
+  if (r.kind == HostKind::kInfeedWait) timeline_.Add(r.core, Series::kInfeed, r.start, r.end);
+  if (KeepEvent(r.step)) events_.host.push_back(r);
+}
+
+void Recorder::FoldCore(int core, TimeFs limit) {
+  CoreAgg& c = cores_[core];
+  const std::map<TimeFs, uint32_t>& by_start = step_by_start_[core];
+  unions_[core].Fold(limit, [&](TimeFs s, TimeFs e) {
+    c.busy_union += e - s;
+    timeline_.Add(core, Series::kUnionBusy, s, e);
+    auto it = by_start.upper_bound(s);
+    if (it != by_start.begin()) --it;
+    for (; it != by_start.end() && it->first < e; ++it) {
+      StepCoreAgg& st = c.steps[it->second];
+      const TimeFs lo = std::max(s, st.start), hi = std::min(e, st.end);
+      if (hi > lo) st.busy += hi - lo;
+    }
+  });
+}
+
+void Recorder::Flush(TimeFs upto) {
+  for (int c = 0; c < num_cores(); ++c) FoldCore(c, upto);
+}
+
+void Recorder::Finish() {
+  Flush(kNoTime);
+  for (int c = 0; c < num_cores(); ++c) {
+    for (TagSpan& s : spans_[c]) {
+      if (s.slot >= 0) CloseSpan(s, tag_aggs_[s.slot]);
+    }
+  }
+}
+
+uint64_t Recorder::late_records() const {
+  uint64_t n = 0;
+  for (const BusyUnion& u : unions_) n += u.late_records();
+  return n;
+}
+
+}  // namespace tpusim::profiler

@@ -1,0 +1,132 @@
+// The profiler's activity sink. It always keeps bounded aggregates (per core and unit,
+// per HLO tag, per step, per time bucket) and keeps the full event list only for steps in
+// a window and up to an event cap, after which it keeps aggregates only and says so.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "profiler/busy_union.h"
+#include "profiler/host_activity.h"
+#include "profiler/timeline.h"
+#include "sim/activity.h"
+
+namespace tpusim::profiler {
+
+using sim::TimeFs;
+inline constexpr TimeFs kNoTime = std::numeric_limits<TimeFs>::max();
+
+struct RecorderOptions {
+  int num_cores = 8;
+  int mxus_per_core = 2;
+  uint32_t first_step = 0;  // event window, inclusive
+  uint32_t last_step = std::numeric_limits<uint32_t>::max();
+  size_t max_events = 2'000'000;                // events kept in the window
+  TimeFs sample_interval_fs = 100'000'000'000;  // 100 us of simulated time
+  size_t max_samples = 4096;                    // buckets before the width doubles
+  size_t fold_threshold = 1 << 16;              // buffered intervals per core
+};
+
+struct UnitAgg {
+  TimeFs busy = 0;
+  TimeFs wait = 0;
+  uint64_t count = 0;
+};
+
+struct TagAgg {
+  std::string name;
+  TimeFs time = 0;  // wall time covered by the op's work, summed over cores
+  double flops = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;  // instructions
+};
+
+struct StepCoreAgg {
+  TimeFs start = kNoTime;
+  TimeFs end = 0;
+  TimeFs busy = 0;  // union of busy intervals within [start, end)
+  std::array<TimeFs, kNumHostKinds> host{};
+  bool reported() const { return start != kNoTime; }
+};
+
+struct CoreAgg {
+  std::array<UnitAgg, isa::kNumUnits> units{};
+  std::array<TimeFs, kNumHostKinds> host{};
+  TimeFs busy_union = 0;
+  double flops = 0;
+  uint64_t bytes = 0;
+  std::map<uint32_t, StepCoreAgg> steps;  // by step number
+};
+
+// The event window. Kept in arrival order.
+struct EventLog {
+  std::vector<sim::BusyRecord> busy;
+  std::vector<sim::WaitRecord> waits;
+  std::vector<sim::StepRecord> steps;
+  std::vector<HostRecord> host;
+  bool truncated = false;  // the event cap was hit: aggregates only from then on
+  uint64_t dropped = 0;    // in-window events not kept because of the cap
+};
+
+class Recorder : public sim::IActivitySink, public IHostSink {
+ public:
+  explicit Recorder(RecorderOptions options = {});
+
+  // HLO op names of a core's program (isa::Program::tags); tags[0] is "" (untagged).
+  void SetTags(int core, std::vector<std::string> tags);
+
+  void OnBusy(const sim::BusyRecord& r) override;
+  void OnWait(const sim::WaitRecord& r) override;
+  void OnStep(const sim::StepRecord& r) override;
+  void OnHost(const HostRecord& r) override;
+
+  // Folds buffered busy intervals below `upto` into the aggregates (for the monitor
+  // during a run). Finish() folds everything; call it once the run has ended.
+  void Flush(TimeFs upto);
+  void Finish();
+
+  const RecorderOptions& options() const { return options_; }
+  int num_cores() const { return options_.num_cores; }
+  const CoreAgg& core(int c) const { return cores_[c]; }
+  const std::vector<TagAgg>& tags() const { return tag_aggs_; }
+  const EventLog& events() const { return events_; }
+  const Timeline& timeline() const { return timeline_; }
+  const std::string& TagName(int core, uint16_t tag) const;
+  TimeFs first_time() const { return first_ == kNoTime ? 0 : first_; }
+  TimeFs last_time() const { return last_; }
+  uint64_t late_records() const;
+
+ private:
+  struct TagSpan {
+    int slot = -1;  // index into tag_aggs_
+    TimeFs start = 0;
+    TimeFs end = 0;
+    bool open = false;
+  };
+  void Touch(TimeFs start, TimeFs end);
+  bool KeepEvent(uint32_t step);
+  void FoldCore(int core, TimeFs limit);
+  TagSpan& Span(int core, uint16_t tag);
+  static void CloseSpan(TagSpan& s, TagAgg& agg);
+
+  RecorderOptions options_;
+  std::vector<CoreAgg> cores_;
+  std::vector<BusyUnion> unions_;
+  std::vector<std::map<TimeFs, uint32_t>> step_by_start_;  // per core
+  std::vector<TimeFs> last_step_end_;                      // per core
+  std::vector<std::vector<std::string>> tag_names_;
+  std::vector<std::vector<TagSpan>> spans_;  // [core][tag]
+  std::unordered_map<std::string, int> tag_slot_;
+  std::vector<TagAgg> tag_aggs_;
+  Timeline timeline_;
+  EventLog events_;
+  TimeFs first_ = kNoTime;
+  TimeFs last_ = 0;
+};
+
+}  // namespace tpusim::profiler
