@@ -1,0 +1,91 @@
+#include "profiler/recommendations.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tpusim::profiler {
+namespace {
+
+std::string F1(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", x);
+  return buf;
+}
+
+std::string GiB(uint64_t bytes) { return F1(static_cast<double>(bytes) / (1ull << 30)) + " GiB"; }
+
+}  // namespace
+
+std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
+                                      const HardwarePeaks& peaks) {
+  std::vector<Recommendation> out;
+  const RecommendationThresholds& t = ctx.thresholds;
+  const StepBreakdown& b = m.step_breakdown;
+
+  const double infeed = Percent(b.infeed_ms, b.step_ms);
+  if (b.step_ms > 0 && infeed > t.input_bound_percent) {
+    out.push_back({"input_bound",
+                   "Your program is input-bound: " + F1(infeed) +
+                       "% of the step time waits for infeed. Speed up the host input pipeline "
+                       "(prefetch, parallel reads, caching) or move preprocessing to the TPU.",
+                   infeed, "%"});
+  }
+  if (ctx.batch_per_core && *ctx.batch_per_core < t.batch_per_core) {
+    const double lost = 100.0 * (1.0 - static_cast<double>(*ctx.batch_per_core) /
+                                           static_cast<double>(t.batch_per_core));
+    out.push_back({"small_batch",
+                   "The batch per core is " + std::to_string(*ctx.batch_per_core) + ", below " +
+                       std::to_string(t.batch_per_core) +
+                       " examples per core that keep the 128x128 MXU busy: about " + F1(lost) +
+                       "% of the MXU's rows go unused. Raise the global batch to " +
+                       std::to_string(t.batch_per_core) + " x the number of cores if it fits.",
+                   lost, "%"});
+  }
+  for (const PaddingInfo& p : ctx.padding) {
+    const double wf = Percent(p.padded_flops - p.useful_flops, p.padded_flops);
+    const double wb =
+        Percent(static_cast<double>(p.padded_bytes) - static_cast<double>(p.useful_bytes),
+                static_cast<double>(p.padded_bytes));
+    const double w = std::max(wf, wb);
+    if (w > t.padding_waste_percent) {
+      out.push_back({"padding_waste",
+                     "Op " + p.op + " wastes " + F1(w) +
+                         "% of its work on padding. Make its dimensions multiples of 8 (batch) "
+                         "and 128 (features) to match the TPU's (8,128) tiles.",
+                     w, "%"});
+    }
+  }
+  const double host = Percent(b.host_overhead_ms, b.step_ms);
+  const bool few =
+      !ctx.steps_per_execution || *ctx.steps_per_execution < t.suggested_steps_per_execution;
+  if (b.step_ms > 0 && host > t.host_overhead_percent && few) {
+    std::string spe = ctx.steps_per_execution
+                          ? "steps_per_execution is " + std::to_string(*ctx.steps_per_execution)
+                          : "steps_per_execution is not set";
+    out.push_back({"host_overhead",
+                   "Host dispatch overhead takes " + F1(host) + "% of the step time and " + spe +
+                       ". Run several steps per host dispatch (steps_per_execution=" +
+                       std::to_string(t.suggested_steps_per_execution) +
+                       " gave about 50% more throughput in the TPU guide).",
+                   host, "%"});
+  }
+  const uint64_t cap = ctx.hbm_capacity_bytes_per_core.value_or(peaks.hbm_capacity_bytes_per_core);
+  if (ctx.hbm_peak_bytes_per_core && cap > 0) {
+    const uint64_t used = *ctx.hbm_peak_bytes_per_core;
+    const double pct = Percent(static_cast<double>(used), static_cast<double>(cap));
+    if (pct > t.hbm_high_percent) {
+      out.push_back({"hbm_near_limit",
+                     "Peak HBM use is " + GiB(used) + " of " + GiB(cap) + " per core (" + F1(pct) +
+                         "%): little headroom; a larger batch or more padding may not fit.",
+                     pct, "%"});
+    } else if (pct < t.hbm_low_percent) {
+      out.push_back({"hbm_headroom",
+                     "Peak HBM use is only " + GiB(used) + " of " + GiB(cap) + " per core (" +
+                         F1(pct) + "%): there is room for a larger batch per core.",
+                     pct, "%"});
+    }
+  }
+  return out;
+}
+
+}  // namespace tpusim::profiler

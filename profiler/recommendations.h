@@ -1,0 +1,55 @@
+// Plain-words advice, each item with the figure that triggered it. Inputs the simulator
+// and compiler do not report yet come as optional fields of RunContext.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profiler/metrics.h"
+
+namespace tpusim::profiler {
+
+// Padding the compiler added to one op (tile padding to (8,128) and the like).
+struct PaddingInfo {
+  std::string op;
+  double padded_flops = 0;  // FLOPs executed, padding included
+  double useful_flops = 0;
+  uint64_t padded_bytes = 0;  // HBM bytes moved, padding included
+  uint64_t useful_bytes = 0;
+};
+
+struct RecommendationThresholds {
+  double input_bound_percent = 10;    // infeed share of step time
+  int batch_per_core = 128;           // rule of thumb for a busy 128x128 MXU
+  double padding_waste_percent = 10;  // of an op's FLOPs or bytes
+  double host_overhead_percent = 10;  // of step time
+  int suggested_steps_per_execution = 50;
+  double hbm_high_percent = 90;  // close to out of memory
+  double hbm_low_percent = 25;   // room for a larger batch
+};
+
+struct RunContext {
+  std::string tpu_type = "TPU v3";
+  std::optional<int> batch_per_core;
+  std::optional<int> steps_per_execution;
+  std::optional<uint64_t> hbm_peak_bytes_per_core;
+  std::optional<uint64_t> hbm_capacity_bytes_per_core;  // else HardwarePeaks's
+  std::optional<int> compilations;
+  std::optional<int> replica_count;  // else the number of cores
+  std::vector<PaddingInfo> padding;
+  RecommendationThresholds thresholds;
+};
+
+struct Recommendation {
+  std::string id;  // input_bound, small_batch, padding_waste, host_overhead, hbm_*
+  std::string text;
+  double figure = 0;
+  std::string unit;  // "%", "examples", ...
+};
+
+std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
+                                      const HardwarePeaks& peaks);
+
+}  // namespace tpusim::profiler
