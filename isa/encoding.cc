@@ -123,7 +123,12 @@ Result<Instr> DecodeInstr(std::span<const uint8_t> bytes) {
     in.a[i] = static_cast<int32_t>(static_cast<uint32_t>((word >> pos) & mask));
     pos += bits;
   }
-  if ((word >> pos) != 0) return Error::AtOffset(pos / 8, "nonzero reserved bits");
+  if (U128 reserved = word >> pos; reserved != 0) {
+    auto lo = static_cast<uint64_t>(reserved);
+    int low_bit =
+        lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll(static_cast<uint64_t>(reserved >> 64));
+    return Error::AtOffset((pos + low_bit) / 8, "nonzero reserved bits");
+  }
   // Labels and descriptors are checked with the program; use unbounded limits here.
   std::string err = CheckOperands(in, INT32_MAX, kMaxDescriptors);
   if (!err.empty()) return Error::AtOffset(1, err);
