@@ -1,0 +1,43 @@
+// Helpers to build hand-made record streams for profiler and traces tests.
+#pragma once
+
+#include "profiler/recorder.h"
+
+namespace tpusim::profiler::testing {
+
+inline constexpr TimeFs kUs = 1'000'000'000;  // femtoseconds per microsecond
+
+inline sim::BusyRecord Busy(int core, isa::Unit unit, double start_us, double end_us,
+                            uint16_t tag = 0, uint32_t step = 0, double flops = 0,
+                            uint64_t bytes = 0, isa::Opcode op = isa::Opcode::kNop) {
+  sim::BusyRecord r;
+  r.core = static_cast<uint16_t>(core);
+  r.unit = unit;
+  r.start = static_cast<TimeFs>(start_us * kUs);
+  r.end = static_cast<TimeFs>(end_us * kUs);
+  r.tag = tag;
+  r.step = step;
+  r.flops = flops;
+  r.bytes = bytes;
+  r.op = op;
+  return r;
+}
+
+inline sim::StepRecord Step(int core, uint32_t step, double start_us, double end_us) {
+  return {static_cast<uint16_t>(core), step, static_cast<TimeFs>(start_us * kUs),
+          static_cast<TimeFs>(end_us * kUs)};
+}
+
+inline HostRecord Host(int core, HostKind kind, double start_us, double end_us, uint32_t step) {
+  return {static_cast<uint16_t>(core), kind, static_cast<TimeFs>(start_us * kUs),
+          static_cast<TimeFs>(end_us * kUs), step};
+}
+
+inline RecorderOptions Opts(int cores) {
+  RecorderOptions o;
+  o.num_cores = cores;
+  o.sample_interval_fs = 10 * kUs;
+  return o;
+}
+
+}  // namespace tpusim::profiler::testing
