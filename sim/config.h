@@ -1,0 +1,63 @@
+// Hardware description of a board, loaded from JSON. Every key is declared in
+// config.cc with a default or as required, and a source; unknown keys are errors.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tpusim::sim {
+
+struct CoreConfig {
+  double clock_hz = 0;
+  int mxus = 0;
+  int mxu_rows = 0;
+  int mxu_cols = 0;
+  int mxu_weight_load_cycles = 0;
+  int mxu_pop_rows_per_cycle = 0;
+  int mxu_result_buffer_rows = 0;
+  uint64_t vmem_bytes = 0;
+  uint64_t smem_bytes = 0;
+  uint64_t hbm_bytes = 0;
+  double hbm_bandwidth_bytes_per_s = 0;
+  double vmem_dma_bandwidth_bytes_per_s = 0;
+  int dma_latency_cycles = 0;
+  int dma_engines = 0;
+  uint64_t dma_chunk_bytes = 0;
+  int queue_depth = 0;
+  int scalar_cycles = 0;
+  int branch_penalty_cycles = 0;
+  int sync_cycles = 0;
+  int vpu_load_store_cycles = 0;
+  int vpu_alu_cycles = 0;
+  int vpu_transcendental_cycles = 0;
+  int vpu_cross_lane_cycles = 0;
+  int vpu_transpose_cycles = 0;
+  // MXU latency from the first row entering to the last result leaving: rows + cols - 1.
+  int mxu_fill_drain_cycles() const { return mxu_rows + mxu_cols - 1; }
+  double cycle_fs() const { return 1e15 / clock_hz; }
+};
+
+struct BoardConfig {
+  std::string name;
+  int chips = 0;
+  int cores_per_chip = 0;
+  CoreConfig core;
+  int cores() const { return chips * cores_per_chip; }
+};
+
+// Loads a preset ("v3-8", "v2-8") or a JSON file (comments allowed). Throws
+// ConfigError naming the file and key on any problem.
+BoardConfig LoadConfig(std::string_view preset_or_path);
+BoardConfig ParseConfig(std::string_view json_text, std::string_view origin);
+std::vector<std::string> PresetNames();
+// Markdown table of every declared key: section, key, default or required, meaning.
+std::string ConfigKeysMarkdown();
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tpusim::sim

@@ -1,0 +1,110 @@
+// State shared by the units of one TensorCore: configuration, sync flags, memories,
+// the program, and where activity and errors go.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "isa/program.h"
+#include "sim/activity.h"
+#include "sim/config.h"
+#include "sim/memory.h"
+
+namespace tpusim::sim {
+
+// An instruction handed by the sequencer to a unit queue, with its register operands
+// already read (the scalar unit is the address generator).
+struct Issued {
+  isa::Instr instr;
+  uint32_t pc = 0;
+  TimeFs ready = 0;  // when the sequencer put it in the queue
+  std::array<int64_t, isa::kMaxOperands> v{};  // resolved operands (register values)
+  uint32_t step = 0;
+};
+
+// A unit's in-order instruction queue of fixed depth. The sequencer stalls on a full
+// queue: slot k is free once instruction k - depth has issued (start time recorded).
+class UnitQueue {
+ public:
+  explicit UnitQueue(int depth) : depth_(depth), issue_ring_(depth, 0) {}
+  bool empty() const { return items_.empty(); }
+  void Push(Issued item);
+  Issued Pop();
+  // Called by the unit when the popped instruction issues.
+  void MarkIssued(TimeFs t);
+  // Earliest time the next Push may happen, or nullopt-like false if the instruction
+  // that frees its slot has not issued yet.
+  bool NextSlotKnown() const;
+  TimeFs NextSlotFreeAt() const;
+  sc_core::sc_event pushed, issued;
+
+ private:
+  uint64_t depth_;
+  std::deque<Issued> items_;
+  uint64_t pushed_count_ = 0, issued_count_ = 0;
+  std::vector<TimeFs> issue_ring_;
+};
+
+class SyncFlags {
+ public:
+  int64_t value(int f) const { return value_[f]; }
+  void Add(int f, int64_t n) {
+    value_[f] += n;
+    changed_[f].notify(sc_core::SC_ZERO_TIME);
+  }
+  void Set(int f, int64_t n) { Add(f, n - value_[f]); }
+  sc_core::sc_event& changed(int f) { return changed_[f]; }
+
+ private:
+  std::array<int64_t, isa::kNumFlags> value_{};
+  std::array<sc_core::sc_event, isa::kNumFlags> changed_;
+};
+
+// Per-unit busy accounting kept by the simulator itself (the exec report).
+// Intervals may arrive out of order (DMA engines finish out of order); they are kept
+// as a set that is merged into disjoint intervals whenever it grows.
+class UnitStats {
+ public:
+  void AddBusy(TimeFs start, TimeFs end);
+  TimeFs BusyTotal();  // length of the union of all intervals
+  uint64_t instructions() const { return instructions_; }
+
+ private:
+  void Compact();
+  std::vector<std::pair<TimeFs, TimeFs>> intervals_;
+  size_t compacted_size_ = 0;
+  uint64_t instructions_ = 0;
+};
+
+struct CoreContext {
+  int core = 0;
+  const CoreConfig* cfg = nullptr;
+  const isa::Program* program = nullptr;
+  bool functional = true;
+  SyncFlags flags;
+  LinearMemory* vmem = nullptr;
+  LinearMemory* smem = nullptr;
+  SparseMemory* hbm = nullptr;
+  IActivitySink* sink = nullptr;  // may be null
+  std::array<UnitStats, isa::kNumUnits> stats;
+  std::string* error = nullptr;   // first error of the run (shared by all cores)
+
+  TimeFs Now() const { return sc_core::sc_time_stamp().value(); }
+  TimeFs Cycles(int64_t n) const;
+  // Records one busy interval; counts_as_busy=false records it for the profiler only.
+  void Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs end, double flops,
+              uint64_t hbm_bytes, bool counts_as_busy = true);
+  void RecordWait(isa::Unit unit, TimeFs start, TimeFs end, int flag, uint32_t step);
+  // Stops the run with `message` prefixed by the core, pc and instruction.
+  [[noreturn]] void Fail(const Issued& it, const std::string& message);
+  [[noreturn]] void Fail(uint32_t pc, const std::string& message);
+};
+
+// Thrown by Fail() to unwind a unit's thread; the thread catches it and stops.
+struct SimAbort {};
+
+}  // namespace tpusim::sim

@@ -1,0 +1,145 @@
+#include "sim/dma.h"
+
+#include <algorithm>
+
+#include "sim/timing.h"
+
+namespace tpusim::sim {
+
+using isa::Opcode;
+
+std::pair<Space, Space> DmaUnit::Spaces(Opcode op) {
+  switch (op) {
+    case Opcode::kDmaHv: return {Space::kHbm, Space::kVmem};
+    case Opcode::kDmaVh: return {Space::kVmem, Space::kHbm};
+    case Opcode::kDmaVv: return {Space::kVmem, Space::kVmem};
+    default: return {Space::kHbm, Space::kHbm};
+  }
+}
+
+DmaUnit::DmaUnit(sc_core::sc_module_name name, CoreContext& ctx)
+    : Unit(name, ctx, isa::Unit::kDma) {
+  for (int i = 0; i < ctx.cfg->dma_engines; ++i)
+    engines_.push_back(std::make_unique<DmaEngine>(("engine" + std::to_string(i)).c_str(), *this));
+}
+
+// Every byte the descriptor touches must lie inside the memory: checked at issue, so a
+// bad copy stops the run before any of it moves.
+void DmaUnit::CheckRange(const Issued& it, Space space, int64_t base, bool is_src) {
+  const isa::DmaDesc& d = ctx_.program->descs[it.instr.a[2]];
+  int64_t stride = is_src ? d.src_stride : d.dst_stride;
+  int64_t pstride = is_src ? d.src_plane_stride : d.dst_plane_stride;
+  int64_t lo = base, hi = base;
+  for (int64_t corner : {int64_t{0}, stride * (int64_t(d.rows) - 1)}) {
+    for (int64_t pc : {int64_t{0}, pstride * (int64_t(d.planes) - 1)}) {
+      lo = std::min(lo, base + corner + pc);
+      hi = std::max(hi, base + corner + pc + int64_t(d.row_bytes));
+    }
+  }
+  const Memory& mem = space == Space::kHbm ? static_cast<const Memory&>(*ctx_.hbm) : *ctx_.vmem;
+  const char* role = is_src ? "source" : "destination";
+  if (lo < 0 || uint64_t(hi) > mem.size())
+    ctx_.Fail(it, std::string(role) + " " + SpaceName(space) + " range [" + std::to_string(lo) +
+                      ", " + std::to_string(hi) + ") is outside " + SpaceName(space) + " (" +
+                      std::to_string(mem.size()) + " bytes)");
+  if (base % 4 || stride % 4 || pstride % 4 || d.row_bytes % 4)
+    ctx_.Fail(it, std::string(role) + " address " + std::to_string(base) +
+                      " or descriptor '" + d.name + "' is not 4-byte aligned");
+}
+
+TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
+  auto [src, dst] = Spaces(it.instr.op);
+  CheckRange(it, src, it.v[1], /*is_src=*/true);
+  CheckRange(it, dst, it.v[0], /*is_src=*/false);
+  WaitUntil(earliest);
+  for (;;) {
+    for (auto& e : engines_) {
+      if (e->busy()) continue;
+      e->Start(it);
+      return ctx_.Now();
+    }
+    wait(engine_free_);
+  }
+}
+
+DmaEngine::DmaEngine(sc_core::sc_module_name name, DmaUnit& unit)
+    : sc_module(name), socket("socket"), unit_(unit) {
+  SC_THREAD(Run);
+}
+
+void DmaEngine::Start(const Issued& it) {
+  busy_ = true;
+  job_ = it;
+  start_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void DmaEngine::Run() {
+  try {
+    for (;;) {
+      wait(start_);
+      Copy(job_);
+    }
+  } catch (const SimAbort&) {
+  }
+}
+
+TimeFs DmaEngine::Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_t n,
+                           TimeFs arrive) {
+  CoreContext& ctx = unit_.ctx();
+  if (ctx.functional && buffer_.size() < n) buffer_.resize(n);
+  TimeFs now = ctx.Now(), done = now;
+  for (bool read : {true, false}) {
+    tlm::tlm_generic_payload gp;
+    gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+    gp.set_address(read ? src : dst);
+    gp.set_data_ptr(ctx.functional ? buffer_.data() : nullptr);
+    gp.set_data_length(static_cast<unsigned>(n));
+    gp.set_streaming_width(static_cast<unsigned>(n));
+    sc_core::sc_time delay = sc_core::sc_time::from_value(arrive - now);
+    socket->b_transport(gp, delay);
+    if (gp.get_response_status() != tlm::TLM_OK_RESPONSE)
+      ctx.Fail(it, "address error at " + std::string(SpaceName(AddrSpace(gp.get_address()))) +
+                       " offset " + std::to_string(AddrOffset(gp.get_address())));
+    done = std::max<TimeFs>(done, now + delay.value());
+  }
+  return done;
+}
+
+// Walks the descriptor plane by plane, row by row, in pieces no larger than a chunk;
+// waits once per chunk for the latest piece of that chunk to finish.
+void DmaEngine::Copy(const Issued& it) {
+  CoreContext& ctx = unit_.ctx();
+  const isa::DmaDesc& d = ctx.program->descs[it.instr.a[2]];
+  auto [src_space, dst_space] = DmaUnit::Spaces(it.instr.op);
+  TimeFs start = ctx.Now();
+  TimeFs arrive = start + ctx.Cycles(ctx.cfg->dma_latency_cycles);
+  uint64_t chunk = ctx.cfg->dma_chunk_bytes, in_chunk = 0;
+  TimeFs chunk_done = arrive;
+  for (uint32_t p = 0; p < d.planes; ++p) {
+    for (uint32_t r = 0; r < d.rows; ++r) {
+      int64_t s = it.v[1] + p * d.src_plane_stride + r * d.src_stride;
+      int64_t t = it.v[0] + p * d.dst_plane_stride + r * d.dst_stride;
+      for (uint64_t b = 0; b < d.row_bytes;) {
+        uint64_t n = std::min<uint64_t>(d.row_bytes - b, chunk - in_chunk);
+        chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(ctx.core, src_space, s + b),
+                                                   GlobalAddr(ctx.core, dst_space, t + b), n,
+                                                   std::max(arrive, ctx.Now())));
+        b += n, in_chunk += n;
+        if (in_chunk == chunk) {
+          wait(sc_core::sc_time::from_value(chunk_done - ctx.Now()));
+          in_chunk = 0;
+        }
+      }
+    }
+  }
+  if (chunk_done > ctx.Now()) wait(sc_core::sc_time::from_value(chunk_done - ctx.Now()));
+  TimeFs end = ctx.Now();
+  bool hbm = src_space == Space::kHbm || dst_space == Space::kHbm;
+  uint64_t hbm_bytes = hbm ? d.bytes() * (src_space == dst_space ? 2 : 1) : 0;
+  ctx.Record(isa::Unit::kDma, it, start, end, 0, hbm_bytes);
+  ctx.flags.Add(it.instr.a[3], 1);
+  busy_ = false;
+  unit_.EngineDone(end);
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,59 @@
+// The DMA unit: takes copies in order from its queue and runs up to `dma_engines` of
+// them at once. Each engine moves its copy in chunks of `dma_chunk_bytes` as TLM-2.0
+// transactions through the router; memory ports annotate each chunk's delay, and the
+// engine waits once per chunk. Completion adds 1 to the copy's sync flag.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <vector>
+
+#include "sim/address_map.h"
+#include "sim/unit.h"
+
+namespace tpusim::sim {
+
+class DmaUnit;
+
+class DmaEngine : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(DmaEngine);
+  tlm_utils::simple_initiator_socket<DmaEngine> socket;
+  DmaEngine(sc_core::sc_module_name name, DmaUnit& unit);
+
+  bool busy() const { return busy_; }
+  void Start(const Issued& it);
+
+ private:
+  void Run();
+  void Copy(const Issued& it);
+  // Moves one piece at `src` -> `dst`; returns when (absolute fs) it is done.
+  TimeFs Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_t n, TimeFs arrive);
+
+  DmaUnit& unit_;
+  bool busy_ = false;
+  Issued job_;
+  sc_core::sc_event start_;
+  std::vector<uint8_t> buffer_;
+};
+
+class DmaUnit : public Unit {
+ public:
+  DmaUnit(sc_core::sc_module_name name, CoreContext& ctx);
+  std::vector<std::unique_ptr<DmaEngine>>& engines() { return engines_; }
+  CoreContext& ctx() { return ctx_; }
+  void EngineDone(TimeFs end) { ExtendDrain(end), engine_free_.notify(sc_core::SC_ZERO_TIME); }
+  // Source and destination spaces of a copy opcode.
+  static std::pair<Space, Space> Spaces(isa::Opcode op);
+
+ protected:
+  TimeFs Execute(const Issued& it, TimeFs earliest) override;
+
+ private:
+  void CheckRange(const Issued& it, Space space, int64_t base, bool is_src);
+  std::vector<std::unique_ptr<DmaEngine>> engines_;
+  sc_core::sc_event engine_free_;
+};
+
+}  // namespace tpusim::sim

@@ -1,0 +1,45 @@
+// A memory behind a TLM-2.0 target socket. Each b_transport is one DMA chunk: the port
+// serves chunks first come first served at its bandwidth and annotates the delay until
+// the chunk is done (loosely timed; no wait() inside).
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "sim/memory.h"
+
+namespace tpusim::sim {
+
+// FIFO bandwidth reservation on one path: a chunk begins when both it has arrived and
+// the path is free.
+class BandwidthChannel {
+ public:
+  explicit BandwidthChannel(double bytes_per_s) : fs_per_byte_(1e15 / bytes_per_s) {}
+  // Reserves `bytes` starting no earlier than `arrive_fs`; returns the finish time.
+  uint64_t Reserve(uint64_t arrive_fs, uint64_t bytes);
+  uint64_t bytes_served() const { return bytes_served_; }
+
+ private:
+  double fs_per_byte_;
+  double free_at_fs_ = 0;
+  uint64_t bytes_served_ = 0;
+};
+
+class MemoryPort : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<MemoryPort> socket;  // one binding per router
+
+  MemoryPort(sc_core::sc_module_name name, Memory& memory, double bytes_per_s, bool functional);
+  Memory& memory() { return memory_; }
+  const BandwidthChannel& channel() const { return channel_; }
+
+ private:
+  void b_transport(int from, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+
+  Memory& memory_;
+  BandwidthChannel channel_;
+  bool functional_;
+};
+
+}  // namespace tpusim::sim

@@ -1,0 +1,30 @@
+// Routes DMA chunks (TLM-2.0 b_transport) by global address to the memory port of the
+// addressed core and space. Built once, then connected: AddRoute per reachable port.
+#pragma once
+
+#include <map>
+#include <string>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "sim/address_map.h"
+
+namespace tpusim::sim {
+
+class Router : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<Router> in;      // DMA engines
+  tlm_utils::multi_passthrough_initiator_socket<Router> out;  // memory ports
+
+  explicit Router(sc_core::sc_module_name name);
+  // Declares that out[out_index] reaches (core, space). Bind `out` in the same order.
+  void AddRoute(int core, Space space, int out_index);
+
+ private:
+  void b_transport(int from, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  std::map<std::pair<int, Space>, int> routes_;
+};
+
+}  // namespace tpusim::sim

@@ -1,0 +1,182 @@
+#include "sim/sequencer.h"
+
+#include "sim/timing.h"
+
+namespace tpusim::sim {
+
+using isa::Opcode;
+
+Sequencer::Sequencer(sc_core::sc_module_name name, CoreContext& ctx,
+                     std::array<Unit*, isa::kNumUnits> units)
+    : sc_module(name), ctx_(ctx), units_(units) {
+  // Scalar work runs ahead of simulated time by at most one quantum before syncing.
+  tlm_utils::tlm_quantumkeeper::set_global_quantum(
+      sc_core::sc_time::from_value(ctx.Cycles(1000)));
+  qk_.reset();
+  SC_THREAD(Run);
+}
+
+void Sequencer::Advance(int64_t cycles) {
+  qk_.inc(sc_core::sc_time::from_value(ctx_.Cycles(cycles)));
+  if (qk_.need_sync()) Sync();
+}
+
+void Sequencer::Sync() { qk_.sync(); }
+
+void Sequencer::FlushScalarRun(uint32_t pc_end) {
+  if (!in_run_) return;
+  in_run_ = false;
+  Issued it;
+  it.pc = run_pc_;
+  it.instr = ctx_.program->code[run_pc_];
+  TimeFs end = LocalNow();
+  ctx_.Record(isa::Unit::kScalar, it, run_start_, end, 0, 0);
+  (void)pc_end;
+}
+
+isa::Unit Sequencer::TargetUnit(uint32_t pc, const isa::Instr& in) {
+  const isa::OpInfo& info = isa::Info(in.op);
+  if (info.unit != isa::Unit::kByOperand) return info.unit;
+  int unit = info.operand(0) == isa::OperandKind::kMxu
+                 ? static_cast<int>(isa::Unit::kMxu0) + in.a[0]
+                 : in.a[0];
+  if (unit < 0 || unit >= isa::kNumUnits || (unit != 0 && !units_[unit]))
+    ctx_.Fail(pc, "names unit " + std::string(isa::UnitName(static_cast<isa::Unit>(unit))) +
+                      ", which this core does not have (" + std::to_string(ctx_.cfg->mxus) +
+                      " MXUs)");
+  return static_cast<isa::Unit>(unit);
+}
+
+void Sequencer::Run() {
+  try {
+    uint32_t pc = 0;
+    const auto& code = ctx_.program->code;
+    for (;;) {
+      if (pc >= code.size()) ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
+      const isa::Instr& in = code[pc];
+      isa::Unit unit = TargetUnit(pc, in);
+      if (unit != isa::Unit::kScalar) {
+        Dispatch(pc, in, unit);
+        ++pc;
+        continue;
+      }
+      if (in.op == Opcode::kHalt) break;
+      if (!in_run_) in_run_ = true, run_start_ = LocalNow(), run_pc_ = pc;
+      pc = ExecuteScalar(pc, in);
+    }
+    FlushScalarRun(pc);
+    Sync();
+    blocked_on_ = "draining units after halt";
+    TimeFs end = ctx_.Now();
+    for (Unit* u : units_) {
+      if (!u) continue;
+      while (!u->idle()) wait(u->became_idle());
+    }
+    for (Unit* u : units_)
+      if (u) end = std::max(end, u->drain_time());
+    if (end > ctx_.Now()) wait(sc_core::sc_time::from_value(end - ctx_.Now()));
+    blocked_on_.clear();
+    end_time_ = ctx_.Now();
+    finished_ = true;
+  } catch (const SimAbort&) {
+  }
+}
+
+void Sequencer::Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit) {
+  const isa::OpInfo& info = isa::Info(in.op);
+  Issued it;
+  it.instr = in;
+  it.pc = pc;
+  for (int i = 0; i < info.num_operands(); ++i)
+    it.v[i] = info.operand(i) == isa::OperandKind::kSreg ? regs_[in.a[i]] : in.a[i];
+  UnitQueue& q = units_[static_cast<int>(unit)]->queue();
+  if (!q.NextSlotKnown()) {
+    FlushScalarRun(pc);
+    Sync();
+    blocked_on_ = "a full " + std::string(isa::UnitName(unit)) + " queue";
+    while (!q.NextSlotKnown()) wait(q.issued);
+    blocked_on_.clear();
+  }
+  TimeFs now = LocalNow(), free = q.NextSlotFreeAt();
+  if (free > now) {  // stalled on a full queue until the slot frees
+    FlushScalarRun(pc);
+    qk_.inc(sc_core::sc_time::from_value(free - now));
+    now = free;
+  }
+  if (!in_run_) in_run_ = true, run_start_ = now, run_pc_ = pc;
+  it.ready = now;
+  q.Push(std::move(it));
+  Advance(ctx_.cfg->scalar_cycles);  // one issue slot
+}
+
+int64_t Sequencer::SmemWord(uint32_t pc, int64_t addr) {
+  if (addr < 0 || addr % 4 || !ctx_.smem->Contains(static_cast<uint64_t>(addr), 4))
+    ctx_.Fail(pc, "SMEM address " + std::to_string(addr) + " is out of range or not 4-aligned");
+  return addr;
+}
+
+uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
+  const auto& a = in.a;
+  auto& r = regs_;
+  auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  auto s = [](uint64_t x) { return static_cast<int64_t>(x); };
+  bool taken = false;
+  uint32_t next = pc + 1;
+  switch (in.op) {
+    case Opcode::kNop: break;
+    case Opcode::kLi: r[a[0]] = a[1]; break;
+    case Opcode::kMov: r[a[0]] = r[a[1]]; break;
+    case Opcode::kAdd: r[a[0]] = s(u(r[a[1]]) + u(r[a[2]])); break;
+    case Opcode::kSub: r[a[0]] = s(u(r[a[1]]) - u(r[a[2]])); break;
+    case Opcode::kMul: r[a[0]] = s(u(r[a[1]]) * u(r[a[2]])); break;
+    case Opcode::kAnd: r[a[0]] = r[a[1]] & r[a[2]]; break;
+    case Opcode::kOr: r[a[0]] = r[a[1]] | r[a[2]]; break;
+    case Opcode::kXor: r[a[0]] = r[a[1]] ^ r[a[2]]; break;
+    case Opcode::kShl: r[a[0]] = s(u(r[a[1]]) << (r[a[2]] & 63)); break;
+    case Opcode::kShr: r[a[0]] = s(u(r[a[1]]) >> (r[a[2]] & 63)); break;
+    case Opcode::kSra: r[a[0]] = r[a[1]] >> (r[a[2]] & 63); break;
+    case Opcode::kSlt: r[a[0]] = r[a[1]] < r[a[2]] ? 1 : 0; break;
+    case Opcode::kAddi: r[a[0]] = s(u(r[a[1]]) + u(int64_t{a[2]})); break;
+    case Opcode::kMuli: r[a[0]] = s(u(r[a[1]]) * u(int64_t{a[2]})); break;
+    case Opcode::kAndi: r[a[0]] = r[a[1]] & a[2]; break;
+    case Opcode::kShli: r[a[0]] = s(u(r[a[1]]) << (a[2] & 63)); break;
+    case Opcode::kShri: r[a[0]] = s(u(r[a[1]]) >> (a[2] & 63)); break;
+    case Opcode::kBeq: taken = r[a[0]] == r[a[1]]; break;
+    case Opcode::kBne: taken = r[a[0]] != r[a[1]]; break;
+    case Opcode::kBlt: taken = r[a[0]] < r[a[1]]; break;
+    case Opcode::kBge: taken = r[a[0]] >= r[a[1]]; break;
+    case Opcode::kJmp: taken = true; break;
+    case Opcode::kSld: {
+      int32_t w;
+      ctx_.smem->Read(u(SmemWord(pc, r[a[1]] + a[2])), &w, 4);
+      r[a[0]] = w;
+      break;
+    }
+    case Opcode::kSst: {
+      int32_t w = static_cast<int32_t>(r[a[0]]);
+      ctx_.smem->Write(u(SmemWord(pc, r[a[1]] + a[2])), &w, 4);
+      break;
+    }
+    case Opcode::kSflag: Sync(); ctx_.flags.Set(a[0], a[1]); break;
+    case Opcode::kSignal: Sync(); ctx_.flags.Add(a[1], a[2]); break;
+    case Opcode::kWait: {
+      FlushScalarRun(pc);
+      Sync();
+      TimeFs begin = ctx_.Now();
+      blocked_on_ = "flag f" + std::to_string(a[1]) + " >= " + std::to_string(a[2]);
+      while (ctx_.flags.value(a[1]) < a[2]) wait(ctx_.flags.changed(a[1]));
+      blocked_on_.clear();
+      ctx_.flags.Add(a[1], -int64_t{a[2]});
+      ctx_.RecordWait(isa::Unit::kScalar, begin, ctx_.Now(), a[1], 0);
+      in_run_ = true, run_start_ = ctx_.Now(), run_pc_ = pc;
+      break;
+    }
+    default: ctx_.Fail(pc, "is not a scalar-unit instruction");
+  }
+  const isa::OpInfo& info = isa::Info(in.op);
+  if (taken) next = static_cast<uint32_t>(a[info.num_operands() - 1]);
+  Advance(FixedCostCycles(*ctx_.cfg, info.timing, taken));
+  return next;
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,51 @@
+// The scalar unit and sequencer of a TensorCore: fetches the program in order, runs
+// scalar instructions itself (annotating their time with a quantum keeper, no event per
+// instruction) and hands every other instruction to its unit's queue, stalling when that
+// queue is full. After halt it waits for every unit to drain.
+#pragma once
+
+#include <array>
+#include <systemc>
+#include <tlm_utils/tlm_quantumkeeper.h>
+
+#include "sim/unit.h"
+
+namespace tpusim::sim {
+
+class Sequencer : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Sequencer);
+  Sequencer(sc_core::sc_module_name name, CoreContext& ctx, std::array<Unit*, isa::kNumUnits> units);
+
+  bool finished() const { return finished_; }
+  TimeFs end_time() const { return end_time_; }
+  int64_t reg(int i) const { return regs_[i]; }
+  // What the sequencer is blocked on, for deadlock reports ("" if not blocked).
+  const std::string& blocked_on() const { return blocked_on_; }
+
+ private:
+  void Run();
+  // Executes one scalar-unit instruction; returns the next pc.
+  uint32_t ExecuteScalar(uint32_t pc, const isa::Instr& in);
+  void Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit);
+  isa::Unit TargetUnit(uint32_t pc, const isa::Instr& in);
+  void Advance(int64_t cycles);
+  TimeFs LocalNow() { return ctx_.Now() + qk_.get_local_time().value(); }
+  void Sync();
+  void FlushScalarRun(uint32_t pc_end);
+  int64_t SmemWord(uint32_t pc, int64_t addr);
+
+  CoreContext& ctx_;
+  std::array<Unit*, isa::kNumUnits> units_;
+  tlm_utils::tlm_quantumkeeper qk_;
+  std::array<int64_t, isa::kNumSregs> regs_{};
+  bool finished_ = false;
+  TimeFs end_time_ = 0;
+  std::string blocked_on_;
+  // The current run of back-to-back scalar work, recorded as one busy interval.
+  TimeFs run_start_ = 0;
+  uint32_t run_pc_ = 0;
+  bool in_run_ = false;
+};
+
+}  // namespace tpusim::sim

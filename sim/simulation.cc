@@ -1,0 +1,69 @@
+#include "sim/simulation.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace tpusim::sim {
+namespace {
+bool g_elaborated = false;
+}
+
+Simulation::Simulation(const BoardConfig& board, RunOptions options)
+    : board_(board), options_(options) {
+  if (g_elaborated)
+    throw std::logic_error("SystemC elaborates once per process: run one Simulation per process");
+  g_elaborated = true;
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  sc_core::sc_set_time_resolution(1, sc_core::SC_FS);
+  // Unit errors are reported through RunReport; keep SystemC's own reports quiet.
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+}
+
+Simulation::~Simulation() = default;
+
+TensorCore& Simulation::AddCore(const isa::Program& program) {
+  int index = static_cast<int>(cores_.size());
+  if (index >= board_.cores())
+    throw std::logic_error("board " + board_.name + " has only " +
+                           std::to_string(board_.cores()) + " cores");
+  programs_.push_back(std::make_unique<isa::Program>(program));
+  cores_.push_back(std::make_unique<TensorCore>(("core" + std::to_string(index)).c_str(), index,
+                                                board_.core, *programs_.back(),
+                                                options_.functional, options_.sink, &error_));
+  return *cores_.back();
+}
+
+RunReport Simulation::Run() {
+  sc_core::sc_start();
+  RunReport r;
+  r.host_events = sc_core::sc_delta_count();
+  r.end_fs = sc_core::sc_time_stamp().value();
+  bool all_done = true;
+  for (auto& c : cores_) all_done = all_done && c->sequencer().finished();
+  if (!error_.empty()) {
+    r.error = error_;
+  } else if (!all_done) {
+    r.error = "deadlock: no unit can make progress";
+    for (auto& c : cores_)
+      for (const std::string& line : c->BlockedUnits()) r.error += "\n  " + line;
+  }
+  r.ok = r.error.empty();
+  const CoreConfig& cc = board_.core;
+  r.cycles = std::llround(static_cast<double>(r.end_fs) / cc.cycle_fs());
+  r.time_us = static_cast<double>(r.end_fs) / 1e9;
+  if (!cores_.empty()) {
+    TensorCore& c0 = *cores_[0];
+    for (int u = 0; u < isa::kNumUnits; ++u) {
+      auto unit = static_cast<isa::Unit>(u);
+      if (u != 0 && !c0.unit(unit)) continue;
+      UnitStats& st = c0.ctx().stats[u];
+      UnitReport ur{std::string(isa::UnitName(unit)), st.BusyTotal(), st.instructions(), 0};
+      ur.busy_percent = r.end_fs ? 100.0 * static_cast<double>(ur.busy_fs) / r.end_fs : 0;
+      r.units.push_back(ur);
+    }
+  }
+  return r;
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,53 @@
+// Top level of a run: build the cores, run SystemC to completion, report. SystemC
+// elaborates once per process, so a process runs one Simulation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/config.h"
+#include "sim/tensor_core.h"
+
+namespace tpusim::sim {
+
+struct RunOptions {
+  bool functional = true;          // false: timing only, no values
+  IActivitySink* sink = nullptr;   // profiler, optional
+};
+
+struct UnitReport {
+  std::string name;  // "seq", "dma", "mxu0", ...
+  TimeFs busy_fs = 0;
+  uint64_t instructions = 0;
+  double busy_percent = 0;
+};
+
+struct RunReport {
+  bool ok = false;
+  std::string error;  // the first error, or the deadlock report
+  TimeFs end_fs = 0;
+  int64_t cycles = 0;
+  double time_us = 0;
+  uint64_t host_events = 0;  // SystemC delta cycles executed (simulator cost)
+  std::vector<UnitReport> units;  // of core 0
+};
+
+class Simulation {
+ public:
+  Simulation(const BoardConfig& board, RunOptions options);
+  ~Simulation();
+  // Build: one program per core, cores 0..n-1 (n <= board cores).
+  TensorCore& AddCore(const isa::Program& program);
+  TensorCore& core(int i) { return *cores_[i]; }
+  RunReport Run();
+
+ private:
+  BoardConfig board_;
+  RunOptions options_;
+  std::string error_;
+  std::vector<std::unique_ptr<isa::Program>> programs_;
+  std::vector<std::unique_ptr<TensorCore>> cores_;
+};
+
+}  // namespace tpusim::sim

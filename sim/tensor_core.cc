@@ -1,0 +1,56 @@
+#include "sim/tensor_core.h"
+
+namespace tpusim::sim {
+
+TensorCore::TensorCore(sc_core::sc_module_name name, int core, const CoreConfig& cfg,
+                       const isa::Program& program, bool functional, IActivitySink* sink,
+                       std::string* error)
+    : sc_module(name), hbm_(cfg.hbm_bytes), vmem_(cfg.vmem_bytes), smem_(cfg.smem_bytes) {
+  ctx_.core = core;
+  ctx_.cfg = &cfg;
+  ctx_.program = &program;
+  ctx_.functional = functional;
+  ctx_.vmem = &vmem_;
+  ctx_.smem = &smem_;
+  ctx_.hbm = &hbm_;
+  ctx_.sink = sink;
+  ctx_.error = error;
+
+  hbm_port_ = std::make_unique<MemoryPort>("hbm", hbm_, cfg.hbm_bandwidth_bytes_per_s, functional);
+  vmem_port_ = std::make_unique<MemoryPort>("vmem", vmem_, cfg.vmem_dma_bandwidth_bytes_per_s,
+                                            functional);
+  router_ = std::make_unique<Router>("router");
+  dma_ = std::make_unique<DmaUnit>("dma", ctx_);
+  for (int i = 0; i < cfg.mxus; ++i)
+    mxus_.push_back(std::make_unique<MxuUnit>(("mxu" + std::to_string(i)).c_str(), ctx_, i));
+  vpu_ = std::make_unique<VpuUnit>("vpu", ctx_);
+
+  units_[static_cast<int>(isa::Unit::kDma)] = dma_.get();
+  for (auto& m : mxus_) units_[static_cast<int>(m->id())] = m.get();
+  units_[static_cast<int>(isa::Unit::kVpu)] = vpu_.get();
+  sequencer_ = std::make_unique<Sequencer>("sequencer", ctx_, units_);
+
+  // Connect: engines -> router -> this core's memory ports.
+  for (auto& e : dma_->engines()) e->socket.bind(router_->in);
+  router_->out.bind(hbm_port_->socket);
+  router_->AddRoute(core, Space::kHbm, 0);
+  router_->out.bind(vmem_port_->socket);
+  router_->AddRoute(core, Space::kVmem, 1);
+}
+
+std::vector<std::string> TensorCore::BlockedUnits() const {
+  std::vector<std::string> out;
+  std::string prefix = "core " + std::to_string(ctx_.core) + " ";
+  if (!sequencer_->finished() && !sequencer_->blocked_on().empty())
+    out.push_back(prefix + "seq waits for " + sequencer_->blocked_on());
+  for (Unit* u : units_) {
+    if (!u || u->blocked_flag() < 0) continue;
+    int f = u->blocked_flag();
+    out.push_back(prefix + std::string(isa::UnitName(u->id())) + " waits for flag f" +
+                  std::to_string(f) + " >= " + std::to_string(u->blocked_need()) +
+                  " (it is " + std::to_string(ctx_.flags.value(f)) + ")");
+  }
+  return out;
+}
+
+}  // namespace tpusim::sim

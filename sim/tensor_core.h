@@ -1,0 +1,48 @@
+// One TensorCore: sequencer, DMA, MXUs and VPU, with its VMEM, SMEM and HBM behind
+// TLM memory ports. Lifecycle: construct (build), Connect(), then the simulation runs.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "sim/dma.h"
+#include "sim/memory_port.h"
+#include "sim/mxu.h"
+#include "sim/router.h"
+#include "sim/sequencer.h"
+#include "sim/vpu.h"
+
+namespace tpusim::sim {
+
+class TensorCore : public sc_core::sc_module {
+ public:
+  TensorCore(sc_core::sc_module_name name, int core, const CoreConfig& cfg,
+             const isa::Program& program, bool functional, IActivitySink* sink,
+             std::string* error);
+
+  CoreContext& ctx() { return ctx_; }
+  SparseMemory& hbm() { return hbm_; }
+  LinearMemory& vmem() { return vmem_; }
+  Sequencer& sequencer() { return *sequencer_; }
+  VpuUnit& vpu() { return *vpu_; }
+  Unit* unit(isa::Unit u) { return units_[static_cast<int>(u)]; }
+  MemoryPort& hbm_port() { return *hbm_port_; }
+  MemoryPort& vmem_port() { return *vmem_port_; }
+  Router& router() { return *router_; }
+  // Lines describing every blocked unit (for deadlock reports).
+  std::vector<std::string> BlockedUnits() const;
+
+ private:
+  CoreContext ctx_;
+  SparseMemory hbm_;
+  LinearMemory vmem_, smem_;
+  std::unique_ptr<MemoryPort> hbm_port_, vmem_port_;
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<DmaUnit> dma_;
+  std::vector<std::unique_ptr<MxuUnit>> mxus_;
+  std::unique_ptr<VpuUnit> vpu_;
+  std::array<Unit*, isa::kNumUnits> units_{};
+  std::unique_ptr<Sequencer> sequencer_;
+};
+
+}  // namespace tpusim::sim

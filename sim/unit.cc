@@ -1,0 +1,69 @@
+#include "sim/unit.h"
+
+#include <algorithm>
+
+namespace tpusim::sim {
+
+Unit::Unit(sc_core::sc_module_name name, CoreContext& ctx, isa::Unit id)
+    : sc_module(name), ctx_(ctx), id_(id), queue_(ctx.cfg->queue_depth) {
+  SC_THREAD(Run);
+}
+
+void Unit::WaitUntil(TimeFs t) {
+  TimeFs now = ctx_.Now();
+  if (t > now) wait(sc_core::sc_time::from_value(t - now));
+}
+
+void Unit::Run() {
+  try {
+    for (;;) {
+      while (queue_.empty()) {
+        idle_ = true;
+        became_idle_.notify(sc_core::SC_ZERO_TIME);
+        wait(queue_.pushed);
+      }
+      idle_ = false;
+      Issued it = queue_.Pop();
+      TimeFs earliest = std::max(it.ready, last_issue_);
+      switch (it.instr.op) {
+        case isa::Opcode::kWait: DoWait(it, earliest); break;
+        case isa::Opcode::kSignal: DoSignal(it, earliest); break;
+        default: {
+          last_issue_ = Execute(it, earliest);
+          queue_.MarkIssued(last_issue_);
+        }
+      }
+    }
+  } catch (const SimAbort&) {
+    // The run is stopping; ctx_.error says why.
+  }
+}
+
+// wait u, f, n: blocks this unit until flag f >= n, then takes n from it.
+void Unit::DoWait(const Issued& it, TimeFs earliest) {
+  int f = it.instr.a[1];
+  int64_t need = it.instr.a[2];
+  WaitUntil(earliest);
+  TimeFs begin = ctx_.Now();
+  while (ctx_.flags.value(f) < need) {
+    blocked_flag_ = f, blocked_need_ = need;
+    wait(ctx_.flags.changed(f));
+  }
+  blocked_flag_ = -1;
+  ctx_.flags.Add(f, -need);
+  TimeFs now = ctx_.Now();
+  ctx_.RecordWait(id_, begin, now, f, it.step);
+  last_issue_ = now + ctx_.Cycles(ctx_.cfg->sync_cycles);
+  queue_.MarkIssued(now);
+  ExtendDrain(last_issue_);
+}
+
+// signal u, f, n: once everything this unit issued before it has finished, flag f += n.
+void Unit::DoSignal(const Issued& it, TimeFs earliest) {
+  WaitUntil(std::max(earliest, drain_));
+  ctx_.flags.Add(it.instr.a[1], it.instr.a[2]);
+  last_issue_ = ctx_.Now();
+  queue_.MarkIssued(last_issue_);
+}
+
+}  // namespace tpusim::sim

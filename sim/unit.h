@@ -1,0 +1,54 @@
+// Base of the queued units (DMA, MXU, VPU): an SC_THREAD that takes instructions in
+// order from its queue, handles wait/signal, and hands the rest to Execute(). Units
+// keep their own timeline analytically (annotated time) and only wait() in simulated
+// time when they must meet another unit: at a sync flag or a DMA chunk.
+#pragma once
+
+#include <systemc>
+
+#include "sim/core_context.h"
+
+namespace tpusim::sim {
+
+class Unit : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Unit);
+  Unit(sc_core::sc_module_name name, CoreContext& ctx, isa::Unit id);
+
+  UnitQueue& queue() { return queue_; }
+  isa::Unit id() const { return id_; }
+  // True when the queue is empty and the thread is waiting for work.
+  bool idle() const { return idle_ && queue_.empty(); }
+  // When everything issued so far has finished.
+  TimeFs drain_time() const { return drain_; }
+  // The flag this unit is blocked on, or -1 (for deadlock reports).
+  int blocked_flag() const { return blocked_flag_; }
+  int64_t blocked_need() const { return blocked_need_; }
+  sc_core::sc_event& became_idle() { return became_idle_; }
+
+ protected:
+  // Executes one non-sync instruction; `earliest` is when in-order issue allows it to
+  // start. Returns its issue (start) time.
+  virtual TimeFs Execute(const Issued& it, TimeFs earliest) = 0;
+  // Moves this thread's simulated time forward to t (no-op if already there).
+  void WaitUntil(TimeFs t);
+  void ExtendDrain(TimeFs t) { drain_ = std::max(drain_, t); }
+
+  CoreContext& ctx_;
+  isa::Unit id_;
+
+ private:
+  void Run();
+  void DoWait(const Issued& it, TimeFs earliest);
+  void DoSignal(const Issued& it, TimeFs earliest);
+
+  UnitQueue queue_;
+  TimeFs last_issue_ = 0;
+  TimeFs drain_ = 0;
+  bool idle_ = true;
+  int blocked_flag_ = -1;
+  int64_t blocked_need_ = 0;
+  sc_core::sc_event became_idle_;
+};
+
+}  // namespace tpusim::sim

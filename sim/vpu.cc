@@ -1,0 +1,154 @@
+#include "sim/vpu.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "isa/bf16.h"
+#include "sim/timing.h"
+
+namespace tpusim::sim {
+
+using isa::Opcode;
+
+VpuUnit::VpuUnit(sc_core::sc_module_name name, CoreContext& ctx)
+    : Unit(name, ctx, isa::Unit::kVpu) {}
+
+TimeFs VpuUnit::Execute(const Issued& it, TimeFs earliest) {
+  const isa::OpInfo& info = isa::Info(it.instr.op);
+  TimeFs start = std::max(earliest, free_at_);
+  TimeFs end = start + ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing));
+  if (it.instr.op == Opcode::kVxpose && (it.instr.a[0] % 16 || it.instr.a[1] % 16))
+    ctx_.Fail(it, "vxpose needs register groups starting at v0 or v16");
+  switch (it.instr.op) {
+    case Opcode::kVld: case Opcode::kVst: CheckedVmem(it, it.v[1], 4096); break;
+    case Opcode::kVldBf16: case Opcode::kVstBf16: CheckedVmem(it, it.v[1], 2048); break;
+    default: break;
+  }
+  if (ctx_.functional) Compute(it);
+  free_at_ = end;
+  ExtendDrain(end);
+  double flops = info.timing == isa::TimingClass::kVpuLoadStore ? 0 : kVregElems;
+  ctx_.Record(id_, it, start, end, flops, 0);
+  return start;
+}
+
+uint64_t VpuUnit::CheckedVmem(const Issued& it, int64_t addr, uint64_t bytes) {
+  if (addr < 0 || !ctx_.vmem->Contains(static_cast<uint64_t>(addr), bytes))
+    ctx_.Fail(it, "VMEM address " + std::to_string(addr) + " + " + std::to_string(bytes) +
+                      " bytes is outside VMEM");
+  if (addr % kVmemAlign)
+    ctx_.Fail(it, "VMEM address " + std::to_string(addr) + " is not " +
+                      std::to_string(kVmemAlign) + "-byte aligned");
+  return static_cast<uint64_t>(addr);
+}
+
+namespace {
+template <typename F>
+void Map1(std::array<float, kVregElems>& d, const std::array<float, kVregElems>& a, F f) {
+  for (int i = 0; i < kVregElems; ++i) d[i] = f(a[i]);
+}
+template <typename F>
+void Map2(std::array<float, kVregElems>& d, const std::array<float, kVregElems>& a,
+          const std::array<float, kVregElems>& b, F f) {
+  for (int i = 0; i < kVregElems; ++i) d[i] = f(a[i], b[i]);
+}
+}  // namespace
+
+void VpuUnit::Compute(const Issued& it) {
+  const auto& a = it.instr.a;
+  auto& d = regs_[a[0]];
+  // Sources are copied so that vd may equal a source register.
+  const auto va = regs_[a[1] % isa::kNumVregs];
+  const auto vb = regs_[a[2] % isa::kNumVregs];
+  switch (it.instr.op) {
+    case Opcode::kVld: ctx_.vmem->Read(it.v[1], d.data(), 4096); break;
+    case Opcode::kVst: ctx_.vmem->Write(it.v[1], d.data(), 4096); break;
+    case Opcode::kVldBf16: {
+      std::array<uint16_t, kVregElems> raw;
+      ctx_.vmem->Read(it.v[1], raw.data(), 2048);
+      for (int i = 0; i < kVregElems; ++i) d[i] = isa::Bf16ToF32(raw[i]);
+      break;
+    }
+    case Opcode::kVstBf16: {
+      std::array<uint16_t, kVregElems> raw;
+      for (int i = 0; i < kVregElems; ++i) raw[i] = isa::F32ToBf16(d[i]);
+      ctx_.vmem->Write(it.v[1], raw.data(), 2048);
+      break;
+    }
+    case Opcode::kVadd: Map2(d, va, vb, [](float x, float y) { return x + y; }); break;
+    case Opcode::kVsub: Map2(d, va, vb, [](float x, float y) { return x - y; }); break;
+    case Opcode::kVmul: Map2(d, va, vb, [](float x, float y) { return x * y; }); break;
+    case Opcode::kVdiv: Map2(d, va, vb, [](float x, float y) { return x / y; }); break;
+    case Opcode::kVmax: Map2(d, va, vb, [](float x, float y) { return std::fmax(x, y); }); break;
+    case Opcode::kVmin: Map2(d, va, vb, [](float x, float y) { return std::fmin(x, y); }); break;
+    case Opcode::kVabs: Map1(d, va, [](float x) { return std::fabs(x); }); break;
+    case Opcode::kVneg: Map1(d, va, [](float x) { return -x; }); break;
+    case Opcode::kVexp: Map1(d, va, [](float x) { return std::exp(x); }); break;
+    case Opcode::kVlog: Map1(d, va, [](float x) { return std::log(x); }); break;
+    case Opcode::kVtanh: Map1(d, va, [](float x) { return std::tanh(x); }); break;
+    case Opcode::kVrsqrt: Map1(d, va, [](float x) { return 1.0f / std::sqrt(x); }); break;
+    case Opcode::kVsqrt: Map1(d, va, [](float x) { return std::sqrt(x); }); break;
+    case Opcode::kVcvtBf16: Map1(d, va, isa::RoundToBf16); break;
+    case Opcode::kVcmpLt: Map2(d, va, vb, [](float x, float y) { return x < y ? 1.f : 0.f; }); break;
+    case Opcode::kVcmpLe: Map2(d, va, vb, [](float x, float y) { return x <= y ? 1.f : 0.f; }); break;
+    case Opcode::kVcmpEq: Map2(d, va, vb, [](float x, float y) { return x == y ? 1.f : 0.f; }); break;
+    case Opcode::kVcmpNe: Map2(d, va, vb, [](float x, float y) { return x != y ? 1.f : 0.f; }); break;
+    case Opcode::kVsel: {
+      const auto vc = regs_[a[3]];
+      for (int i = 0; i < kVregElems; ++i) d[i] = va[i] != 0 ? vb[i] : vc[i];
+      break;
+    }
+    case Opcode::kVbcast: d.fill(std::bit_cast<float>(static_cast<uint32_t>(it.v[1]))); break;
+    case Opcode::kVmovi: d.fill(std::bit_cast<float>(a[1])); break;
+    case Opcode::kVredsubSum:
+    case Opcode::kVredsubMax: {
+      bool sum = it.instr.op == Opcode::kVredsubSum;
+      for (int l = 0; l < kLanes; ++l) {
+        float acc = va[l];
+        for (int s = 1; s < kSublanes; ++s)
+          acc = sum ? acc + va[s * kLanes + l] : std::fmax(acc, va[s * kLanes + l]);
+        for (int s = 0; s < kSublanes; ++s) d[s * kLanes + l] = acc;
+      }
+      break;
+    }
+    case Opcode::kVredlaneSum:
+    case Opcode::kVredlaneMax: {
+      bool sum = it.instr.op == Opcode::kVredlaneSum;
+      for (int s = 0; s < kSublanes; ++s) {
+        float acc = va[s * kLanes];
+        for (int l = 1; l < kLanes; ++l)
+          acc = sum ? acc + va[s * kLanes + l] : std::fmax(acc, va[s * kLanes + l]);
+        std::fill_n(d.begin() + s * kLanes, kLanes, acc);
+      }
+      break;
+    }
+    case Opcode::kVperm:
+      for (int s = 0; s < kSublanes; ++s)
+        for (int l = 0; l < kLanes; ++l) {
+          int idx = static_cast<int>(vb[s * kLanes + l]);
+          d[s * kLanes + l] = va[s * kLanes + (((idx % kLanes) + kLanes) % kLanes)];
+        }
+      break;
+    case Opcode::kVrot: {
+      int k = ((a[2] % kLanes) + kLanes) % kLanes;
+      for (int s = 0; s < kSublanes; ++s)
+        for (int l = 0; l < kLanes; ++l)
+          d[s * kLanes + l] = va[s * kLanes + (l - k + kLanes) % kLanes];
+      break;
+    }
+    case Opcode::kVxpose: {
+      // Element (r, c) of the 128x128 block lives in register base + r/8, sublane r%8, lane c.
+      std::array<float, 128 * 128> block;
+      for (int r = 0; r < 128; ++r)
+        for (int c = 0; c < 128; ++c) block[c * 128 + r] = regs_[a[1] + r / 8][(r % 8) * 128 + c];
+      for (int r = 0; r < 128; ++r)
+        std::memcpy(&regs_[a[0] + r / 8][(r % 8) * 128], &block[r * 128], 128 * sizeof(float));
+      break;
+    }
+    default: ctx_.Fail(it, "not a VPU instruction");
+  }
+}
+
+}  // namespace tpusim::sim
