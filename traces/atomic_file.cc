@@ -32,8 +32,10 @@ void AtomicFile::Flush() {
   while (ok() && done < buf_.size()) {
     const ssize_t n = ::write(fd_, buf_.data() + done, buf_.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) Fail("cannot write");
-    else done += static_cast<size_t>(n);
+    if (n <= 0)
+      Fail("cannot write");
+    else
+      done += static_cast<size_t>(n);
   }
   buf_.clear();
 }

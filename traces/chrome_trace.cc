@@ -1,0 +1,163 @@
+#include "traces/chrome_trace.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "traces/atomic_file.h"
+#include "traces/json_util.h"
+#include "traces/trace_tracks.h"
+
+namespace tpusim::traces {
+namespace {
+
+using profiler::HostKind;
+using profiler::Recorder;
+using profiler::TimeFs;
+
+template <class R>
+std::vector<uint32_t> SortedFor(const std::vector<R>& v, int core) {
+  std::vector<uint32_t> idx;
+  for (uint32_t i = 0; i < v.size(); ++i)
+    if (v[i].core == core) idx.push_back(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) {
+    return v[a].start != v[b].start ? v[a].start < v[b].start : v[a].end > v[b].end;
+  });
+  return idx;
+}
+
+std::string BusyArgs(const sim::BusyRecord& r) {
+  return "{\"pc\":" + std::to_string(r.pc) + ",\"flops\":" + Fixed(r.flops, 0) +
+         ",\"bytes\":" + std::to_string(r.bytes) + ",\"step\":" + std::to_string(r.step) + "}";
+}
+
+std::string_view Mnemonic(isa::Opcode op) {
+  return op < isa::Opcode::kCount ? isa::Info(op).mnemonic : "?";
+}
+
+// The XLA Ops track: each union span of the core's work, cut where the tag changes.
+void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vector<uint32_t>& idx) {
+  const auto& busy = rec.events().busy;
+  bool open = false;
+  uint16_t tag = 0;
+  TimeFs seg_start = 0, span_end = 0;
+  double flops = 0;
+  uint64_t bytes = 0;
+  auto emit = [&](TimeFs end) {
+    if (end > seg_start) {
+      std::string name = tag == 0 ? "(untagged)" : rec.TagName(core, tag);
+      if (name.empty()) name = "tag#" + std::to_string(tag);
+      w.Complete(core, Track::kXlaOps, name, seg_start, end,
+                 "{\"flops\":" + Fixed(flops, 0) + ",\"bytes\":" + std::to_string(bytes) + "}");
+    }
+    flops = 0;
+    bytes = 0;
+  };
+  for (uint32_t i : idx) {
+    const sim::BusyRecord& r = busy[i];
+    if (open && r.start >= span_end) {
+      emit(span_end);
+      open = false;
+    }
+    if (!open) {
+      open = true;
+      tag = r.tag;
+      seg_start = r.start;
+      span_end = r.end;
+    } else if (r.tag != tag) {
+      emit(r.start);
+      tag = r.tag;
+      seg_start = r.start;
+    }
+    span_end = std::max(span_end, r.end);
+    flops += r.flops;
+    bytes += r.bytes;
+  }
+  if (open) emit(span_end);
+}
+
+void WriteCore(TraceWriter& w, const Recorder& rec, int core) {
+  const profiler::EventLog& ev = rec.events();
+  for (uint32_t i : SortedFor(ev.steps, core)) {
+    const sim::StepRecord& s = ev.steps[i];
+    w.Complete(core, Track::kSteps, "step " + std::to_string(s.step), s.start, s.end,
+               "{\"step\":" + std::to_string(s.step) + "}");
+  }
+  const std::vector<uint32_t> busy = SortedFor(ev.busy, core);
+  WriteXlaOps(w, rec, core, busy);
+  for (uint32_t i : busy) {
+    const sim::BusyRecord& r = ev.busy[i];
+    w.Complete(core, UnitTrack(r.unit), Mnemonic(r.op), r.start, r.end, BusyArgs(r));
+  }
+  for (uint32_t i : SortedFor(ev.waits, core)) {
+    const sim::WaitRecord& r = ev.waits[i];
+    w.Complete(core, Track::kSyncFlags, "wait f" + std::to_string(r.flag), r.start, r.end,
+               "{\"unit\":" + JsonString(isa::UnitName(r.unit)) +
+                   ",\"step\":" + std::to_string(r.step) + "}");
+  }
+}
+
+void WriteHost(TraceWriter& w, const Recorder& rec) {
+  const auto& host = rec.events().host;
+  std::vector<uint32_t> idx(host.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](uint32_t a, uint32_t b) { return host[a].start < host[b].start; });
+  for (uint32_t i : idx) {
+    const profiler::HostRecord& r = host[i];
+    const std::string args =
+        "{\"core\":" + std::to_string(r.core) + ",\"step\":" + std::to_string(r.step) + "}";
+    if (r.kind == HostKind::kAllReduce) {
+      w.Complete(r.core, Track::kIci, "all-reduce", r.start, r.end, args);
+    } else {
+      w.Complete(w.host_pid(), HostTrack(r.kind), std::string(profiler::HostKindName(r.kind)),
+                 r.start, r.end, args);
+    }
+  }
+}
+
+void WriteCounters(TraceWriter& w, const Recorder& rec, TimeFs end) {
+  const profiler::Timeline& tl = rec.timeline();
+  const double width = static_cast<double>(tl.width());
+  const int mxus = std::max(1, rec.options().mxus_per_core);
+  for (int c = 0; c < rec.num_cores(); ++c) {
+    for (size_t b = 0; b < tl.num_buckets(); ++b) {
+      const TimeFs t = b * tl.width();
+      if (t < w.origin() || t >= end) continue;
+      const double mxu = 100.0 * tl.At(c, profiler::Series::kMxuBusy, b) / (mxus * width);
+      const double idle = 100.0 - 100.0 * tl.At(c, profiler::Series::kUnionBusy, b) / width;
+      w.Counter(c, "MXU utilization", t, mxu);
+      w.Counter(c, "Idle time", t, idle);
+    }
+  }
+}
+
+}  // namespace
+
+std::string WriteChromeTrace(const Recorder& rec, const std::string& path,
+                             const ChromeTraceOptions& options) {
+  const profiler::EventLog& ev = rec.events();
+  TimeFs origin = profiler::kNoTime, end = 0;
+  auto span = [&](const auto& v) {
+    for (const auto& r : v) {
+      origin = std::min(origin, r.start);
+      end = std::max(end, r.end);
+    }
+  };
+  span(ev.busy);
+  span(ev.waits);
+  span(ev.steps);
+  span(ev.host);
+  if (origin == profiler::kNoTime) origin = end = rec.first_time();
+
+  AtomicFile file(path);
+  TraceWriter w(file, rec.num_cores(), origin);
+  for (int c = 0; c < rec.num_cores(); ++c) WriteCore(w, rec, c);
+  WriteHost(w, rec);
+  if (options.counters) WriteCounters(w, rec, end);
+  w.Finish(rec.options().mxus_per_core, ev.truncated, ev.dropped);
+  file.Commit();
+  return file.error();
+}
+
+}  // namespace tpusim::traces
