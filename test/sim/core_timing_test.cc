@@ -1,0 +1,143 @@
+// Whole-core timing: each scenario's cycle count follows from the formulas of docs/isa.md.
+#include "sim_test_util.h"
+
+namespace tpusim::sim {
+namespace {
+using testing::SingleCoreRun;
+
+TEST(CoreTiming, ScalarLoopCostsOneCyclePerInstructionPlusTakenBranchPenalty) {
+  SingleCoreRun run(R"(
+    li r1, 0
+    li r2, 10
+  loop:
+    addi r1, r1, 1
+    blt r1, r2, loop
+    halt
+  )");
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  // 2 li + 10 x (addi + blt) + 9 taken branches x 2 penalty cycles.
+  EXPECT_EQ(r.cycles, 2 + 10 * 2 + 9 * 2);
+  EXPECT_EQ(run.core->sequencer().reg(1), 10);
+}
+
+TEST(CoreTiming, DmaTakesLatencyPlusBytesOverHbmBandwidth) {
+  SingleCoreRun run(R"(
+    .desc mb rows=1024 row_bytes=1024 src_stride=1024 dst_stride=1024
+    li r1, 0
+    li r2, 4096
+    dma.hv r1, r2, mb, f0
+    wait seq, f0, 1
+    halt
+  )");
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const CoreConfig& c = run.board.core;
+  // Dispatched after the two li (2 cycles); the copy is HBM-bound (VMEM port is faster);
+  // the wait costs sync_cycles once the flag is set.
+  double expect_fs = CyclesToFs(c, 2 + c.sync_cycles) +
+                     DmaAloneFs(c, 1 << 20, c.hbm_bandwidth_bytes_per_s);
+  EXPECT_NEAR(static_cast<double>(r.end_fs), expect_fs, 1e3);  // within a picosecond
+}
+
+TEST(CoreTiming, ConcurrentDmasShareHbmBandwidth) {
+  SingleCoreRun run(R"(
+    .desc mb rows=1 row_bytes=1048576 src_stride=0 dst_stride=0
+    li r1, 0
+    li r2, 1048576
+    dma.hv r1, r2, mb, f0
+    dma.hv r2, r1, mb, f0
+    wait seq, f0, 2
+    halt
+  )");
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const CoreConfig& c = run.board.core;
+  // Two engines, one HBM: the pair takes the bytes of both over one bandwidth.
+  double expect_fs = CyclesToFs(c, 3 + c.sync_cycles) + DmaAloneFs(c, 2 << 20, c.hbm_bandwidth_bytes_per_s);
+  EXPECT_NEAR(static_cast<double>(r.end_fs), expect_fs, 0.002 * expect_fs);
+  for (const UnitReport& u : r.units) {
+    if (u.name == "dma") {
+      EXPECT_EQ(u.instructions, 2u);
+    }
+  }
+}
+
+TEST(CoreTiming, MatmulStreamsRowsAfterWeightsAndPopWaitsForDrain) {
+  SingleCoreRun run(R"(
+    li r1, 0
+    li r2, 512
+    li r3, 0
+    mxu.ldw m0, r1
+    mxu.mm m0, r1, r2, r3
+    mxu.pop m0, r1, r3, r2
+    halt
+  )");
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const CoreConfig& c = run.board.core;
+  // ldw issues at cycle 3 (after 3 li) and takes 128; the matmul streams 512 rows; the pop
+  // starts when the last result has drained (fill/drain 255) and takes 512 cycles.
+  int64_t expect = 3 + c.mxu_weight_load_cycles + 512 + c.mxu_fill_drain_cycles() + 512;
+  EXPECT_EQ(r.cycles, expect);
+  for (const UnitReport& u : r.units) {
+    if (u.name == "mxu0") {
+      EXPECT_EQ(run.Cycles(u.busy_fs), 512);
+    }
+  }
+}
+
+TEST(CoreTiming, DoubleBufferedWeightLoadOverlapsTheRunningMatmul) {
+  SingleCoreRun run(R"(
+    li r1, 0
+    li r2, 1024
+    li r3, 0
+    mxu.ldw m0, r1
+    mxu.mm m0, r1, r2, r3
+    mxu.ldw m0, r1
+    mxu.mma m0, r1, r2, r3
+    halt
+  )", /*functional=*/false);
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const CoreConfig& c = run.board.core;
+  // The second load hides under the first matmul: no bubble between the two streams.
+  EXPECT_EQ(r.cycles, 3 + c.mxu_weight_load_cycles + 2 * 1024);
+}
+
+TEST(CoreTiming, VpuOpsCostTheirClassCycles) {
+  SingleCoreRun run(R"(
+    vmovi v0, 2.0
+    vadd v1, v0, v0
+    vexp v2, v1
+    vredlane.sum v3, v2
+    vxpose v16, v0
+    halt
+  )");
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const CoreConfig& c = run.board.core;
+  EXPECT_EQ(r.cycles, 2 * c.vpu_alu_cycles + c.vpu_transcendental_cycles +
+                          c.vpu_cross_lane_cycles + c.vpu_transpose_cycles);
+}
+
+TEST(CoreTiming, SignalFiresOnlyAfterTheUnitDrains) {
+  SingleCoreRun run(R"(
+    li r1, 0
+    li r2, 256
+    mxu.ldw m0, r1
+    mxu.mm m0, r1, r2, r1
+    signal mxu0, f1, 1
+    wait seq, f1, 1
+    halt
+  )", /*functional=*/false);
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  // ldw issues at cycle 2; the signal fires when the 256-row stream ends; the wait costs
+  // sync_cycles.
+  const CoreConfig& c = run.board.core;
+  EXPECT_EQ(r.cycles, 2 + c.mxu_weight_load_cycles + 256 + c.sync_cycles);
+}
+
+}  // namespace
+}  // namespace tpusim::sim
