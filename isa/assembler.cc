@@ -147,15 +147,14 @@ Result<Program> Assembler::Run(std::string_view text) {
 }
 
 std::optional<Error> Assembler::Statement(std::vector<Token>& t) {
-  if (t.empty()) return std::nullopt;
-  if (t[0].kind == Tok::kWord && t[0].text.size() > 1 && t[0].text.back() == ':') {
+  while (!t.empty() && t[0].kind == Tok::kWord && t[0].text.size() > 1 && t[0].text.back() == ':') {
     std::string name = t[0].text.substr(0, t[0].text.size() - 1);
     if (!IsIdentifier(name)) return Err(t[0].col, "bad label name '" + name + "'");
     if (!labels_.emplace(name, static_cast<int32_t>(p_.code.size())).second)
       return Err(t[0].col, "duplicate label '" + name + "'");
     t.erase(t.begin());
-    if (t.empty()) return std::nullopt;
   }
+  if (t.empty()) return std::nullopt;
   if (t[0].kind != Tok::kWord) return Err(t[0].col, "expected a mnemonic or directive");
   const std::string& w = t[0].text;
   if (w[0] != '.') return Instruction(t);

@@ -64,7 +64,7 @@ top:
 .tag ""
   li r3, N
 .tag "fusion.1"
-end: halt
+end: also.end: halt
 )");
   ASSERT_EQ(p.code.size(), 5u);
   EXPECT_EQ(p.code[0].a[0], 4);  // forward reference
