@@ -143,9 +143,9 @@ HloInstruction* Parser::ParseOpcodeAndOperands(HloComputation* comp, std::string
   std::optional<Opcode> op = LookupOpcode(op_name);
   if (!op) return Fail(op_pos, "unknown opcode '" + op_name + "'"), nullptr;
   if (!IsSupported(*op)) return RejectOpcode(*op, op_pos), nullptr;
-  if (auto it = all_names_.find(name); it != all_names_.end()) {
-    Fail(name_pos,
-         "duplicate instruction name '%" + name + "' (first defined at " + Where(it->second) + ")");
+  if (names_.count(name)) {
+    Fail(name_pos, "duplicate instruction name '%" + name + "' (first defined at " +
+                       Where(all_names_[name]) + ")");
     return nullptr;
   }
   auto owned = std::make_unique<HloInstruction>(name, *op, std::move(shape));
