@@ -6,6 +6,7 @@
 
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/printer.h"
+#include "compiler/hlo/verifier.h"
 
 namespace tpusim::hlo {
 namespace {
@@ -25,6 +26,8 @@ TEST_P(ExampleRoundTrip, PrintParsePrintIsStable) {
   ASSERT_FALSE(text.empty()) << path;
   Result<HloModule> m = ParseHlo(text, path);
   ASSERT_TRUE(m.ok()) << m.status().message();
+  Status verified = VerifyModule(*m);
+  EXPECT_TRUE(verified.ok()) << verified.message();
   std::string printed = PrintModule(*m);
   Result<HloModule> again = ParseHlo(printed, "printed");
   ASSERT_TRUE(again.ok()) << again.status().message() << "\n" << printed;

@@ -1,0 +1,167 @@
+// Verifier rules for tuples, calls, control flow, sort and collectives.
+#include <set>
+
+#include "compiler/hlo/verifier_impl.h"
+
+namespace tpusim::hlo::verify {
+namespace {
+
+std::vector<Shape> OperandShapes(const HloInstruction& i, size_t from = 0) {
+  std::vector<Shape> out;
+  for (size_t k = from; k < i.operand_count(); ++k) out.push_back(i.operand(k)->shape());
+  return out;
+}
+
+Shape MaybeTuple(const std::vector<Shape>& s) { return s.size() == 1 ? s[0] : Shape::Tuple(s); }
+
+Status VerifyConditional(const HloInstruction& i) {
+  if (i.operand_count() < 1) return Error(i, "conditional needs a predicate or branch index");
+  const Shape& sel = i.operand(0)->shape();
+  std::vector<HloComputation*> branches = i.branch_computations();
+  bool by_pred = sel.type == PrimitiveType::kPred;
+  if (!sel.IsScalar() || (!by_pred && sel.type != PrimitiveType::kS32)) {
+    return Error(i, "the first operand must be pred[] or s32[], not " + Str(sel));
+  }
+  if (by_pred && branches.size() != 2) {
+    return Error(i, "a pred conditional needs true_computation and false_computation");
+  }
+  if (branches.empty() || branches.size() + 1 != i.operand_count()) {
+    return Error(i, "conditional has " + Str(branches.size()) + " branches but " +
+                        Str(static_cast<int64_t>(i.operand_count()) - 1) + " branch operands");
+  }
+  for (size_t b = 0; b < branches.size(); ++b) {
+    HLO_RETURN_IF_ERROR(
+        ExpectSignature(i, branches[b], "branch", {i.operand(b + 1)->shape()}, &i.shape()));
+  }
+  return Status::Ok();
+}
+
+std::optional<int64_t> GroupSize(const HloModule& m, const HloInstruction& i) {
+  const ReplicaGroups* g = i.replica_groups();
+  if (g && !g->groups.empty()) return static_cast<int64_t>(g->groups.front().size());
+  if (m.replica_count > 1) return m.replica_count;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Status VerifyControl(const HloModule&, const HloInstruction& i) {
+  switch (i.opcode()) {
+    case Opcode::kTuple:
+      return ExpectShape(i, Shape::Tuple(OperandShapes(i)));
+    case Opcode::kGetTupleElement: {
+      const Shape& t = i.operand(0)->shape();
+      std::optional<int64_t> idx = i.GetInt("index");
+      if (!t.IsTuple()) return Error(i, "operand is not a tuple: " + Str(t));
+      if (!idx || *idx < 0 || *idx >= static_cast<int64_t>(t.tuple_shapes.size())) {
+        return Error(
+            i, "index must be within the tuple's " + Str(t.tuple_shapes.size()) + " elements");
+      }
+      return ExpectShape(i, t.tuple_shapes[*idx]);
+    }
+    case Opcode::kCall:
+    case Opcode::kFusion: {
+      const char* role = i.opcode() == Opcode::kCall ? "to_apply" : "calls";
+      if (i.opcode() == Opcode::kFusion && !i.GetWord("kind")) {
+        return Error(i, "fusion needs kind=kLoop|kInput|kOutput|kCustom");
+      }
+      return ExpectSignature(i, i.CalledComputation(role), role, OperandShapes(i), &i.shape());
+    }
+    case Opcode::kWhile: {
+      const Shape& s = i.operand(0)->shape();
+      Shape pred = Shape::Array(PrimitiveType::kPred, {});
+      HLO_RETURN_IF_ERROR(ExpectSignature(i, i.condition(), "condition", {s}, &pred));
+      HLO_RETURN_IF_ERROR(ExpectSignature(i, i.body(), "body", {s}, &s));
+      return ExpectShape(i, s);
+    }
+    case Opcode::kConditional:
+      return VerifyConditional(i);
+    case Opcode::kSort: {
+      HLO_RETURN_IF_ERROR(ExpectArrayOperands(i));
+      if (i.operand_count() == 0) return Error(i, "sort needs operands");
+      const IntList* dims;
+      HLO_RETURN_IF_ERROR(RequireIntList(i, "dimensions", &dims));
+      const Shape& a = i.operand(0)->shape();
+      if (dims->size() != 1) return Error(i, "sort needs one dimension");
+      HLO_RETURN_IF_ERROR(ExpectDims(i, *dims, a.rank(), "sort dimension"));
+      std::vector<Shape> params;
+      for (const HloInstruction* op : i.operands()) {
+        if (op->shape().dims != a.dims) return Error(i, "sort operands have different dimensions");
+        params.push_back(Shape::Array(op->shape().type, {}));
+        params.push_back(Shape::Array(op->shape().type, {}));
+      }
+      Shape pred = Shape::Array(PrimitiveType::kPred, {});
+      HLO_RETURN_IF_ERROR(ExpectSignature(i, i.to_apply(), "to_apply", params, &pred));
+      return ExpectShape(i, MaybeTuple(OperandShapes(i)));
+    }
+    default:
+      return Status::Ok();
+  }
+}
+
+Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
+  HLO_RETURN_IF_ERROR(ExpectArrayOperands(i));
+  if (i.operand_count() == 0) return Error(i, "a collective needs operands");
+  if (const ReplicaGroups* g = i.replica_groups()) {
+    std::set<int64_t> seen;
+    for (const auto& group : g->groups) {
+      if (group.size() != g->groups.front().size()) {
+        return Error(i, "replica groups have different sizes");
+      }
+      for (int64_t id : group) {
+        if (id < 0 || !seen.insert(id).second) {
+          return Error(i, "replica id " + Str(id) + " is negative or in two groups");
+        }
+        int64_t devices = m.replica_count * m.num_partitions;
+        if (devices > 1 && id >= devices) {
+          return Error(
+              i, "replica id " + Str(id) + " is beyond the module's " + Str(devices) + " devices");
+        }
+      }
+    }
+  }
+  std::vector<Shape> ins = OperandShapes(i);
+  switch (i.opcode()) {
+    case Opcode::kAllReduce: {
+      std::vector<Shape> params;
+      for (const Shape& s : ins) params.push_back(Shape::Array(s.type, {}));
+      Shape root = params.front();
+      params.push_back(params.front());
+      if (ins.size() == 1) {
+        HLO_RETURN_IF_ERROR(ExpectSignature(i, i.to_apply(), "to_apply", params, &root));
+      } else if (!i.to_apply()) {
+        return Error(i, "missing to_apply=%computation");
+      }
+      return ExpectShape(i, MaybeTuple(ins));
+    }
+    case Opcode::kAllGather:
+    case Opcode::kReduceScatter: {
+      const IntList* dims;
+      HLO_RETURN_IF_ERROR(RequireIntList(i, "dimensions", &dims));
+      if (dims->size() != 1) return Error(i, "needs exactly one dimension");
+      HLO_RETURN_IF_ERROR(ExpectDims(i, *dims, ins[0].rank(), "dimension"));
+      std::optional<int64_t> n = GroupSize(m, i);
+      if (!n || *n == 0) return Status::Ok();
+      std::vector<Shape> outs = ins;
+      for (Shape& s : outs) {
+        s.layout.reset();
+        if (s.rank() <= (*dims)[0]) return Error(i, "operands have different ranks");
+        int64_t& d = s.dims[(*dims)[0]];
+        if (i.opcode() == Opcode::kAllGather) {
+          if (Wide(d) * *n > (Wide(1) << 62)) return Error(i, "gathered size overflows");
+          d *= *n;
+        } else if (d % *n != 0) {
+          return Error(
+              i, "dimension size " + Str(d) + " is not divisible by the group size " + Str(*n));
+        } else {
+          d /= *n;
+        }
+      }
+      return ExpectShape(i, MaybeTuple(outs));
+    }
+    default:
+      return ExpectShape(i, MaybeTuple(ins));  // collective-permute
+  }
+}
+
+}  // namespace tpusim::hlo::verify

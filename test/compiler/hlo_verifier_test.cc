@@ -1,0 +1,117 @@
+// Shape verifier: accepted modules and the messages for broken ones.
+#include <gtest/gtest.h>
+
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/verifier.h"
+
+namespace tpusim::hlo {
+namespace {
+
+// Parses `body` as the ENTRY computation of a module with an %add reducer and verifies it.
+std::string VerifyError(const std::string& body, const std::string& header = "") {
+  std::string text = "HloModule t" + header +
+                     "\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+                     "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(f32[] %a, f32[] %b)\n}\n"
+                     "ENTRY %e {\n" +
+                     body + "\n}\n";
+  Result<HloModule> m = ParseHlo(text, "t.hlo");
+  if (!m.ok()) return "PARSE: " + m.status().message();
+  Status s = VerifyModule(*m);
+  return s.ok() ? "" : s.message();
+}
+
+TEST(Verifier, DotContractingSizeMismatch) {
+  EXPECT_EQ(VerifyError("%x = f32[8,64] parameter(0)\n%y = f32[128,32] parameter(1)\n"
+                        "ROOT %dot.3 = f32[8,32] dot(%x, %y), lhs_contracting_dims={1}, "
+                        "rhs_contracting_dims={0}"),
+            "%dot.3: lhs contracting dimension 1 has size 64 but rhs contracting dimension 0 "
+            "has size 128");
+}
+
+TEST(Verifier, DotGeneralBatchDims) {
+  EXPECT_EQ(VerifyError("%x = f32[4,8,64] parameter(0)\n%y = f32[4,64,32] parameter(1)\n"
+                        "ROOT %d = f32[4,8,32] dot(%x, %y), lhs_batch_dims={0}, "
+                        "lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}"),
+            "");
+  EXPECT_EQ(VerifyError("%x = f32[4,8,64] parameter(0)\n%y = f32[4,64,32] parameter(1)\n"
+                        "ROOT %d = f32[4,8,8] dot(%x, %y), lhs_batch_dims={0}, "
+                        "lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}"),
+            "%d: result shape is f32[4,8,8] but should be f32[4,8,32]");
+}
+
+TEST(Verifier, ElementwiseNeedsSameShapes) {
+  EXPECT_EQ(VerifyError("%x = f32[2,3] parameter(0)\n%y = f32[3] parameter(1)\n"
+                        "ROOT %s = f32[2,3] add(%x, %y)"),
+            "%s: operand shapes f32[2,3] and f32[3] differ (HLO has no implicit broadcasting; "
+            "use broadcast)");
+  EXPECT_EQ(VerifyError("%x = f32[2] parameter(0)\n%y = s32[2] parameter(1)\n"
+                        "ROOT %s = f32[2] multiply(%x, %y)"),
+            "%s: operand element types f32 and s32 differ");
+}
+
+TEST(Verifier, OperandCountFromTable) {
+  EXPECT_EQ(VerifyError("%x = f32[2] parameter(0)\nROOT %n = f32[2] add(%x)"),
+            "%n: add takes 2 operands but has 1");
+}
+
+TEST(Verifier, BroadcastReshapeTransposeSlicePad) {
+  EXPECT_EQ(VerifyError("%x = f32[3] parameter(0)\nROOT %b = f32[2,4] broadcast(%x), "
+                        "dimensions={1}"),
+            "%b: operand dimension 0 of size 3 maps to result dimension 1 of size 4");
+  EXPECT_EQ(VerifyError("%x = f32[2,3] parameter(0)\nROOT %r = f32[7] reshape(%x)"),
+            "%r: result f32[7] has 7 elements but the operand f32[2,3] has 6");
+  EXPECT_EQ(VerifyError("%x = f32[2,3] parameter(0)\nROOT %t = f32[2,3] transpose(%x), "
+                        "dimensions={1,0}"),
+            "%t: result shape is f32[2,3] but should be f32[3,2]");
+  EXPECT_EQ(VerifyError("%x = f32[4] parameter(0)\nROOT %s = f32[2] slice(%x), slice={[2:6]}"),
+            "%s: slice [2:6:1] is invalid for dimension 0 of size 4");
+  EXPECT_EQ(VerifyError("%x = f32[4] parameter(0)\n%z = f32[] constant(0)\n"
+                        "ROOT %p = f32[13] pad(%x, %z), padding=1_2_2"),
+            "");
+}
+
+TEST(Verifier, ConvolutionWindowAndGroups) {
+  const std::string ok =
+      "%i = f32[1,8,8,6] parameter(0)\n%k = f32[3,3,3,12] parameter(1)\n"
+      "ROOT %c = f32[1,8,8,12] convolution(%i, %k), window={size=3x3 pad=1_1x1_1}, "
+      "dim_labels=b01f_01io->b01f, feature_group_count=2";
+  EXPECT_EQ(VerifyError(ok), "");
+  EXPECT_EQ(VerifyError("%i = f32[1,8,8,6] parameter(0)\n%k = f32[3,3,6,12] parameter(1)\n"
+                        "ROOT %c = f32[1,8,8,12] convolution(%i, %k), window={size=3x3 "
+                        "pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=2"),
+            "%c: input feature dimension has size 6 but kernel input feature size 6 x "
+            "feature_group_count 2 is 12");
+  EXPECT_EQ(VerifyError("%i = f32[1,8,8,6] parameter(0)\n%k = f32[3,3,6,12] parameter(1)\n"
+                        "ROOT %c = f32[1,8,8,12] convolution(%i, %k), window={size=3x3}, "
+                        "dim_labels=b01f_01io->b01f"),
+            "%c: result shape is f32[1,8,8,12] but should be f32[1,6,6,12]");
+}
+
+TEST(Verifier, ReduceAndCollectives) {
+  EXPECT_EQ(VerifyError("%x = f32[4,5] parameter(0)\n%z = f32[] constant(0)\n"
+                        "ROOT %r = f32[5] reduce(%x, %z), dimensions={1}, to_apply=%add"),
+            "%r: result shape is f32[5] but should be f32[4]");
+  EXPECT_EQ(VerifyError("%x = f32[16] parameter(0)\nROOT %g = f32[64] all-gather(%x), "
+                        "replica_groups=[2,4]<=[8], dimensions={0}",
+                        ", replica_count=8"),
+            "");
+  EXPECT_EQ(VerifyError("%x = f32[16] parameter(0)\nROOT %a = f32[16] all-reduce(%x), "
+                        "replica_groups={{0,1},{2,9}}, to_apply=%add",
+                        ", replica_count=8"),
+            "%a: replica id 9 is beyond the module's 8 devices");
+}
+
+TEST(Verifier, WhileSignature) {
+  EXPECT_EQ(VerifyError("%x = f32[] parameter(0)\nROOT %w = f32[] while(%x), condition=%add, "
+                        "body=%add"),
+            "%w: condition %add takes 2 parameters but is given 1");
+}
+
+TEST(Verifier, TupleAndGetTupleElement) {
+  EXPECT_EQ(VerifyError("%x = f32[2] parameter(0)\n%t = (f32[2], f32[2]) tuple(%x, %x)\n"
+                        "ROOT %g = f32[2] get-tuple-element(%t), index=2"),
+            "%g: index must be within the tuple's 2 elements");
+}
+
+}  // namespace
+}  // namespace tpusim::hlo
