@@ -79,8 +79,10 @@ std::string_view TimingFormula(TimingClass t) {
              "without bubbles; results reach the accumulators `mxu_fill_drain_cycles` "
              "(= array rows + array cols - 1) after the last row enters";
     case TimingClass::kMxuPop:
-      return "busy ceil(M / `mxu_pop_rows_per_cycle`) cycles, after the fill/drain latency of "
-             "the matmuls that wrote those rows has elapsed";
+      return "busy ceil(M / `mxu_pop_rows_per_cycle`) cycles on the MXU's result path, after "
+             "the fill/drain latency of the matmuls that wrote those rows has elapsed; the "
+             "queue moves on as soon as the pop is issued, and a later matmul into the same "
+             "accumulator rows starts only after the pop has read them";
     case TimingClass::kVpuLoadStore: return "busy `vpu_load_store_cycles` per vector register";
     case TimingClass::kVpuAlu: return "busy `vpu_alu_cycles` per vector register";
     case TimingClass::kVpuTranscendental: return "busy `vpu_transcendental_cycles` per vector register";

@@ -74,13 +74,15 @@ void Recorder::OnBusy(const sim::BusyRecord& r) {
   Touch(r.start, r.end);
   CoreAgg& c = cores_[r.core];
   const int u = static_cast<int>(r.unit);
-  if (u < isa::kNumUnits) {
+  // An MXU is busy while it streams a matmul (XProf); weight loads and pops overlap it.
+  const bool counts = !IsMxu(r.unit) || r.op == isa::Opcode::kMxuMm || r.op == isa::Opcode::kMxuMma;
+  if (u < isa::kNumUnits && counts) {
     c.units[u].busy += r.end - r.start;
     ++c.units[u].count;
   }
   c.flops += r.flops;
   c.bytes += r.bytes;
-  if (IsMxu(r.unit)) timeline_.Add(r.core, Series::kMxuBusy, r.start, r.end);
+  if (IsMxu(r.unit) && counts) timeline_.Add(r.core, Series::kMxuBusy, r.start, r.end);
 
   // Op time: the wall time the op's work covers. Exact when a tag's records arrive in
   // start order (in-order units reporting at issue); extends left for completion order.

@@ -27,7 +27,8 @@ __attribute__((target_clones("avx2", "default"))) void MacRow(const float* x, co
 
 MxuUnit::MxuUnit(sc_core::sc_module_name name, CoreContext& ctx, int index)
     : Unit(name, ctx, static_cast<isa::Unit>(static_cast<int>(isa::Unit::kMxu0) + index)),
-      acc_ready_(ctx.cfg->mxu_result_buffer_rows / kAccBlock + 1, 0) {
+      acc_ready_(ctx.cfg->mxu_result_buffer_rows / kAccBlock + 1, 0),
+      acc_free_(acc_ready_.size(), 0) {
   if (ctx.functional) {
     staged_.assign(kTile * kTile, 0.f);
     active_.assign(kTile * kTile, 0.f);
@@ -89,6 +90,9 @@ TimeFs MxuUnit::Matmul(const Issued& it, TimeFs earliest) {
   bool latch = has_staged_;
   if (!latch && !has_active_) ctx_.Fail(it, "matmul before any weights were loaded (mxu.ldw)");
   TimeFs start = std::max({earliest, stream_free_, latch ? staged_ready_ : 0});
+  // Results must not overwrite accumulator rows a pending pop has yet to read.
+  for (int64_t b = acc_row / kAccBlock; b <= (acc_row + rows - 1) / kAccBlock; ++b)
+    start = std::max(start, acc_free_[b]);
   TimeFs end = start + ctx_.Cycles(MatmulStreamCycles(rows));
   TimeFs ready = start + ctx_.Cycles(MatmulLatencyCycles(*ctx_.cfg, rows));
   if (latch) {
@@ -125,11 +129,13 @@ TimeFs MxuUnit::Pop(const Issued& it, TimeFs earliest) {
     start = std::max(start, acc_ready_[b]);
   TimeFs end = start + ctx_.Cycles(PopCycles(*ctx_.cfg, rows));
   pop_free_ = end;
+  for (int64_t b = acc_row / kAccBlock; b <= (acc_row + rows - 1) / kAccBlock; ++b)
+    acc_free_[b] = end;
   ExtendDrain(end);
   if (ctx_.functional)
     ctx_.vmem->Write(dst, &acc_[acc_row * kTile], static_cast<uint64_t>(rows) * kTile * 4);
   ctx_.Record(id_, it, start, end, 0, 0, /*counts_as_busy=*/false);
-  return start;
+  return earliest;  // pops run on their own path; the queue moves on at once
 }
 
 }  // namespace tpusim::sim

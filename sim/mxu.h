@@ -29,7 +29,8 @@ class MxuUnit : public Unit {
   TimeFs weight_path_free_ = 0, staging_free_ = 0, staged_ready_ = 0;
   TimeFs stream_free_ = 0, pop_free_ = 0;
   bool has_staged_ = false, has_active_ = false;
-  std::vector<TimeFs> acc_ready_;  // per block of 8 accumulator rows
+  std::vector<TimeFs> acc_ready_;  // per block of 8 accumulator rows: results written
+  std::vector<TimeFs> acc_free_;   // per block: last pop of its results finished
 
   // Values (functional mode only): weights as f32 W[k][n], accumulators acc[row][n].
   std::vector<float> staged_, active_, acc_;

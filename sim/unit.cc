@@ -7,6 +7,7 @@ namespace tpusim::sim {
 Unit::Unit(sc_core::sc_module_name name, CoreContext& ctx, isa::Unit id)
     : sc_module(name), ctx_(ctx), id_(id), queue_(ctx.cfg->queue_depth) {
   SC_THREAD(Run);
+  SC_THREAD(RunSignals);
 }
 
 void Unit::WaitUntil(TimeFs t) {
@@ -59,11 +60,25 @@ void Unit::DoWait(const Issued& it, TimeFs earliest) {
 }
 
 // signal u, f, n: once everything this unit issued before it has finished, flag f += n.
+// The queue does not stall: the increment is scheduled for the drain time.
 void Unit::DoSignal(const Issued& it, TimeFs earliest) {
-  WaitUntil(std::max(earliest, drain_));
-  ctx_.flags.Add(it.instr.a[1], it.instr.a[2]);
-  last_issue_ = ctx_.Now();
-  queue_.MarkIssued(last_issue_);
+  TimeFs at = std::max(earliest, drain_);
+  if (!signals_.empty()) at = std::max(at, signals_.back().at);
+  signals_.push_back({at, it.instr.a[1], it.instr.a[2]});
+  ExtendDrain(at);
+  signal_added_.notify(sc_core::SC_ZERO_TIME);
+  last_issue_ = earliest;
+  queue_.MarkIssued(earliest);
+}
+
+void Unit::RunSignals() {
+  for (;;) {
+    while (signals_.empty()) wait(signal_added_);
+    PendingSignal s = signals_.front();
+    WaitUntil(s.at);
+    signals_.pop_front();
+    ctx_.flags.Add(s.flag, s.amount);
+  }
 }
 
 }  // namespace tpusim::sim

@@ -4,6 +4,7 @@
 // time when they must meet another unit: at a sync flag or a DMA chunk.
 #pragma once
 
+#include <deque>
 #include <systemc>
 
 #include "sim/core_context.h"
@@ -39,6 +40,7 @@ class Unit : public sc_core::sc_module {
 
  private:
   void Run();
+  void RunSignals();
   void DoWait(const Issued& it, TimeFs earliest);
   void DoSignal(const Issued& it, TimeFs earliest);
 
@@ -49,6 +51,14 @@ class Unit : public sc_core::sc_module {
   int blocked_flag_ = -1;
   int64_t blocked_need_ = 0;
   sc_core::sc_event became_idle_;
+  // Signals waiting for the work before them to finish: (time, flag, amount), in time order.
+  struct PendingSignal {
+    TimeFs at;
+    int flag;
+    int64_t amount;
+  };
+  std::deque<PendingSignal> signals_;
+  sc_core::sc_event signal_added_;
 };
 
 }  // namespace tpusim::sim

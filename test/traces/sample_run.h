@@ -29,10 +29,10 @@ inline void FeedSample(profiler::Recorder& rec) {
     for (uint32_t s = 0; s < 2; ++s) {
       const double t = s * 100.0 + c;
       rec.OnHost(Host(c, HostKind::kInfeedWait, t, t + 8, s));
-      rec.OnBusy(Busy(c, Unit::kDma, t + 8, t + 20, 3, s, 0, 1 << 20, Opcode::kNop));
-      rec.OnBusy(Busy(c, Unit::kDma, t + 10, t + 25, 3, s, 0, 1 << 20, Opcode::kNop));
-      rec.OnBusy(Busy(c, Unit::kMxu0, t + 20, t + 60, 1, s, 4e9, 1 << 21, Opcode::kNop));
-      rec.OnBusy(Busy(c, Unit::kMxu1, t + 22, t + 50, 1, s, 2e9, 1 << 20, Opcode::kNop));
+      rec.OnBusy(Busy(c, Unit::kDma, t + 8, t + 20, 3, s, 0, 1 << 20, Opcode::kMxuMma));
+      rec.OnBusy(Busy(c, Unit::kDma, t + 10, t + 25, 3, s, 0, 1 << 20, Opcode::kMxuMma));
+      rec.OnBusy(Busy(c, Unit::kMxu0, t + 20, t + 60, 1, s, 4e9, 1 << 21, Opcode::kMxuMm));
+      rec.OnBusy(Busy(c, Unit::kMxu1, t + 22, t + 50, 1, s, 2e9, 1 << 20, Opcode::kMxuMma));
       rec.OnBusy(Busy(c, Unit::kVpu, t + 55, t + 70, 2, s, 1e6, 1 << 18, Opcode::kNop));
       rec.OnBusy(Busy(c, Unit::kScalar, t + 70, t + 71, 0, s));
       sim::WaitRecord w{static_cast<uint16_t>(c),
