@@ -34,8 +34,8 @@ int ExecCommand(const std::vector<std::string>& args) {
       "example: tpusim exec examples/kernels/matmul_db.s --config v3-8 --json out.json\n\n"
       "options");
   std::string program_path, config = "v3-8", json_path, trace_path;
-  opts.add_options()("help,h", "show this help")(
-      "config", po::value(&config), "v3-8, v2-8 or a JSON file (default v3-8)")(
+  opts.add_options()("help,h", "show this help")("config", po::value(&config),
+                                                 "v3-8, v2-8 or a JSON file (default v3-8)")(
       "json", po::value(&json_path), "also write the figures as JSON to FILE")(
       "trace", po::value(&trace_path), "write a Chrome trace (Perfetto) to FILE")(
       "timing", "timing only: skip computing values");
@@ -62,8 +62,8 @@ int ExecCommand(const std::vector<std::string>& args) {
   auto program = isa::Assemble(ReadFileOrThrow(program_path), program_path);
   if (!program.ok()) throw CliError(program.error().message);
 
-  profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = 1,
-                                                        .mxus_per_core = board.core.mxus});
+  profiler::Recorder recorder(
+      profiler::RecorderOptions{.num_cores = 1, .mxus_per_core = board.core.mxus});
   recorder.SetTags(0, program->tags);
   sim::RunOptions options;
   options.functional = !vm.count("timing");
@@ -74,7 +74,8 @@ int ExecCommand(const std::vector<std::string>& args) {
   if (!r.ok) throw CliError(r.error);
 
   std::printf("program: %s (%zu instructions) on %s core 0, %s\n", program_path.c_str(),
-              program->code.size(), board.name.c_str(), options.functional ? "functional" : "timing only");
+              program->code.size(), board.name.c_str(),
+              options.functional ? "functional" : "timing only");
   std::printf("cycles: %lld\ntime: %.3f us\n", static_cast<long long>(r.cycles), r.time_us);
   std::printf("%-6s %8s %13s\n", "unit", "busy %", "instructions");
   for (const sim::UnitReport& u : r.units)

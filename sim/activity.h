@@ -16,16 +16,16 @@ namespace tpusim::sim {
 using TimeFs = uint64_t;
 
 struct BusyRecord {
-  uint16_t core = 0;       // global core index on the board
+  uint16_t core = 0;  // global core index on the board
   isa::Unit unit = isa::Unit::kScalar;
   TimeFs start = 0;
   TimeFs end = 0;
-  uint32_t pc = 0;         // instruction index in the core's program
+  uint32_t pc = 0;  // instruction index in the core's program
   isa::Opcode op = isa::Opcode::kNop;
-  uint16_t tag = 0;        // HLO-op tag index (Program::tags)
-  uint32_t step = 0;       // training step this work belongs to
-  double flops = 0;        // useful floating-point operations (2 per MAC)
-  uint64_t bytes = 0;      // bytes read + written in HBM by this instruction
+  uint16_t tag = 0;    // HLO-op tag index (Program::tags)
+  uint32_t step = 0;   // training step this work belongs to
+  double flops = 0;    // useful floating-point operations (2 per MAC)
+  uint64_t bytes = 0;  // bytes read + written in HBM by this instruction
 };
 
 // A unit that waited on a sync flag (stalled, not busy).

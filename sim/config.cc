@@ -29,7 +29,8 @@ const std::vector<Param>& Params() {
       {"board", "cores_per_chip", true, 0, true, "TensorCores per chip", F(cores_per_chip)},
       {"core", "clock_hz", true, 0, false, "core clock", F(core.clock_hz)},
       {"core", "mxus", true, 0, true, "matrix units per core", F(core.mxus)},
-      {"core", "mxu_rows", false, 128, true, "systolic array rows (weights held)", F(core.mxu_rows)},
+      {"core", "mxu_rows", false, 128, true, "systolic array rows (weights held)",
+       F(core.mxu_rows)},
       {"core", "mxu_cols", false, 128, true, "systolic array columns", F(core.mxu_cols)},
       {"core", "mxu_weight_load_cycles", false, 128, true,
        "cycles to stage one weight tile (one row per cycle)", F(core.mxu_weight_load_cycles)},
@@ -160,8 +161,10 @@ std::string ConfigKeysMarkdown() {
   out << "| key | default | meaning |\n|---|---|---|\n";
   for (const Param& p : Params()) {
     out << "| `" << p.section << "." << p.key << "` | ";
-    if (p.required) out << "required";
-    else out << p.default_value;
+    if (p.required)
+      out << "required";
+    else
+      out << p.default_value;
     out << " | " << p.meaning << " |\n";
   }
   return out.str();

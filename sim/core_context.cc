@@ -67,8 +67,8 @@ TimeFs UnitStats::BusyTotal() {
 
 TimeFs CoreContext::Cycles(int64_t n) const { return CyclesToFs(*cfg, n); }
 
-void CoreContext::Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs end,
-                         double flops, uint64_t hbm_bytes, bool counts_as_busy) {
+void CoreContext::Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs end, double flops,
+                         uint64_t hbm_bytes, bool counts_as_busy) {
   if (counts_as_busy) stats[static_cast<int>(unit)].AddBusy(start, end);
   if (!sink) return;
   BusyRecord r;
@@ -87,17 +87,16 @@ void CoreContext::Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs 
 
 void CoreContext::RecordWait(isa::Unit unit, TimeFs start, TimeFs end, int flag, uint32_t step) {
   if (!sink || end <= start) return;
-  sink->OnWait(WaitRecord{static_cast<uint16_t>(core), unit, start, end,
-                          static_cast<uint8_t>(flag), step});
+  sink->OnWait(
+      WaitRecord{static_cast<uint16_t>(core), unit, start, end, static_cast<uint8_t>(flag), step});
 }
 
 void CoreContext::Fail(const Issued& it, const std::string& message) { Fail(it.pc, message); }
 
 void CoreContext::Fail(uint32_t pc, const std::string& message) {
   if (error->empty()) {
-    std::string mnemonic = pc < program->code.size()
-                               ? std::string(isa::Info(program->code[pc].op).mnemonic)
-                               : "?";
+    std::string mnemonic =
+        pc < program->code.size() ? std::string(isa::Info(program->code[pc].op).mnemonic) : "?";
     *error = "core " + std::to_string(core) + ", pc " + std::to_string(pc) + " (" + mnemonic +
              "): " + message;
   }

@@ -21,7 +21,7 @@ namespace tpusim::sim {
 struct Issued {
   isa::Instr instr;
   uint32_t pc = 0;
-  TimeFs ready = 0;  // when the sequencer put it in the queue
+  TimeFs ready = 0;                            // when the sequencer put it in the queue
   std::array<int64_t, isa::kMaxOperands> v{};  // resolved operands (register values)
   uint32_t step = 0;
 };
@@ -91,7 +91,7 @@ struct CoreContext {
   SparseMemory* hbm = nullptr;
   IActivitySink* sink = nullptr;  // may be null
   std::array<UnitStats, isa::kNumUnits> stats;
-  std::string* error = nullptr;   // first error of the run (shared by all cores)
+  std::string* error = nullptr;  // first error of the run (shared by all cores)
 
   TimeFs Now() const { return sc_core::sc_time_stamp().value(); }
   TimeFs Cycles(int64_t n) const;

@@ -10,10 +10,14 @@ using isa::Opcode;
 
 std::pair<Space, Space> DmaUnit::Spaces(Opcode op) {
   switch (op) {
-    case Opcode::kDmaHv: return {Space::kHbm, Space::kVmem};
-    case Opcode::kDmaVh: return {Space::kVmem, Space::kHbm};
-    case Opcode::kDmaVv: return {Space::kVmem, Space::kVmem};
-    default: return {Space::kHbm, Space::kHbm};
+    case Opcode::kDmaHv:
+      return {Space::kHbm, Space::kVmem};
+    case Opcode::kDmaVh:
+      return {Space::kVmem, Space::kHbm};
+    case Opcode::kDmaVv:
+      return {Space::kVmem, Space::kVmem};
+    default:
+      return {Space::kHbm, Space::kHbm};
   }
 }
 
@@ -43,8 +47,8 @@ void DmaUnit::CheckRange(const Issued& it, Space space, int64_t base, bool is_sr
                       ", " + std::to_string(hi) + ") is outside " + SpaceName(space) + " (" +
                       std::to_string(mem.size()) + " bytes)");
   if (base % 4 || stride % 4 || pstride % 4 || d.row_bytes % 4)
-    ctx_.Fail(it, std::string(role) + " address " + std::to_string(base) +
-                      " or descriptor '" + d.name + "' is not 4-byte aligned");
+    ctx_.Fail(it, std::string(role) + " address " + std::to_string(base) + " or descriptor '" +
+                      d.name + "' is not 4-byte aligned");
 }
 
 TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
@@ -106,7 +110,9 @@ TimeFs DmaEngine::Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_
 }
 
 // Walks the descriptor plane by plane, row by row, in pieces no larger than a chunk;
-// waits once per chunk for the latest piece of that chunk to finish.
+// waits once per chunk for the latest piece of that chunk to finish. With values, each
+// piece is its own transaction; timing-only runs send one transaction per chunk (same
+// bytes on the same path, so the same time) to keep the host cost per chunk, not per row.
 void DmaEngine::Copy(const Issued& it) {
   CoreContext& ctx = unit_.ctx();
   const isa::DmaDesc& d = ctx.program->descs[it.instr.a[2]];
@@ -115,24 +121,32 @@ void DmaEngine::Copy(const Issued& it) {
   TimeFs arrive = start + ctx.Cycles(ctx.cfg->dma_latency_cycles);
   uint64_t chunk = ctx.cfg->dma_chunk_bytes, in_chunk = 0;
   TimeFs chunk_done = arrive;
+  int64_t chunk_src = -1, chunk_dst = -1;
+  auto finish_chunk = [&] {
+    if (!ctx.functional && in_chunk > 0)
+      chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(ctx.core, src_space, chunk_src),
+                                                 GlobalAddr(ctx.core, dst_space, chunk_dst),
+                                                 in_chunk, std::max(arrive, ctx.Now())));
+    if (chunk_done > ctx.Now()) wait(sc_core::sc_time::from_value(chunk_done - ctx.Now()));
+    in_chunk = 0;
+  };
   for (uint32_t p = 0; p < d.planes; ++p) {
     for (uint32_t r = 0; r < d.rows; ++r) {
       int64_t s = it.v[1] + p * d.src_plane_stride + r * d.src_stride;
       int64_t t = it.v[0] + p * d.dst_plane_stride + r * d.dst_stride;
       for (uint64_t b = 0; b < d.row_bytes;) {
         uint64_t n = std::min<uint64_t>(d.row_bytes - b, chunk - in_chunk);
-        chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(ctx.core, src_space, s + b),
-                                                   GlobalAddr(ctx.core, dst_space, t + b), n,
-                                                   std::max(arrive, ctx.Now())));
+        if (in_chunk == 0) chunk_src = s + b, chunk_dst = t + b;
+        if (ctx.functional)
+          chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(ctx.core, src_space, s + b),
+                                                     GlobalAddr(ctx.core, dst_space, t + b), n,
+                                                     std::max(arrive, ctx.Now())));
         b += n, in_chunk += n;
-        if (in_chunk == chunk) {
-          wait(sc_core::sc_time::from_value(chunk_done - ctx.Now()));
-          in_chunk = 0;
-        }
+        if (in_chunk == chunk) finish_chunk();
       }
     }
   }
-  if (chunk_done > ctx.Now()) wait(sc_core::sc_time::from_value(chunk_done - ctx.Now()));
+  finish_chunk();
   TimeFs end = ctx.Now();
   bool hbm = src_space == Space::kHbm || dst_space == Space::kHbm;
   uint64_t hbm_bytes = hbm ? d.bytes() * (src_space == dst_space ? 2 : 1) : 0;

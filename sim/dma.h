@@ -4,9 +4,10 @@
 // engine waits once per chunk. Completion adds 1 to the copy's sync flag.
 #pragma once
 
+#include <tlm_utils/simple_initiator_socket.h>
+
 #include <deque>
 #include <memory>
-#include <tlm_utils/simple_initiator_socket.h>
 #include <vector>
 
 #include "sim/address_map.h"

@@ -24,8 +24,10 @@ void SparseMemory::Read(uint64_t addr, void* dst, uint64_t n) const {
     uint64_t page = addr / kPageBytes, offset = addr % kPageBytes;
     uint64_t take = std::min(n, kPageBytes - offset);
     auto it = pages_.find(page);
-    if (it == pages_.end()) std::memset(out, 0, take);
-    else std::memcpy(out, it->second.get() + offset, take);
+    if (it == pages_.end())
+      std::memset(out, 0, take);
+    else
+      std::memcpy(out, it->second.get() + offset, take);
     out += take, addr += take, n -= take;
   }
 }

@@ -15,7 +15,7 @@ constexpr int kAccBlock = 8;
 
 // acc[n] (+)= sum_k x[k] * w[k][n] for one LHS row; vectorised per target at run time.
 __attribute__((target_clones("avx2", "default"))) void MacRow(const float* x, const float* w,
-                                                               float* acc) {
+                                                              float* acc) {
   for (int k = 0; k < kTile; ++k) {
     float xk = x[k];
     if (xk == 0.0f) continue;
@@ -39,11 +39,15 @@ MxuUnit::MxuUnit(sc_core::sc_module_name name, CoreContext& ctx, int index)
 TimeFs MxuUnit::Execute(const Issued& it, TimeFs earliest) {
   switch (it.instr.op) {
     case Opcode::kMxuLdw:
-    case Opcode::kMxuLdwt: return LoadWeights(it, earliest);
+    case Opcode::kMxuLdwt:
+      return LoadWeights(it, earliest);
     case Opcode::kMxuMm:
-    case Opcode::kMxuMma: return Matmul(it, earliest);
-    case Opcode::kMxuPop: return Pop(it, earliest);
-    default: ctx_.Fail(it, "not an MXU instruction");
+    case Opcode::kMxuMma:
+      return Matmul(it, earliest);
+    case Opcode::kMxuPop:
+      return Pop(it, earliest);
+    default:
+      ctx_.Fail(it, "not an MXU instruction");
   }
 }
 
@@ -52,8 +56,8 @@ uint64_t MxuUnit::CheckedVmem(const Issued& it, int64_t addr, uint64_t bytes) {
     ctx_.Fail(it, "VMEM range [" + std::to_string(addr) + ", +" + std::to_string(bytes) +
                       ") is outside VMEM");
   if (addr % kVmemAlign)
-    ctx_.Fail(it, "VMEM address " + std::to_string(addr) + " is not " +
-                      std::to_string(kVmemAlign) + "-byte aligned");
+    ctx_.Fail(it, "VMEM address " + std::to_string(addr) + " is not " + std::to_string(kVmemAlign) +
+                      "-byte aligned");
   return static_cast<uint64_t>(addr);
 }
 

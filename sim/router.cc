@@ -6,9 +6,7 @@ Router::Router(sc_core::sc_module_name name) : sc_module(name), in("in"), out("o
   in.register_b_transport(this, &Router::b_transport);
 }
 
-void Router::AddRoute(int core, Space space, int out_index) {
-  routes_[{core, space}] = out_index;
-}
+void Router::AddRoute(int core, Space space, int out_index) { routes_[{core, space}] = out_index; }
 
 void Router::b_transport(int /*from*/, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
   uint64_t a = gp.get_address();

@@ -10,8 +10,7 @@ Sequencer::Sequencer(sc_core::sc_module_name name, CoreContext& ctx,
                      std::array<Unit*, isa::kNumUnits> units)
     : sc_module(name), ctx_(ctx), units_(units) {
   // Scalar work runs ahead of simulated time by at most one quantum before syncing.
-  tlm_utils::tlm_quantumkeeper::set_global_quantum(
-      sc_core::sc_time::from_value(ctx.Cycles(1000)));
+  tlm_utils::tlm_quantumkeeper::set_global_quantum(sc_core::sc_time::from_value(ctx.Cycles(1000)));
   qk_.reset();
   SC_THREAD(Run);
 }
@@ -52,7 +51,8 @@ void Sequencer::Run() {
     uint32_t pc = 0;
     const auto& code = ctx_.program->code;
     for (;;) {
-      if (pc >= code.size()) ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
+      if (pc >= code.size())
+        ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
       const isa::Instr& in = code[pc];
       isa::Unit unit = TargetUnit(pc, in);
       if (unit != isa::Unit::kScalar) {
@@ -123,29 +123,74 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
   bool taken = false;
   uint32_t next = pc + 1;
   switch (in.op) {
-    case Opcode::kNop: break;
-    case Opcode::kLi: r[a[0]] = a[1]; break;
-    case Opcode::kMov: r[a[0]] = r[a[1]]; break;
-    case Opcode::kAdd: r[a[0]] = s(u(r[a[1]]) + u(r[a[2]])); break;
-    case Opcode::kSub: r[a[0]] = s(u(r[a[1]]) - u(r[a[2]])); break;
-    case Opcode::kMul: r[a[0]] = s(u(r[a[1]]) * u(r[a[2]])); break;
-    case Opcode::kAnd: r[a[0]] = r[a[1]] & r[a[2]]; break;
-    case Opcode::kOr: r[a[0]] = r[a[1]] | r[a[2]]; break;
-    case Opcode::kXor: r[a[0]] = r[a[1]] ^ r[a[2]]; break;
-    case Opcode::kShl: r[a[0]] = s(u(r[a[1]]) << (r[a[2]] & 63)); break;
-    case Opcode::kShr: r[a[0]] = s(u(r[a[1]]) >> (r[a[2]] & 63)); break;
-    case Opcode::kSra: r[a[0]] = r[a[1]] >> (r[a[2]] & 63); break;
-    case Opcode::kSlt: r[a[0]] = r[a[1]] < r[a[2]] ? 1 : 0; break;
-    case Opcode::kAddi: r[a[0]] = s(u(r[a[1]]) + u(int64_t{a[2]})); break;
-    case Opcode::kMuli: r[a[0]] = s(u(r[a[1]]) * u(int64_t{a[2]})); break;
-    case Opcode::kAndi: r[a[0]] = r[a[1]] & a[2]; break;
-    case Opcode::kShli: r[a[0]] = s(u(r[a[1]]) << (a[2] & 63)); break;
-    case Opcode::kShri: r[a[0]] = s(u(r[a[1]]) >> (a[2] & 63)); break;
-    case Opcode::kBeq: taken = r[a[0]] == r[a[1]]; break;
-    case Opcode::kBne: taken = r[a[0]] != r[a[1]]; break;
-    case Opcode::kBlt: taken = r[a[0]] < r[a[1]]; break;
-    case Opcode::kBge: taken = r[a[0]] >= r[a[1]]; break;
-    case Opcode::kJmp: taken = true; break;
+    case Opcode::kNop:
+      break;
+    case Opcode::kLi:
+      r[a[0]] = a[1];
+      break;
+    case Opcode::kMov:
+      r[a[0]] = r[a[1]];
+      break;
+    case Opcode::kAdd:
+      r[a[0]] = s(u(r[a[1]]) + u(r[a[2]]));
+      break;
+    case Opcode::kSub:
+      r[a[0]] = s(u(r[a[1]]) - u(r[a[2]]));
+      break;
+    case Opcode::kMul:
+      r[a[0]] = s(u(r[a[1]]) * u(r[a[2]]));
+      break;
+    case Opcode::kAnd:
+      r[a[0]] = r[a[1]] & r[a[2]];
+      break;
+    case Opcode::kOr:
+      r[a[0]] = r[a[1]] | r[a[2]];
+      break;
+    case Opcode::kXor:
+      r[a[0]] = r[a[1]] ^ r[a[2]];
+      break;
+    case Opcode::kShl:
+      r[a[0]] = s(u(r[a[1]]) << (r[a[2]] & 63));
+      break;
+    case Opcode::kShr:
+      r[a[0]] = s(u(r[a[1]]) >> (r[a[2]] & 63));
+      break;
+    case Opcode::kSra:
+      r[a[0]] = r[a[1]] >> (r[a[2]] & 63);
+      break;
+    case Opcode::kSlt:
+      r[a[0]] = r[a[1]] < r[a[2]] ? 1 : 0;
+      break;
+    case Opcode::kAddi:
+      r[a[0]] = s(u(r[a[1]]) + u(int64_t{a[2]}));
+      break;
+    case Opcode::kMuli:
+      r[a[0]] = s(u(r[a[1]]) * u(int64_t{a[2]}));
+      break;
+    case Opcode::kAndi:
+      r[a[0]] = r[a[1]] & a[2];
+      break;
+    case Opcode::kShli:
+      r[a[0]] = s(u(r[a[1]]) << (a[2] & 63));
+      break;
+    case Opcode::kShri:
+      r[a[0]] = s(u(r[a[1]]) >> (a[2] & 63));
+      break;
+    case Opcode::kBeq:
+      taken = r[a[0]] == r[a[1]];
+      break;
+    case Opcode::kBne:
+      taken = r[a[0]] != r[a[1]];
+      break;
+    case Opcode::kBlt:
+      taken = r[a[0]] < r[a[1]];
+      break;
+    case Opcode::kBge:
+      taken = r[a[0]] >= r[a[1]];
+      break;
+    case Opcode::kJmp:
+      taken = true;
+      break;
     case Opcode::kSld: {
       int32_t w;
       ctx_.smem->Read(u(SmemWord(pc, r[a[1]] + a[2])), &w, 4);
@@ -157,8 +202,14 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
       ctx_.smem->Write(u(SmemWord(pc, r[a[1]] + a[2])), &w, 4);
       break;
     }
-    case Opcode::kSflag: Sync(); ctx_.flags.Set(a[0], a[1]); break;
-    case Opcode::kSignal: Sync(); ctx_.flags.Add(a[1], a[2]); break;
+    case Opcode::kSflag:
+      Sync();
+      ctx_.flags.Set(a[0], a[1]);
+      break;
+    case Opcode::kSignal:
+      Sync();
+      ctx_.flags.Add(a[1], a[2]);
+      break;
     case Opcode::kWait: {
       FlushScalarRun(pc);
       Sync();
@@ -171,7 +222,8 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
       in_run_ = true, run_start_ = ctx_.Now(), run_pc_ = pc;
       break;
     }
-    default: ctx_.Fail(pc, "is not a scalar-unit instruction");
+    default:
+      ctx_.Fail(pc, "is not a scalar-unit instruction");
   }
   const isa::OpInfo& info = isa::Info(in.op);
   if (taken) next = static_cast<uint32_t>(a[info.num_operands() - 1]);

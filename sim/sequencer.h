@@ -4,9 +4,10 @@
 // queue is full. After halt it waits for every unit to drain.
 #pragma once
 
+#include <tlm_utils/tlm_quantumkeeper.h>
+
 #include <array>
 #include <systemc>
-#include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "sim/unit.h"
 
@@ -15,7 +16,8 @@ namespace tpusim::sim {
 class Sequencer : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Sequencer);
-  Sequencer(sc_core::sc_module_name name, CoreContext& ctx, std::array<Unit*, isa::kNumUnits> units);
+  Sequencer(sc_core::sc_module_name name, CoreContext& ctx,
+            std::array<Unit*, isa::kNumUnits> units);
 
   bool finished() const { return finished_; }
   TimeFs end_time() const { return end_time_; }

@@ -25,12 +25,12 @@ Simulation::~Simulation() = default;
 TensorCore& Simulation::AddCore(const isa::Program& program) {
   int index = static_cast<int>(cores_.size());
   if (index >= board_.cores())
-    throw std::logic_error("board " + board_.name + " has only " +
-                           std::to_string(board_.cores()) + " cores");
+    throw std::logic_error("board " + board_.name + " has only " + std::to_string(board_.cores()) +
+                           " cores");
   programs_.push_back(std::make_unique<isa::Program>(program));
   cores_.push_back(std::make_unique<TensorCore>(("core" + std::to_string(index)).c_str(), index,
-                                                board_.core, *programs_.back(),
-                                                options_.functional, options_.sink, &error_));
+                                                board_.core, *programs_.back(), options_.functional,
+                                                options_.sink, &error_));
   return *cores_.back();
 }
 

@@ -12,8 +12,8 @@
 namespace tpusim::sim {
 
 struct RunOptions {
-  bool functional = true;          // false: timing only, no values
-  IActivitySink* sink = nullptr;   // profiler, optional
+  bool functional = true;         // false: timing only, no values
+  IActivitySink* sink = nullptr;  // profiler, optional
 };
 
 struct UnitReport {
@@ -29,7 +29,7 @@ struct RunReport {
   TimeFs end_fs = 0;
   int64_t cycles = 0;
   double time_us = 0;
-  uint64_t host_events = 0;  // SystemC delta cycles executed (simulator cost)
+  uint64_t host_events = 0;       // SystemC delta cycles executed (simulator cost)
   std::vector<UnitReport> units;  // of core 0
 };
 

@@ -17,8 +17,8 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int core, const CoreConfig&
   ctx_.error = error;
 
   hbm_port_ = std::make_unique<MemoryPort>("hbm", hbm_, cfg.hbm_bandwidth_bytes_per_s, functional);
-  vmem_port_ = std::make_unique<MemoryPort>("vmem", vmem_, cfg.vmem_dma_bandwidth_bytes_per_s,
-                                            functional);
+  vmem_port_ =
+      std::make_unique<MemoryPort>("vmem", vmem_, cfg.vmem_dma_bandwidth_bytes_per_s, functional);
   router_ = std::make_unique<Router>("router");
   dma_ = std::make_unique<DmaUnit>("dma", ctx_);
   for (int i = 0; i < cfg.mxus; ++i)
@@ -47,8 +47,8 @@ std::vector<std::string> TensorCore::BlockedUnits() const {
     if (!u || u->blocked_flag() < 0) continue;
     int f = u->blocked_flag();
     out.push_back(prefix + std::string(isa::UnitName(u->id())) + " waits for flag f" +
-                  std::to_string(f) + " >= " + std::to_string(u->blocked_need()) +
-                  " (it is " + std::to_string(ctx_.flags.value(f)) + ")");
+                  std::to_string(f) + " >= " + std::to_string(u->blocked_need()) + " (it is " +
+                  std::to_string(ctx_.flags.value(f)) + ")");
   }
   return out;
 }

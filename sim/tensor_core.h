@@ -17,8 +17,7 @@ namespace tpusim::sim {
 class TensorCore : public sc_core::sc_module {
  public:
   TensorCore(sc_core::sc_module_name name, int core, const CoreConfig& cfg,
-             const isa::Program& program, bool functional, IActivitySink* sink,
-             std::string* error);
+             const isa::Program& program, bool functional, IActivitySink* sink, std::string* error);
 
   CoreContext& ctx() { return ctx_; }
   SparseMemory& hbm() { return hbm_; }

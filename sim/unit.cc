@@ -27,8 +27,12 @@ void Unit::Run() {
       Issued it = queue_.Pop();
       TimeFs earliest = std::max(it.ready, last_issue_);
       switch (it.instr.op) {
-        case isa::Opcode::kWait: DoWait(it, earliest); break;
-        case isa::Opcode::kSignal: DoSignal(it, earliest); break;
+        case isa::Opcode::kWait:
+          DoWait(it, earliest);
+          break;
+        case isa::Opcode::kSignal:
+          DoSignal(it, earliest);
+          break;
         default: {
           last_issue_ = Execute(it, earliest);
           queue_.MarkIssued(last_issue_);

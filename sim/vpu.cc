@@ -22,9 +22,16 @@ TimeFs VpuUnit::Execute(const Issued& it, TimeFs earliest) {
   if (it.instr.op == Opcode::kVxpose && (it.instr.a[0] % 16 || it.instr.a[1] % 16))
     ctx_.Fail(it, "vxpose needs register groups starting at v0 or v16");
   switch (it.instr.op) {
-    case Opcode::kVld: case Opcode::kVst: CheckedVmem(it, it.v[1], 4096); break;
-    case Opcode::kVldBf16: case Opcode::kVstBf16: CheckedVmem(it, it.v[1], 2048); break;
-    default: break;
+    case Opcode::kVld:
+    case Opcode::kVst:
+      CheckedVmem(it, it.v[1], 4096);
+      break;
+    case Opcode::kVldBf16:
+    case Opcode::kVstBf16:
+      CheckedVmem(it, it.v[1], 2048);
+      break;
+    default:
+      break;
   }
   if (ctx_.functional) Compute(it);
   free_at_ = end;
@@ -39,8 +46,8 @@ uint64_t VpuUnit::CheckedVmem(const Issued& it, int64_t addr, uint64_t bytes) {
     ctx_.Fail(it, "VMEM address " + std::to_string(addr) + " + " + std::to_string(bytes) +
                       " bytes is outside VMEM");
   if (addr % kVmemAlign)
-    ctx_.Fail(it, "VMEM address " + std::to_string(addr) + " is not " +
-                      std::to_string(kVmemAlign) + "-byte aligned");
+    ctx_.Fail(it, "VMEM address " + std::to_string(addr) + " is not " + std::to_string(kVmemAlign) +
+                      "-byte aligned");
   return static_cast<uint64_t>(addr);
 }
 
@@ -63,8 +70,12 @@ void VpuUnit::Compute(const Issued& it) {
   const auto va = regs_[a[1] % isa::kNumVregs];
   const auto vb = regs_[a[2] % isa::kNumVregs];
   switch (it.instr.op) {
-    case Opcode::kVld: ctx_.vmem->Read(it.v[1], d.data(), 4096); break;
-    case Opcode::kVst: ctx_.vmem->Write(it.v[1], d.data(), 4096); break;
+    case Opcode::kVld:
+      ctx_.vmem->Read(it.v[1], d.data(), 4096);
+      break;
+    case Opcode::kVst:
+      ctx_.vmem->Write(it.v[1], d.data(), 4096);
+      break;
     case Opcode::kVldBf16: {
       std::array<uint16_t, kVregElems> raw;
       ctx_.vmem->Read(it.v[1], raw.data(), 2048);
@@ -77,31 +88,71 @@ void VpuUnit::Compute(const Issued& it) {
       ctx_.vmem->Write(it.v[1], raw.data(), 2048);
       break;
     }
-    case Opcode::kVadd: Map2(d, va, vb, [](float x, float y) { return x + y; }); break;
-    case Opcode::kVsub: Map2(d, va, vb, [](float x, float y) { return x - y; }); break;
-    case Opcode::kVmul: Map2(d, va, vb, [](float x, float y) { return x * y; }); break;
-    case Opcode::kVdiv: Map2(d, va, vb, [](float x, float y) { return x / y; }); break;
-    case Opcode::kVmax: Map2(d, va, vb, [](float x, float y) { return std::fmax(x, y); }); break;
-    case Opcode::kVmin: Map2(d, va, vb, [](float x, float y) { return std::fmin(x, y); }); break;
-    case Opcode::kVabs: Map1(d, va, [](float x) { return std::fabs(x); }); break;
-    case Opcode::kVneg: Map1(d, va, [](float x) { return -x; }); break;
-    case Opcode::kVexp: Map1(d, va, [](float x) { return std::exp(x); }); break;
-    case Opcode::kVlog: Map1(d, va, [](float x) { return std::log(x); }); break;
-    case Opcode::kVtanh: Map1(d, va, [](float x) { return std::tanh(x); }); break;
-    case Opcode::kVrsqrt: Map1(d, va, [](float x) { return 1.0f / std::sqrt(x); }); break;
-    case Opcode::kVsqrt: Map1(d, va, [](float x) { return std::sqrt(x); }); break;
-    case Opcode::kVcvtBf16: Map1(d, va, isa::RoundToBf16); break;
-    case Opcode::kVcmpLt: Map2(d, va, vb, [](float x, float y) { return x < y ? 1.f : 0.f; }); break;
-    case Opcode::kVcmpLe: Map2(d, va, vb, [](float x, float y) { return x <= y ? 1.f : 0.f; }); break;
-    case Opcode::kVcmpEq: Map2(d, va, vb, [](float x, float y) { return x == y ? 1.f : 0.f; }); break;
-    case Opcode::kVcmpNe: Map2(d, va, vb, [](float x, float y) { return x != y ? 1.f : 0.f; }); break;
+    case Opcode::kVadd:
+      Map2(d, va, vb, [](float x, float y) { return x + y; });
+      break;
+    case Opcode::kVsub:
+      Map2(d, va, vb, [](float x, float y) { return x - y; });
+      break;
+    case Opcode::kVmul:
+      Map2(d, va, vb, [](float x, float y) { return x * y; });
+      break;
+    case Opcode::kVdiv:
+      Map2(d, va, vb, [](float x, float y) { return x / y; });
+      break;
+    case Opcode::kVmax:
+      Map2(d, va, vb, [](float x, float y) { return std::fmax(x, y); });
+      break;
+    case Opcode::kVmin:
+      Map2(d, va, vb, [](float x, float y) { return std::fmin(x, y); });
+      break;
+    case Opcode::kVabs:
+      Map1(d, va, [](float x) { return std::fabs(x); });
+      break;
+    case Opcode::kVneg:
+      Map1(d, va, [](float x) { return -x; });
+      break;
+    case Opcode::kVexp:
+      Map1(d, va, [](float x) { return std::exp(x); });
+      break;
+    case Opcode::kVlog:
+      Map1(d, va, [](float x) { return std::log(x); });
+      break;
+    case Opcode::kVtanh:
+      Map1(d, va, [](float x) { return std::tanh(x); });
+      break;
+    case Opcode::kVrsqrt:
+      Map1(d, va, [](float x) { return 1.0f / std::sqrt(x); });
+      break;
+    case Opcode::kVsqrt:
+      Map1(d, va, [](float x) { return std::sqrt(x); });
+      break;
+    case Opcode::kVcvtBf16:
+      Map1(d, va, isa::RoundToBf16);
+      break;
+    case Opcode::kVcmpLt:
+      Map2(d, va, vb, [](float x, float y) { return x < y ? 1.f : 0.f; });
+      break;
+    case Opcode::kVcmpLe:
+      Map2(d, va, vb, [](float x, float y) { return x <= y ? 1.f : 0.f; });
+      break;
+    case Opcode::kVcmpEq:
+      Map2(d, va, vb, [](float x, float y) { return x == y ? 1.f : 0.f; });
+      break;
+    case Opcode::kVcmpNe:
+      Map2(d, va, vb, [](float x, float y) { return x != y ? 1.f : 0.f; });
+      break;
     case Opcode::kVsel: {
       const auto vc = regs_[a[3]];
       for (int i = 0; i < kVregElems; ++i) d[i] = va[i] != 0 ? vb[i] : vc[i];
       break;
     }
-    case Opcode::kVbcast: d.fill(std::bit_cast<float>(static_cast<uint32_t>(it.v[1]))); break;
-    case Opcode::kVmovi: d.fill(std::bit_cast<float>(a[1])); break;
+    case Opcode::kVbcast:
+      d.fill(std::bit_cast<float>(static_cast<uint32_t>(it.v[1])));
+      break;
+    case Opcode::kVmovi:
+      d.fill(std::bit_cast<float>(a[1]));
+      break;
     case Opcode::kVredsubSum:
     case Opcode::kVredsubMax: {
       bool sum = it.instr.op == Opcode::kVredsubSum;
@@ -147,7 +198,8 @@ void VpuUnit::Compute(const Issued& it) {
         std::memcpy(&regs_[a[0] + r / 8][(r % 8) * 128], &block[r * 128], 128 * sizeof(float));
       break;
     }
-    default: ctx_.Fail(it, "not a VPU instruction");
+    default:
+      ctx_.Fail(it, "not a VPU instruction");
   }
 }
 

@@ -35,8 +35,8 @@ TEST(CoreTiming, DmaTakesLatencyPlusBytesOverHbmBandwidth) {
   const CoreConfig& c = run.board.core;
   // Dispatched after the two li (2 cycles); the copy is HBM-bound (VMEM port is faster);
   // the wait costs sync_cycles once the flag is set.
-  double expect_fs = CyclesToFs(c, 2 + c.sync_cycles) +
-                     DmaAloneFs(c, 1 << 20, c.hbm_bandwidth_bytes_per_s);
+  double expect_fs =
+      CyclesToFs(c, 2 + c.sync_cycles) + DmaAloneFs(c, 1 << 20, c.hbm_bandwidth_bytes_per_s);
   EXPECT_NEAR(static_cast<double>(r.end_fs), expect_fs, 1e3);  // within a picosecond
 }
 
@@ -54,7 +54,8 @@ TEST(CoreTiming, ConcurrentDmasShareHbmBandwidth) {
   ASSERT_TRUE(r.ok) << r.error;
   const CoreConfig& c = run.board.core;
   // Two engines, one HBM: the pair takes the bytes of both over one bandwidth.
-  double expect_fs = CyclesToFs(c, 3 + c.sync_cycles) + DmaAloneFs(c, 2 << 20, c.hbm_bandwidth_bytes_per_s);
+  double expect_fs =
+      CyclesToFs(c, 3 + c.sync_cycles) + DmaAloneFs(c, 2 << 20, c.hbm_bandwidth_bytes_per_s);
   EXPECT_NEAR(static_cast<double>(r.end_fs), expect_fs, 0.002 * expect_fs);
   for (const UnitReport& u : r.units) {
     if (u.name == "dma") {
@@ -97,7 +98,8 @@ TEST(CoreTiming, DoubleBufferedWeightLoadOverlapsTheRunningMatmul) {
     mxu.ldw m0, r1
     mxu.mma m0, r1, r2, r3
     halt
-  )", /*functional=*/false);
+  )",
+                    /*functional=*/false);
   RunReport r = run.Run();
   ASSERT_TRUE(r.ok) << r.error;
   const CoreConfig& c = run.board.core;
@@ -117,8 +119,8 @@ TEST(CoreTiming, VpuOpsCostTheirClassCycles) {
   RunReport r = run.Run();
   ASSERT_TRUE(r.ok) << r.error;
   const CoreConfig& c = run.board.core;
-  EXPECT_EQ(r.cycles, 2 * c.vpu_alu_cycles + c.vpu_transcendental_cycles +
-                          c.vpu_cross_lane_cycles + c.vpu_transpose_cycles);
+  EXPECT_EQ(r.cycles, 2 * c.vpu_alu_cycles + c.vpu_transcendental_cycles + c.vpu_cross_lane_cycles +
+                          c.vpu_transpose_cycles);
 }
 
 TEST(CoreTiming, SignalFiresOnlyAfterTheUnitDrains) {
@@ -130,7 +132,8 @@ TEST(CoreTiming, SignalFiresOnlyAfterTheUnitDrains) {
     signal mxu0, f1, 1
     wait seq, f1, 1
     halt
-  )", /*functional=*/false);
+  )",
+                    /*functional=*/false);
   RunReport r = run.Run();
   ASSERT_TRUE(r.ok) << r.error;
   // ldw issues at cycle 2; the signal fires when the 256-row stream ends; the wait costs
