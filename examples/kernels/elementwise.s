@@ -1,8 +1,8 @@
-# Elementwise y = max(x * z + 1.0, 0.0) * 0.5 over f32[512,1024], HBM to HBM, on one
+# Elementwise y = max(x * z + 1.0, 0.0) * 0.5 over f32[256,1024], HBM to HBM, on one
 # TensorCore's VPU, with the HBM traffic double-buffered (4-deep ring) under the VPU work.
 #
-# HBM:  x at 0x000000, z at 0x100000, y at 0x400000, each f32[512,1024] row-major (2 MiB).
-# Work: 16 chunks of 128 KiB (32 rows of 1024 f32) per tensor. Chunk i lives in ring
+# HBM:  x at 0x000000, z at 0x100000, y at 0x400000, each f32[256,1024] row-major (1 MiB).
+# Work: 8 chunks of 128 KiB (32 rows of 1024 f32) per tensor. Chunk i lives in ring
 #       slot s = i mod 4. The op is elementwise and y has x's layout, so any contiguous
 #       4 KiB run is one vreg: chunks move as plain contiguous copies and the VPU walks
 #       each slot in 32 vregs (vld x, vld z, vmul, vadd, vmax, vmul, vst y).
@@ -18,7 +18,7 @@
 
 .desc chunk rows=32 row_bytes=4096 src_stride=4096 dst_stride=4096
 .equ CHUNK 0x20000
-.equ TOTAL 0x200000
+.equ TOTAL 0x100000
 
     sflag f8, 1
     sflag f9, 1
