@@ -4,11 +4,13 @@
 // engine waits once per chunk. Completion adds 1 to the copy's sync flag.
 #pragma once
 
-#include <tlm_utils/simple_initiator_socket.h>
-
 #include <deque>
 #include <memory>
+#include <systemc>
+#include <tlm>
 #include <vector>
+
+#include <tlm_utils/simple_initiator_socket.h>
 
 #include "sim/address_map.h"
 #include "sim/unit.h"

@@ -3,10 +3,10 @@
 // the chunk is done (loosely timed; no wait() inside).
 #pragma once
 
-#include <tlm_utils/multi_passthrough_target_socket.h>
-
 #include <systemc>
 #include <tlm>
+
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "sim/memory.h"
 

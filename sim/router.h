@@ -2,13 +2,13 @@
 // addressed core and space. Built once, then connected: AddRoute per reachable port.
 #pragma once
 
-#include <tlm_utils/multi_passthrough_initiator_socket.h>
-#include <tlm_utils/multi_passthrough_target_socket.h>
-
 #include <map>
 #include <string>
 #include <systemc>
 #include <tlm>
+
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "sim/address_map.h"
 

@@ -4,10 +4,10 @@
 // queue is full. After halt it waits for every unit to drain.
 #pragma once
 
-#include <tlm_utils/tlm_quantumkeeper.h>
-
 #include <array>
 #include <systemc>
+
+#include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "sim/unit.h"
 
