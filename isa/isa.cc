@@ -12,20 +12,29 @@ constexpr std::array<OpInfo, kNumOpcodes> kTable = {{
 }};
 
 constexpr std::array<std::string_view, kNumUnits> kUnitNames = {"seq",  "dma",  "mxu0", "mxu1",
-                                                                 "mxu2", "mxu3", "vpu"};
+                                                                "mxu2", "mxu3", "vpu"};
 }  // namespace
 
 OperandKind OpInfo::operand(int i) const {
   switch (operand_letters[i]) {
-    case 'r': return OperandKind::kSreg;
-    case 'v': return OperandKind::kVreg;
-    case 'f': return OperandKind::kFlag;
-    case 'u': return OperandKind::kUnit;
-    case 'm': return OperandKind::kMxu;
-    case 'i': return OperandKind::kImm;
-    case 'l': return OperandKind::kLabel;
-    case 'd': return OperandKind::kDesc;
-    default: return OperandKind::kFimm;  // 'x'
+    case 'r':
+      return OperandKind::kSreg;
+    case 'v':
+      return OperandKind::kVreg;
+    case 'f':
+      return OperandKind::kFlag;
+    case 'u':
+      return OperandKind::kUnit;
+    case 'm':
+      return OperandKind::kMxu;
+    case 'i':
+      return OperandKind::kImm;
+    case 'l':
+      return OperandKind::kLabel;
+    case 'd':
+      return OperandKind::kDesc;
+    default:
+      return OperandKind::kFimm;  // 'x'
   }
 }
 
@@ -51,16 +60,18 @@ std::optional<Unit> FindUnit(std::string_view name) {
 
 std::string_view TimingClassName(TimingClass t) {
   static constexpr std::array<std::string_view, 12> kNames = {
-      "scalar-alu", "scalar-branch", "sync", "dma-copy", "mxu-load-weights", "mxu-matmul",
-      "mxu-pop", "vpu-load-store", "vpu-alu", "vpu-transcendental", "vpu-cross-lane",
-      "vpu-transpose"};
+      "scalar-alu",       "scalar-branch",      "sync",           "dma-copy",
+      "mxu-load-weights", "mxu-matmul",         "mxu-pop",        "vpu-load-store",
+      "vpu-alu",          "vpu-transcendental", "vpu-cross-lane", "vpu-transpose"};
   return kNames[static_cast<int>(t)];
 }
 
 std::string_view TimingFormula(TimingClass t) {
   switch (t) {
-    case TimingClass::kScalarAlu: return "busy `scalar_cycles`";
-    case TimingClass::kScalarBranch: return "busy `scalar_cycles` + `branch_penalty_cycles` when taken";
+    case TimingClass::kScalarAlu:
+      return "busy `scalar_cycles`";
+    case TimingClass::kScalarBranch:
+      return "busy `scalar_cycles` + `branch_penalty_cycles` when taken";
     case TimingClass::kSync:
       return "busy `sync_cycles` once the flag condition holds; time spent waiting for it is a "
              "stall, recorded as a wait, not as busy time";
@@ -77,17 +88,23 @@ std::string_view TimingFormula(TimingClass t) {
     case TimingClass::kMxuMatmul:
       return "busy M cycles (one LHS row per cycle, M = rb rows); back-to-back matmuls stream "
              "without bubbles; results reach the accumulators `mxu_fill_drain_cycles` "
-             "(= array rows + array cols - 1) after the last row enters";
+             "(= array rows + array cols - 1: the skewed array plus one accumulator write) "
+             "after the last row enters";
     case TimingClass::kMxuPop:
       return "busy ceil(M / `mxu_pop_rows_per_cycle`) cycles on the MXU's result path, after "
              "the fill/drain latency of the matmuls that wrote those rows has elapsed; the "
              "queue moves on as soon as the pop is issued, and a later matmul into the same "
              "accumulator rows starts only after the pop has read them";
-    case TimingClass::kVpuLoadStore: return "busy `vpu_load_store_cycles` per vector register";
-    case TimingClass::kVpuAlu: return "busy `vpu_alu_cycles` per vector register";
-    case TimingClass::kVpuTranscendental: return "busy `vpu_transcendental_cycles` per vector register";
-    case TimingClass::kVpuCrossLane: return "busy `vpu_cross_lane_cycles` per vector register";
-    case TimingClass::kVpuTranspose: return "busy `vpu_transpose_cycles` per 128x128 block (16 registers)";
+    case TimingClass::kVpuLoadStore:
+      return "busy `vpu_load_store_cycles` per vector register";
+    case TimingClass::kVpuAlu:
+      return "busy `vpu_alu_cycles` per vector register";
+    case TimingClass::kVpuTranscendental:
+      return "busy `vpu_transcendental_cycles` per vector register";
+    case TimingClass::kVpuCrossLane:
+      return "busy `vpu_cross_lane_cycles` per vector register";
+    case TimingClass::kVpuTranspose:
+      return "busy `vpu_transpose_cycles` per 128x128 block (16 registers)";
   }
   return "";
 }
@@ -96,11 +113,16 @@ int OperandBits(OperandKind k) {
   switch (k) {
     case OperandKind::kSreg:
     case OperandKind::kVreg:
-    case OperandKind::kFlag: return 5;
-    case OperandKind::kUnit: return 3;
-    case OperandKind::kMxu: return 2;
-    case OperandKind::kDesc: return 8;
-    default: return 32;  // kImm, kLabel, kFimm
+    case OperandKind::kFlag:
+      return 5;
+    case OperandKind::kUnit:
+      return 3;
+    case OperandKind::kMxu:
+      return 2;
+    case OperandKind::kDesc:
+      return 8;
+    default:
+      return 32;  // kImm, kLabel, kFimm
   }
 }
 

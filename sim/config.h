@@ -35,7 +35,9 @@ struct CoreConfig {
   int vpu_transcendental_cycles = 0;
   int vpu_cross_lane_cycles = 0;
   int vpu_transpose_cycles = 0;
-  // MXU latency from the first row entering to the last result leaving: rows + cols - 1.
+  // MXU latency from the last row entering to its results in the accumulators:
+  // rows + cols - 2 cycles through the skewed array plus one accumulator write
+  // (test/sim/systolic_array_test.cc proves this cycle by cycle).
   int mxu_fill_drain_cycles() const { return mxu_rows + mxu_cols - 1; }
   double cycle_fs() const { return 1e15 / clock_hz; }
 };
