@@ -23,8 +23,18 @@ enum class Unit : uint8_t { kScalar, kDma, kMxu0, kMxu1, kMxu2, kMxu3, kVpu, kBy
 inline constexpr int kNumUnits = 7;  // kScalar..kVpu
 
 enum class TimingClass : uint8_t {
-  kScalarAlu, kScalarBranch, kSync, kDmaCopy, kMxuLoadWeights, kMxuMatmul, kMxuPop,
-  kVpuLoadStore, kVpuAlu, kVpuTranscendental, kVpuCrossLane, kVpuTranspose,
+  kScalarAlu,
+  kScalarBranch,
+  kSync,
+  kDmaCopy,
+  kMxuLoadWeights,
+  kMxuMatmul,
+  kMxuPop,
+  kVpuLoadStore,
+  kVpuAlu,
+  kVpuTranscendental,
+  kVpuCrossLane,
+  kVpuTranspose,
 };
 
 enum class OperandKind : uint8_t { kSreg, kVreg, kFlag, kUnit, kMxu, kImm, kLabel, kDesc, kFimm };
