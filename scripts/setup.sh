@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tpusim needs, only those missing. Safe to run twice.
 set -euo pipefail
-pkgs=(cmake g++ clang pkg-config libsystemc-dev libboost-program-options-dev
+pkgs=(cmake g++ clang libclang-rt-14-dev pkg-config libsystemc-dev libboost-program-options-dev
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
 missing=()
 for p in "${pkgs[@]}"; do
