@@ -22,7 +22,7 @@ void Sequencer::Advance(int64_t cycles) {
 
 void Sequencer::Sync() { qk_.sync(); }
 
-void Sequencer::FlushScalarRun(uint32_t pc_end) {
+void Sequencer::FlushScalarRun() {
   if (!in_run_) return;
   in_run_ = false;
   Issued it;
@@ -30,7 +30,6 @@ void Sequencer::FlushScalarRun(uint32_t pc_end) {
   it.instr = ctx_.program->code[run_pc_];
   TimeFs end = LocalNow();
   ctx_.Record(isa::Unit::kScalar, it, run_start_, end, 0, 0);
-  (void)pc_end;
 }
 
 isa::Unit Sequencer::TargetUnit(uint32_t pc, const isa::Instr& in) {
@@ -64,7 +63,7 @@ void Sequencer::Run() {
       if (!in_run_) in_run_ = true, run_start_ = LocalNow(), run_pc_ = pc;
       pc = ExecuteScalar(pc, in);
     }
-    FlushScalarRun(pc);
+    FlushScalarRun();
     Sync();
     blocked_on_ = "draining units after halt";
     TimeFs end = ctx_.Now();
@@ -91,7 +90,7 @@ void Sequencer::Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit) {
     it.v[i] = info.operand(i) == isa::OperandKind::kSreg ? regs_[in.a[i]] : in.a[i];
   UnitQueue& q = units_[static_cast<int>(unit)]->queue();
   if (!q.NextSlotKnown()) {
-    FlushScalarRun(pc);
+    FlushScalarRun();
     Sync();
     blocked_on_ = "a full " + std::string(isa::UnitName(unit)) + " queue";
     while (!q.NextSlotKnown()) wait(q.issued);
@@ -99,7 +98,7 @@ void Sequencer::Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit) {
   }
   TimeFs now = LocalNow(), free = q.NextSlotFreeAt();
   if (free > now) {  // stalled on a full queue until the slot frees
-    FlushScalarRun(pc);
+    FlushScalarRun();
     qk_.inc(sc_core::sc_time::from_value(free - now));
     now = free;
   }
@@ -211,7 +210,7 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
       ctx_.flags.Add(a[1], a[2]);
       break;
     case Opcode::kWait: {
-      FlushScalarRun(pc);
+      FlushScalarRun();
       Sync();
       TimeFs begin = ctx_.Now();
       blocked_on_ = "flag f" + std::to_string(a[1]) + " >= " + std::to_string(a[2]);

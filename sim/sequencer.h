@@ -34,7 +34,7 @@ class Sequencer : public sc_core::sc_module {
   void Advance(int64_t cycles);
   TimeFs LocalNow() { return ctx_.Now() + qk_.get_local_time().value(); }
   void Sync();
-  void FlushScalarRun(uint32_t pc_end);
+  void FlushScalarRun();
   int64_t SmemWord(uint32_t pc, int64_t addr);
 
   CoreContext& ctx_;

@@ -66,9 +66,10 @@ void Map2(std::array<float, kVregElems>& d, const std::array<float, kVregElems>&
 void VpuUnit::Compute(const Issued& it) {
   const auto& a = it.instr.a;
   auto& d = regs_[a[0]];
-  // Sources are copied so that vd may equal a source register.
-  const auto va = regs_[a[1] % isa::kNumVregs];
-  const auto vb = regs_[a[2] % isa::kNumVregs];
+  // Elementwise ops read element i before writing it, so vd may alias a source; the
+  // cross-lane ops below copy their sources first.
+  const auto& va = regs_[a[1] % isa::kNumVregs];
+  const auto& vb = regs_[a[2] % isa::kNumVregs];
   switch (it.instr.op) {
     case Opcode::kVld:
       ctx_.vmem->Read(it.v[1], d.data(), 4096);
@@ -143,7 +144,7 @@ void VpuUnit::Compute(const Issued& it) {
       Map2(d, va, vb, [](float x, float y) { return x != y ? 1.f : 0.f; });
       break;
     case Opcode::kVsel: {
-      const auto vc = regs_[a[3]];
+      const auto& vc = regs_[a[3]];
       for (int i = 0; i < kVregElems; ++i) d[i] = va[i] != 0 ? vb[i] : vc[i];
       break;
     }
@@ -155,38 +156,43 @@ void VpuUnit::Compute(const Issued& it) {
       break;
     case Opcode::kVredsubSum:
     case Opcode::kVredsubMax: {
+      const auto src = va;
       bool sum = it.instr.op == Opcode::kVredsubSum;
       for (int l = 0; l < kLanes; ++l) {
-        float acc = va[l];
+        float acc = src[l];
         for (int s = 1; s < kSublanes; ++s)
-          acc = sum ? acc + va[s * kLanes + l] : std::fmax(acc, va[s * kLanes + l]);
+          acc = sum ? acc + src[s * kLanes + l] : std::fmax(acc, src[s * kLanes + l]);
         for (int s = 0; s < kSublanes; ++s) d[s * kLanes + l] = acc;
       }
       break;
     }
     case Opcode::kVredlaneSum:
     case Opcode::kVredlaneMax: {
+      const auto src = va;
       bool sum = it.instr.op == Opcode::kVredlaneSum;
       for (int s = 0; s < kSublanes; ++s) {
-        float acc = va[s * kLanes];
+        float acc = src[s * kLanes];
         for (int l = 1; l < kLanes; ++l)
-          acc = sum ? acc + va[s * kLanes + l] : std::fmax(acc, va[s * kLanes + l]);
+          acc = sum ? acc + src[s * kLanes + l] : std::fmax(acc, src[s * kLanes + l]);
         std::fill_n(d.begin() + s * kLanes, kLanes, acc);
       }
       break;
     }
-    case Opcode::kVperm:
+    case Opcode::kVperm: {
+      const auto src = va, idx_reg = vb;
       for (int s = 0; s < kSublanes; ++s)
         for (int l = 0; l < kLanes; ++l) {
-          int idx = static_cast<int>(vb[s * kLanes + l]);
-          d[s * kLanes + l] = va[s * kLanes + (((idx % kLanes) + kLanes) % kLanes)];
+          int idx = static_cast<int>(idx_reg[s * kLanes + l]);
+          d[s * kLanes + l] = src[s * kLanes + (((idx % kLanes) + kLanes) % kLanes)];
         }
       break;
+    }
     case Opcode::kVrot: {
+      const auto src = va;
       int k = ((a[2] % kLanes) + kLanes) % kLanes;
       for (int s = 0; s < kSublanes; ++s)
         for (int l = 0; l < kLanes; ++l)
-          d[s * kLanes + l] = va[s * kLanes + (l - k + kLanes) % kLanes];
+          d[s * kLanes + l] = src[s * kLanes + (l - k + kLanes) % kLanes];
       break;
     }
     case Opcode::kVxpose: {

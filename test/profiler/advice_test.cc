@@ -10,14 +10,6 @@ namespace {
 using namespace testing;  // NOLINT
 using isa::Unit;
 
-HardwarePeaks Peaks() {
-  HardwarePeaks p;
-  p.flops_per_s_per_core = 1e12;
-  p.hbm_bytes_per_s_per_core = 1e11;  // ridge 10 FLOP/byte
-  p.hbm_capacity_bytes_per_core = 16ull << 30;
-  return p;
-}
-
 TEST(OpProfile, SortedByTimeThenNameWithRooflineClass) {
   Recorder rec(Opts(1));
   rec.SetTags(0, {"", "fusion.b", "dot.1", "fusion.a"});
@@ -26,7 +18,7 @@ TEST(OpProfile, SortedByTimeThenNameWithRooflineClass) {
   rec.OnBusy(Busy(0, Unit::kVpu, 20, 30, 1, 0, 1e5, 1'000'000));  // intensity 0.1: memory
   rec.OnBusy(Busy(0, Unit::kVpu, 30, 40, 3, 0, 1e5, 1'000'000));
   rec.Finish();
-  auto ops = ComputeOpProfile(rec, Peaks());
+  auto ops = ComputeOpProfile(rec, TestPeaks());
   ASSERT_EQ(ops.size(), 3u);
   EXPECT_EQ(ops[0].name, "dot.1");
   EXPECT_DOUBLE_EQ(ops[0].time_ms, 0.02);
@@ -59,8 +51,8 @@ bool Has(const std::vector<Recommendation>& r, const std::string& id) {
 
 TEST(Recommendations, InputBoundAtThreshold) {
   RunContext ctx;
-  EXPECT_FALSE(Has(Recommend(WithBreakdown(100, 10, 0), ctx, Peaks()), "input_bound"));
-  auto r = Recommend(WithBreakdown(100, 10.5, 0), ctx, Peaks());
+  EXPECT_FALSE(Has(Recommend(WithBreakdown(100, 10, 0), ctx, TestPeaks()), "input_bound"));
+  auto r = Recommend(WithBreakdown(100, 10.5, 0), ctx, TestPeaks());
   ASSERT_TRUE(Has(r, "input_bound"));
   EXPECT_DOUBLE_EQ(r[0].figure, 10.5);
   EXPECT_NE(r[0].text.find("10.5%"), std::string::npos);
@@ -72,7 +64,7 @@ TEST(Recommendations, SmallBatchPaddingHostAndHbm) {
   ctx.padding = {{"dot.7", 100, 60, 10, 10}, {"add.1", 100, 95, 10, 10}};
   ctx.steps_per_execution = 1;
   ctx.hbm_peak_bytes_per_core = 15ull << 30;
-  auto r = Recommend(WithBreakdown(100, 0, 20), ctx, Peaks());
+  auto r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks());
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0].id, "small_batch");
   EXPECT_DOUBLE_EQ(r[0].figure, 75.0);
@@ -88,7 +80,7 @@ TEST(Recommendations, SmallBatchPaddingHostAndHbm) {
   ctx.steps_per_execution = 50;
   ctx.padding.clear();
   ctx.hbm_peak_bytes_per_core = 2ull << 30;
-  r = Recommend(WithBreakdown(100, 0, 20), ctx, Peaks());
+  r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks());
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].id, "hbm_headroom");
   EXPECT_DOUBLE_EQ(r[0].figure, 12.5);

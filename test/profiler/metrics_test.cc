@@ -10,20 +10,12 @@ namespace {
 using namespace testing;  // NOLINT
 using isa::Unit;
 
-HardwarePeaks Peaks() {
-  HardwarePeaks p;
-  p.flops_per_s_per_core = 1e12;      // 1e6 FLOP per us
-  p.hbm_bytes_per_s_per_core = 1e11;  // ridge point 10 FLOP/byte
-  p.mxus_per_core = 2;
-  return p;
-}
-
 TEST(Metrics, OneOfTwoMxusBusyHalfTheTimeIs25Percent) {
   Recorder rec(Opts(1));
   rec.OnStep(Step(0, 0, 0, 100));
   rec.OnBusy(Busy(0, Unit::kMxu0, 0, 50));
   rec.Finish();
-  Metrics m = ComputeMetrics(rec, Peaks());
+  Metrics m = ComputeMetrics(rec, TestPeaks());
   EXPECT_DOUBLE_EQ(m.mxu_utilization_percent, 25.0);
   EXPECT_DOUBLE_EQ(m.per_core[0].mxu_percent[0], 50.0);
   EXPECT_DOUBLE_EQ(m.per_core[0].mxu_percent[1], 0.0);
@@ -41,7 +33,7 @@ TEST(Metrics, OverlappingUnitIntervalsGiveExactIdle) {
   rec.OnBusy(Busy(0, Unit::kDma, 75, 90));  // DMA engines overlap each other
   rec.OnBusy(Busy(0, Unit::kScalar, 10, 20));
   rec.Finish();
-  Metrics m = ComputeMetrics(rec, Peaks());
+  Metrics m = ComputeMetrics(rec, TestPeaks());
   EXPECT_DOUBLE_EQ(m.device_idle_time_percent, 20.0);  // union [0,60) + [70,90) = 80
   EXPECT_DOUBLE_EQ(m.per_core[0].busy_ms, 0.08);
 }
@@ -78,7 +70,7 @@ TEST(Metrics, StepBreakdownSumsToStepTime) {
   rec.OnStep(Step(0, 1, 100, 200));
   rec.OnHost(Host(0, HostKind::kInfeedWait, 100, 130, 1));
   rec.Finish();
-  Metrics m = ComputeMetrics(rec, Peaks());
+  Metrics m = ComputeMetrics(rec, TestPeaks());
   const StepBreakdown& b = m.step_breakdown;
   EXPECT_EQ(m.num_steps, 2);
   EXPECT_DOUBLE_EQ(m.step_time_ms.avg, 0.11);
@@ -100,11 +92,11 @@ TEST(Metrics, RooflineAndBandwidth) {
   // 100 us; 5e7 FLOP and 5e6 bytes: intensity 10 = ridge, bound 1e12 FLOP/s.
   rec.OnBusy(Busy(0, Unit::kMxu0, 0, 100, 1, 0, 5e7, 5'000'000));
   rec.Finish();
-  Metrics m = ComputeMetrics(rec, Peaks());
+  Metrics m = ComputeMetrics(rec, TestPeaks());
   EXPECT_NEAR(m.flop_rate_utilization_relative_to_roofline_percent, 50.0, 1e-9);
   EXPECT_NEAR(m.memory_bw_utilization_relative_to_hw_limit_percent, 50.0, 1e-9);
   // Memory-bound: intensity 1 -> bound 1e11 FLOP/s; achieved 5e10 -> 50%.
-  EXPECT_NEAR(RooflinePercent(5e6, 5e6, 1e-4, Peaks()), 50.0, 1e-9);
+  EXPECT_NEAR(RooflinePercent(5e6, 5e6, 1e-4, TestPeaks()), 50.0, 1e-9);
 }
 
 TEST(Recorder, EventWindowAndCap) {

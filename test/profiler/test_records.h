@@ -1,6 +1,7 @@
 // Helpers to build hand-made record streams for profiler and traces tests.
 #pragma once
 
+#include "profiler/metrics.h"
 #include "profiler/recorder.h"
 
 namespace tpusim::profiler::testing {
@@ -23,6 +24,16 @@ inline sim::BusyRecord Busy(int core, isa::Unit unit, double start_us, double en
   bool mxu = unit >= isa::Unit::kMxu0 && unit <= isa::Unit::kMxu3;
   r.op = (mxu && op == isa::Opcode::kNop) ? isa::Opcode::kMxuMm : op;
   return r;
+}
+
+// Round peaks: 1e6 FLOP and 1e5 HBM bytes per microsecond per core (ridge 10 FLOP/byte).
+inline HardwarePeaks TestPeaks() {
+  HardwarePeaks p;
+  p.flops_per_s_per_core = 1e12;
+  p.hbm_bytes_per_s_per_core = 1e11;
+  p.mxus_per_core = 2;
+  p.hbm_capacity_bytes_per_core = 16ull << 30;
+  return p;
 }
 
 inline sim::StepRecord Step(int core, uint32_t step, double start_us, double end_us) {

@@ -15,13 +15,6 @@ namespace {
 
 using namespace testing;  // NOLINT
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string PathFor(const std::string& name) {
   return TempDir() + "/tpusim_" + std::to_string(::getpid()) + "_" + name;
 }

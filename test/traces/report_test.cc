@@ -17,13 +17,6 @@ namespace {
 
 using namespace testing;  // NOLINT
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 profiler::Report SampleReport(const profiler::Recorder& rec) {
   return profiler::BuildReport(rec, SamplePeaks(), SampleContext());
 }

@@ -1,12 +1,22 @@
 // A fixed, hand-built record stream of a 2-core run used by the traces tests.
 #pragma once
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "profiler/report.h"
 #include "test/profiler/test_records.h"
 
 namespace tpusim::traces::testing {
+
+// The whole file at `path` (empty if it cannot be read).
+inline std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 using namespace profiler::testing;  // NOLINT
 using isa::Opcode;
