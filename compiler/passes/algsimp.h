@@ -1,0 +1,30 @@
+// Algebraic simplification: local rewrites that remove work without changing results.
+//
+//   add(x, 0) -> x           integers; for floats only x + (-0.0), which is exact
+//   multiply(x, 1) -> x      all types (exact in IEEE arithmetic, NaN * 1 is NaN)
+//   multiply(x, 0) -> 0      integers only (for floats NaN * 0 and inf * 0 are NaN)
+//   reshape(reshape(x)) -> reshape(x);  transpose(transpose(x)) -> one transpose
+//   identity transpose, reshape, broadcast, convert; full-range slice; one-operand
+//   concatenate; pad with an all-zero config -> the operand
+//
+// Zeros and ones are constants (every value equal) or broadcasts of such constants. A
+// rewrite to an operand requires the same shape, and the same layout when both have one.
+#pragma once
+
+#include "compiler/passes/ir_edit.h"
+#include "compiler/passes/pass.h"
+
+namespace tpusim::passes {
+
+// The instruction that computes the same value as `instr` more cheaply, or nullptr. Operands
+// are looked through `edits` (earlier rewrites of the same sweep); new instructions are
+// appended to instr's computation.
+hlo::HloInstruction* SimplifyInstruction(hlo::HloInstruction& instr, const ModuleEdits& edits);
+
+class AlgebraicSimplifierPass : public HloPass {
+ public:
+  std::string_view name() const override { return "algsimp"; }
+  hlo::Result<bool> Run(hlo::HloModule& module) override;
+};
+
+}  // namespace tpusim::passes
