@@ -13,7 +13,7 @@ namespace {
 
 // One declared parameter: where it lives in the JSON, where it goes in BoardConfig.
 struct Param {
-  std::string_view section;  // "board" or "core"
+  std::string_view section;  // "board", "ici" or "core"
   std::string_view key;
   bool required;
   double default_value;
@@ -27,6 +27,18 @@ const std::vector<Param>& Params() {
   static const std::vector<Param> kParams = {
       {"board", "chips", true, 0, true, "TPU chips on the board", F(chips)},
       {"board", "cores_per_chip", true, 0, true, "TensorCores per chip", F(cores_per_chip)},
+      {"ici", "torus_x", false, 1, true, "chips along x of the 2D torus", F(ici.torus_x)},
+      {"ici", "torus_y", false, 1, true, "chips along y of the 2D torus", F(ici.torus_y)},
+      {"ici", "links_per_neighbor", false, 0, true, "links joining two neighbouring chips",
+       F(ici.links_per_neighbor)},
+      {"ici", "link_bandwidth_bytes_per_s", false, 0, false, "one link, one direction",
+       F(ici.link_bandwidth_bytes_per_s)},
+      {"ici", "latency_cycles", false, 1000, true, "latency of one chip-to-chip hop",
+       F(ici.latency_cycles)},
+      {"ici", "onchip_bandwidth_bytes_per_s", false, 0, false,
+       "between the two cores of a chip, each way", F(ici.onchip_bandwidth_bytes_per_s)},
+      {"ici", "onchip_latency_cycles", false, 200, true, "latency between the cores of a chip",
+       F(ici.onchip_latency_cycles)},
       {"core", "clock_hz", true, 0, false, "core clock", F(core.clock_hz)},
       {"core", "mxus", true, 0, true, "matrix units per core", F(core.mxus)},
       {"core", "mxu_rows", false, 128, true, "systolic array rows (weights held)",
@@ -85,6 +97,12 @@ void Validate(const BoardConfig& c, std::string_view origin) {
   };
   if (c.chips <= 0 || c.cores_per_chip <= 0) fail("board.chips and cores_per_chip must be > 0");
   if (c.core.clock_hz <= 0) fail("core.clock_hz must be > 0");
+  if (c.ici.torus_x * c.ici.torus_y != c.chips)
+    fail("ici.torus_x * ici.torus_y must equal board.chips");
+  if (c.chips > 1 && (c.ici.links_per_neighbor < 1 || c.ici.link_bandwidth_bytes_per_s <= 0))
+    fail("a board of several chips needs ici links with bandwidth > 0");
+  if (c.cores_per_chip > 1 && c.ici.onchip_bandwidth_bytes_per_s <= 0)
+    fail("ici.onchip_bandwidth_bytes_per_s must be > 0");
   if (c.core.mxus < 1 || c.core.mxus > 4) fail("core.mxus must be 1..4");
   if (c.core.hbm_bandwidth_bytes_per_s <= 0 || c.core.vmem_dma_bandwidth_bytes_per_s <= 0)
     fail("bandwidths must be > 0");
@@ -112,7 +130,7 @@ BoardConfig ParseConfig(std::string_view json_text, std::string_view origin) {
       c.name = body.get<std::string>();
       continue;
     }
-    if (section != "board" && section != "core")
+    if (section != "board" && section != "core" && section != "ici")
       throw ConfigError(std::string(origin) + ": unknown key '" + section + "'");
     if (!body.is_object())
       throw ConfigError(std::string(origin) + ": '" + section + "' must be an object");

@@ -42,11 +42,24 @@ struct CoreConfig {
   double cycle_fs() const { return 1e15 / clock_hz; }
 };
 
+// Chip-to-chip interconnect: chips in a torus_x x torus_y 2D torus; each pair of
+// neighbouring chips is joined by `ici_links_per_neighbor` links in each direction.
+struct IciConfig {
+  int torus_x = 0;
+  int torus_y = 0;
+  int links_per_neighbor = 0;
+  double link_bandwidth_bytes_per_s = 0;    // one link, one direction
+  int latency_cycles = 0;                   // per hop
+  double onchip_bandwidth_bytes_per_s = 0;  // between the two cores of a chip, each way
+  int onchip_latency_cycles = 0;
+};
+
 struct BoardConfig {
   std::string name;
   int chips = 0;
   int cores_per_chip = 0;
   CoreConfig core;
+  IciConfig ici;
   int cores() const { return chips * cores_per_chip; }
 };
 

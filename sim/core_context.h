@@ -89,10 +89,16 @@ struct CoreContext {
   LinearMemory* vmem = nullptr;
   LinearMemory* smem = nullptr;
   SparseMemory* hbm = nullptr;
-  IActivitySink* sink = nullptr;  // may be null
+  IActivitySink* sink = nullptr;               // may be null
+  std::vector<CoreContext*>* peers = nullptr;  // every core of the board, by index
   std::array<UnitStats, isa::kNumUnits> stats;
   std::string* error = nullptr;  // first error of the run (shared by all cores)
 
+  // The context of core c (this one when there is no board).
+  CoreContext* Peer(int c) {
+    if (peers && c >= 0 && c < static_cast<int>(peers->size())) return (*peers)[c];
+    return c == core ? this : nullptr;
+  }
   TimeFs Now() const { return sc_core::sc_time_stamp().value(); }
   TimeFs Cycles(int64_t n) const;
   // Records one busy interval; counts_as_busy=false records it for the profiler only.

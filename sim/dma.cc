@@ -8,17 +8,35 @@ namespace tpusim::sim {
 
 using isa::Opcode;
 
-std::pair<Space, Space> DmaUnit::Spaces(Opcode op) {
-  switch (op) {
+DmaUnit::Endpoints DmaUnit::Resolve(const Issued& it) {
+  auto local = [&](Space src, Space dst) {
+    return Endpoints{ctx_.core, ctx_.core, src, dst, it.v[1], it.v[0]};
+  };
+  switch (it.instr.op) {
     case Opcode::kDmaHv:
-      return {Space::kHbm, Space::kVmem};
+      return local(Space::kHbm, Space::kVmem);
     case Opcode::kDmaVh:
-      return {Space::kVmem, Space::kHbm};
+      return local(Space::kVmem, Space::kHbm);
     case Opcode::kDmaVv:
-      return {Space::kVmem, Space::kVmem};
+      return local(Space::kVmem, Space::kVmem);
+    case Opcode::kDmaHh:
+      return local(Space::kHbm, Space::kHbm);
     default:
-      return {Space::kHbm, Space::kHbm};
+      break;  // dma.g: global addresses
   }
+  auto decode = [&](int64_t a, const char* role, int& core, Space& space, int64_t& off) {
+    uint64_t u = static_cast<uint64_t>(a);
+    core = AddrCore(u), off = static_cast<int64_t>(AddrOffset(u));
+    int s = static_cast<int>((u >> kOffsetBits) & 0xff);
+    if (s >= kNumSpaces || !ctx_.Peer(core))
+      ctx_.Fail(it, std::string(role) + " global address names core " + std::to_string(core) +
+                        ", space " + std::to_string(s) + ", which this board does not have");
+    space = static_cast<Space>(s);
+  };
+  Endpoints e{};
+  decode(it.v[1], "source", e.src_core, e.src_space, e.src);
+  decode(it.v[0], "destination", e.dst_core, e.dst_space, e.dst);
+  return e;
 }
 
 DmaUnit::DmaUnit(sc_core::sc_module_name name, CoreContext& ctx)
@@ -29,7 +47,7 @@ DmaUnit::DmaUnit(sc_core::sc_module_name name, CoreContext& ctx)
 
 // Every byte the descriptor touches must lie inside the memory: checked at issue, so a
 // bad copy stops the run before any of it moves.
-void DmaUnit::CheckRange(const Issued& it, Space space, int64_t base, bool is_src) {
+void DmaUnit::CheckRange(const Issued& it, int core, Space space, int64_t base, bool is_src) {
   const isa::DmaDesc& d = ctx_.program->descs[it.instr.a[2]];
   int64_t stride = is_src ? d.src_stride : d.dst_stride;
   int64_t pstride = is_src ? d.src_plane_stride : d.dst_plane_stride;
@@ -40,7 +58,8 @@ void DmaUnit::CheckRange(const Issued& it, Space space, int64_t base, bool is_sr
       hi = std::max(hi, base + corner + pc + int64_t(d.row_bytes));
     }
   }
-  const Memory& mem = space == Space::kHbm ? static_cast<const Memory&>(*ctx_.hbm) : *ctx_.vmem;
+  CoreContext& owner = *ctx_.Peer(core);
+  const Memory& mem = space == Space::kHbm ? static_cast<const Memory&>(*owner.hbm) : *owner.vmem;
   const char* role = is_src ? "source" : "destination";
   if (lo < 0 || uint64_t(hi) > mem.size())
     ctx_.Fail(it, std::string(role) + " " + SpaceName(space) + " range [" + std::to_string(lo) +
@@ -52,9 +71,9 @@ void DmaUnit::CheckRange(const Issued& it, Space space, int64_t base, bool is_sr
 }
 
 TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
-  auto [src, dst] = Spaces(it.instr.op);
-  CheckRange(it, src, it.v[1], /*is_src=*/true);
-  CheckRange(it, dst, it.v[0], /*is_src=*/false);
+  Endpoints e = Resolve(it);
+  CheckRange(it, e.src_core, e.src_space, e.src, /*is_src=*/true);
+  CheckRange(it, e.dst_core, e.dst_space, e.dst, /*is_src=*/false);
   WaitUntil(earliest);
   for (;;) {
     for (auto& e : engines_) {
@@ -116,7 +135,7 @@ TimeFs DmaEngine::Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_
 void DmaEngine::Copy(const Issued& it) {
   CoreContext& ctx = unit_.ctx();
   const isa::DmaDesc& d = ctx.program->descs[it.instr.a[2]];
-  auto [src_space, dst_space] = DmaUnit::Spaces(it.instr.op);
+  const DmaUnit::Endpoints e = unit_.Resolve(it);
   TimeFs start = ctx.Now();
   TimeFs arrive = start + ctx.Cycles(ctx.cfg->dma_latency_cycles);
   uint64_t chunk = ctx.cfg->dma_chunk_bytes, in_chunk = 0;
@@ -124,22 +143,22 @@ void DmaEngine::Copy(const Issued& it) {
   int64_t chunk_src = -1, chunk_dst = -1;
   auto finish_chunk = [&] {
     if (!ctx.functional && in_chunk > 0)
-      chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(ctx.core, src_space, chunk_src),
-                                                 GlobalAddr(ctx.core, dst_space, chunk_dst),
+      chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(e.src_core, e.src_space, chunk_src),
+                                                 GlobalAddr(e.dst_core, e.dst_space, chunk_dst),
                                                  in_chunk, std::max(arrive, ctx.Now())));
     if (chunk_done > ctx.Now()) wait(sc_core::sc_time::from_value(chunk_done - ctx.Now()));
     in_chunk = 0;
   };
   for (uint32_t p = 0; p < d.planes; ++p) {
     for (uint32_t r = 0; r < d.rows; ++r) {
-      int64_t s = it.v[1] + p * d.src_plane_stride + r * d.src_stride;
-      int64_t t = it.v[0] + p * d.dst_plane_stride + r * d.dst_stride;
+      int64_t s = e.src + p * d.src_plane_stride + r * d.src_stride;
+      int64_t t = e.dst + p * d.dst_plane_stride + r * d.dst_stride;
       for (uint64_t b = 0; b < d.row_bytes;) {
         uint64_t n = std::min<uint64_t>(d.row_bytes - b, chunk - in_chunk);
         if (in_chunk == 0) chunk_src = s + b, chunk_dst = t + b;
         if (ctx.functional)
-          chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(ctx.core, src_space, s + b),
-                                                     GlobalAddr(ctx.core, dst_space, t + b), n,
+          chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(e.src_core, e.src_space, s + b),
+                                                     GlobalAddr(e.dst_core, e.dst_space, t + b), n,
                                                      std::max(arrive, ctx.Now())));
         b += n, in_chunk += n;
         if (in_chunk == chunk) finish_chunk();
@@ -148,10 +167,10 @@ void DmaEngine::Copy(const Issued& it) {
   }
   finish_chunk();
   TimeFs end = ctx.Now();
-  bool hbm = src_space == Space::kHbm || dst_space == Space::kHbm;
-  uint64_t hbm_bytes = hbm ? d.bytes() * (src_space == dst_space ? 2 : 1) : 0;
+  uint64_t hbm_bytes = d.bytes() * ((e.src_space == Space::kHbm && e.src_core == ctx.core) +
+                                    (e.dst_space == Space::kHbm && e.dst_core == ctx.core));
   ctx.Record(isa::Unit::kDma, it, start, end, 0, hbm_bytes);
-  ctx.flags.Add(it.instr.a[3], 1);
+  ctx.Peer(e.dst_core)->flags.Add(it.instr.a[3], 1);  // the receiver learns of the data
   busy_ = false;
   unit_.EngineDone(end);
 }

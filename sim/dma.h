@@ -47,14 +47,19 @@ class DmaUnit : public Unit {
   std::vector<std::unique_ptr<DmaEngine>>& engines() { return engines_; }
   CoreContext& ctx() { return ctx_; }
   void EngineDone(TimeFs end) { ExtendDrain(end), engine_free_.notify(sc_core::SC_ZERO_TIME); }
-  // Source and destination spaces of a copy opcode.
-  static std::pair<Space, Space> Spaces(isa::Opcode op);
+  // Where a copy reads and writes: cores, spaces and byte offsets.
+  struct Endpoints {
+    int src_core, dst_core;
+    Space src_space, dst_space;
+    int64_t src, dst;
+  };
+  Endpoints Resolve(const Issued& it);
 
  protected:
   TimeFs Execute(const Issued& it, TimeFs earliest) override;
 
  private:
-  void CheckRange(const Issued& it, Space space, int64_t base, bool is_src);
+  void CheckRange(const Issued& it, int core, Space space, int64_t base, bool is_src);
   std::vector<std::unique_ptr<DmaEngine>> engines_;
   sc_core::sc_event engine_free_;
 };

@@ -20,6 +20,7 @@ class BandwidthChannel {
   // Reserves `bytes` starting no earlier than `arrive_fs`; returns the finish time.
   uint64_t Reserve(uint64_t arrive_fs, uint64_t bytes);
   uint64_t bytes_served() const { return bytes_served_; }
+  double DurationFs(uint64_t bytes) const { return static_cast<double>(bytes) * fs_per_byte_; }
 
  private:
   double fs_per_byte_;

@@ -11,11 +11,12 @@ void Router::AddRoute(int core, Space space, int out_index) { routes_[{core, spa
 void Router::b_transport(int /*from*/, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
   uint64_t a = gp.get_address();
   auto it = routes_.find({AddrCore(a), AddrSpace(a)});
-  if (it == routes_.end()) {
+  int route = it != routes_.end() ? it->second : default_route_;
+  if (route < 0) {
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  out[it->second]->b_transport(gp, delay);
+  out[route]->b_transport(gp, delay);
 }
 
 }  // namespace tpusim::sim

@@ -22,10 +22,13 @@ class Router : public sc_core::sc_module {
   explicit Router(sc_core::sc_module_name name);
   // Declares that out[out_index] reaches (core, space). Bind `out` in the same order.
   void AddRoute(int core, Space space, int out_index);
+  // Where every address without its own route goes (the board's ICI fabric); -1: none.
+  void SetDefaultRoute(int out_index) { default_route_ = out_index; }
 
  private:
   void b_transport(int from, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   std::map<std::pair<int, Space>, int> routes_;
+  int default_route_ = -1;
 };
 
 }  // namespace tpusim::sim

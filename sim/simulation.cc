@@ -31,10 +31,27 @@ TensorCore& Simulation::AddCore(const isa::Program& program) {
   cores_.push_back(std::make_unique<TensorCore>(("core" + std::to_string(index)).c_str(), index,
                                                 board_.core, *programs_.back(), options_.functional,
                                                 options_.sink, &error_));
+  peers_.push_back(&cores_.back()->ctx());
+  cores_.back()->ctx().peers = &peers_;
   return *cores_.back();
 }
 
+// Connect: every router's default route leads to the fabric, which reaches every core's
+// memory ports.
+void Simulation::Connect() {
+  fabric_ = std::make_unique<IciFabric>("ici", board_);
+  for (auto& c : cores_) {
+    c->router().out.bind(fabric_->in);
+    c->router().SetDefaultRoute(2);  // after the core's own HBM (0) and VMEM (1)
+  }
+  for (auto& c : cores_) {
+    fabric_->out.bind(c->hbm_port().socket);
+    fabric_->out.bind(c->vmem_port().socket);
+  }
+}
+
 RunReport Simulation::Run() {
+  Connect();
   sc_core::sc_start();
   RunReport r;
   r.host_events = sc_core::sc_delta_count();
@@ -52,17 +69,19 @@ RunReport Simulation::Run() {
   const CoreConfig& cc = board_.core;
   r.cycles = std::llround(static_cast<double>(r.end_fs) / cc.cycle_fs());
   r.time_us = static_cast<double>(r.end_fs) / 1e9;
-  if (!cores_.empty()) {
-    TensorCore& c0 = *cores_[0];
+  for (auto& c : cores_) {
+    std::vector<UnitReport> units;
     for (int u = 0; u < isa::kNumUnits; ++u) {
       auto unit = static_cast<isa::Unit>(u);
-      if (u != 0 && !c0.unit(unit)) continue;
-      UnitStats& st = c0.ctx().stats[u];
+      if (u != 0 && !c->unit(unit)) continue;
+      UnitStats& st = c->ctx().stats[u];
       UnitReport ur{std::string(isa::UnitName(unit)), st.BusyTotal(), st.instructions(), 0};
       ur.busy_percent = r.end_fs ? 100.0 * static_cast<double>(ur.busy_fs) / r.end_fs : 0;
-      r.units.push_back(ur);
+      units.push_back(ur);
     }
+    r.cores.push_back(std::move(units));
   }
+  if (!r.cores.empty()) r.units = r.cores[0];
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/config.h"
+#include "sim/ici_fabric.h"
 #include "sim/tensor_core.h"
 
 namespace tpusim::sim {
@@ -29,8 +30,9 @@ struct RunReport {
   TimeFs end_fs = 0;
   int64_t cycles = 0;
   double time_us = 0;
-  uint64_t host_events = 0;       // SystemC delta cycles executed (simulator cost)
-  std::vector<UnitReport> units;  // of core 0
+  uint64_t host_events = 0;                    // SystemC delta cycles executed (simulator cost)
+  std::vector<UnitReport> units;               // of core 0
+  std::vector<std::vector<UnitReport>> cores;  // every core, by index
 };
 
 class Simulation {
@@ -40,6 +42,7 @@ class Simulation {
   // Build: one program per core, cores 0..n-1 (n <= board cores).
   TensorCore& AddCore(const isa::Program& program);
   TensorCore& core(int i) { return *cores_[i]; }
+  IciFabric* fabric() { return fabric_.get(); }
   RunReport Run();
 
  private:
@@ -48,6 +51,9 @@ class Simulation {
   std::string error_;
   std::vector<std::unique_ptr<isa::Program>> programs_;
   std::vector<std::unique_ptr<TensorCore>> cores_;
+  std::vector<CoreContext*> peers_;
+  std::unique_ptr<IciFabric> fabric_;
+  void Connect();
 };
 
 }  // namespace tpusim::sim
