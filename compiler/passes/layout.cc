@@ -1,0 +1,123 @@
+// TPU layout assignment and padding accounting; see layout.h.
+#include "compiler/passes/layout.h"
+
+#include <algorithm>
+
+namespace tpusim::passes {
+namespace {
+
+using hlo::Layout;
+using hlo::Shape;
+
+constexpr int64_t kLanes = 128;
+
+int64_t ElementBytes(hlo::PrimitiveType t) { return std::max(1, hlo::PrimitiveTypeBits(t) / 8); }
+
+int64_t RoundUp(int64_t v, int64_t m) { return m <= 1 ? v : (v + m - 1) / m * m; }
+
+// Assigns layouts inside `s`; true if anything changed.
+bool AssignShape(Shape& s) {
+  if (s.IsTuple()) {
+    bool changed = false;
+    for (Shape& e : s.tuple_shapes) changed |= AssignShape(e);
+    return changed;
+  }
+  if (s.rank() == 0 || (s.layout && !s.layout->tiles.empty())) return false;
+  s.layout = TpuLayout(s);
+  return true;
+}
+
+}  // namespace
+
+Layout TpuLayout(const Shape& array) {
+  Layout l;
+  if (array.layout) l = *array.layout;
+  int64_t rank = array.rank();
+  if (static_cast<int64_t>(l.minor_to_major.size()) != rank) {
+    l.minor_to_major.clear();
+    for (int64_t d = rank - 1; d >= 0; --d) l.minor_to_major.push_back(d);
+  }
+  l.tiles.clear();
+  if (rank == 0) return l;
+  if (rank == 1) {
+    l.tiles.push_back(hlo::Tile{{kLanes}});
+    return l;
+  }
+  int64_t second_minor = array.dims[l.minor_to_major[1]];
+  int64_t rows = second_minor <= 2 ? 2 : second_minor <= 4 ? 4 : 8;
+  l.tiles.push_back(hlo::Tile{{rows, kLanes}});
+  int bits = hlo::PrimitiveTypeBits(array.type);
+  if (bits == 16) l.tiles.push_back(hlo::Tile{{2, 1}});
+  if (bits == 8) l.tiles.push_back(hlo::Tile{{4, 1}});
+  return l;
+}
+
+int64_t LogicalBytes(const Shape& s) {
+  if (s.IsTuple()) {
+    int64_t n = 0;
+    for (const Shape& e : s.tuple_shapes) n += LogicalBytes(e);
+    return n;
+  }
+  return std::max<int64_t>(s.ElementCount(), 0) * ElementBytes(s.type);
+}
+
+int64_t PaddedBytes(const Shape& s) {
+  if (s.IsTuple()) {
+    int64_t n = 0;
+    for (const Shape& e : s.tuple_shapes) n += PaddedBytes(e);
+    return n;
+  }
+  if (!s.layout || s.layout->tiles.empty() ||
+      static_cast<int64_t>(s.layout->minor_to_major.size()) != s.rank()) {
+    return LogicalBytes(s);
+  }
+  // Physical dimensions, most minor first; the tile covers the most minor ones.
+  const std::vector<int64_t>& tile = s.layout->tiles.front().dims;
+  int64_t n = ElementBytes(s.type);
+  for (size_t k = 0; k < s.layout->minor_to_major.size(); ++k) {
+    int64_t size = s.dims[s.layout->minor_to_major[k]];
+    if (k < tile.size()) size = RoundUp(size, tile[tile.size() - 1 - k]);
+    n *= size;
+  }
+  return n;
+}
+
+const PaddingEntry* PaddingReport::Find(const std::string& name) const {
+  for (const PaddingEntry& e : ops) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+PaddingReport ComputePaddingReport(const hlo::HloModule& module) {
+  PaddingReport r;
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c->instructions()) {
+      PaddingEntry e;
+      e.computation = c->name();
+      e.name = i->name();
+      e.shape = i->shape().ToString();
+      e.logical_bytes = LogicalBytes(i->shape());
+      e.padded_bytes = PaddedBytes(i->shape());
+      if (e.padded_bytes > 0) {
+        e.waste_percent = 100.0 * static_cast<double>(e.padded_bytes - e.logical_bytes) /
+                          static_cast<double>(e.padded_bytes);
+      }
+      r.logical_bytes += e.logical_bytes;
+      r.padded_bytes += e.padded_bytes;
+      r.ops.push_back(std::move(e));
+    }
+  }
+  return r;
+}
+
+hlo::Result<bool> LayoutAssignmentPass::Run(hlo::HloModule& module) {
+  bool changed = false;
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c->instructions()) changed |= AssignShape(i->mutable_shape());
+  }
+  report_ = ComputePaddingReport(module);
+  return changed;
+}
+
+}  // namespace tpusim::passes
