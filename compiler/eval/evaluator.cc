@@ -1,0 +1,242 @@
+// The interpreter loop, the opcode dispatch table, and the replica rendezvous.
+#include "compiler/eval/evaluator.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "compiler/eval/interpreter.h"
+#include "compiler/hlo/parser.h"
+
+namespace tpusim::eval {
+
+// Replicas meet here at every collective: each hands in a value and gets everyone's back.
+class Rendezvous {
+ public:
+  explicit Rendezvous(int64_t n) : n_(n), slots_(n) {}
+
+  Result<std::vector<Value>> Exchange(int64_t id, const std::string& name, Value v) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (aborted_) return Status::Error("another replica failed before " + name);
+    if (arrived_ == 0) name_ = name;
+    if (name_ != name) {
+      aborted_ = true;
+      cv_.notify_all();
+      return Status::Error("replicas reached different collectives %" + name_ + " and %" + name);
+    }
+    uint64_t generation = generation_;
+    slots_[id] = std::move(v);
+    if (++arrived_ == n_) {
+      result_ = std::move(slots_);
+      slots_.assign(n_, Value());
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return result_;
+    }
+    cv_.wait(lock, [&] { return generation_ != generation || aborted_; });
+    if (generation_ == generation) return Status::Error("another replica failed before " + name);
+    return result_;
+  }
+
+  void Abort() {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t n_;
+  int64_t arrived_ = 0;
+  uint64_t generation_ = 0;
+  bool aborted_ = false;
+  std::string name_;
+  std::vector<Value> slots_, result_;
+};
+
+namespace {
+
+const OpTable& Table() {
+  static const OpTable table = [] {
+    OpTable t{};
+    RegisterSources(t);
+    RegisterElementwise(t);
+    RegisterDataMovement(t);
+    RegisterGatherScatter(t);
+    RegisterReductions(t);
+    RegisterContractions(t);
+    RegisterBatchNorm(t);
+    RegisterControl(t);
+    RegisterCollectives(t);
+    return t;
+  }();
+  return table;
+}
+
+std::vector<Value> Flatten(Value v) {
+  if (!v.IsTuple()) return {std::move(v)};
+  return std::move(v.elements);
+}
+
+}  // namespace
+
+Status InstrError(const hlo::HloInstruction& instr, const std::string& message) {
+  return Status::Error("%" + instr.name() + ": " + message);
+}
+
+Interpreter::Interpreter(const hlo::HloModule& module, const EvalOptions& options,
+                         int64_t replica_id, int64_t replica_count, Rendezvous* rendezvous)
+    : module_(module),
+      options_(options),
+      replica_id_(replica_id),
+      replica_count_(replica_count),
+      rendezvous_(rendezvous),
+      rng_state_(options.rng_seed * 0x100000001b3ull + static_cast<uint64_t>(replica_id)) {
+  for (const auto& comp : module_.computations()) {
+    for (size_t i = 0; i < comp->instructions().size(); ++i) {
+      local_index_[comp->instructions()[i].get()] = i;
+    }
+  }
+}
+
+uint64_t Interpreter::NextRandom() {
+  uint64_t z = (rng_state_ += 0x9e3779b97f4a7c15ull);  // splitmix64
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const Value> args) {
+  const auto& instrs = comp.instructions();
+  std::vector<Value> values(instrs.size());
+  std::vector<const Value*> operands;
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    const hlo::HloInstruction& instr = *instrs[i];
+    if (instr.opcode() == hlo::Opcode::kParameter) {
+      size_t n = static_cast<size_t>(instr.parameter_number());
+      if (n >= args.size()) {
+        return InstrError(instr, "parameter " + std::to_string(n) + " but " + comp.name() +
+                                     " was given " + std::to_string(args.size()) + " arguments");
+      }
+      if (!args[n].shape.Compatible(instr.shape())) {
+        return InstrError(instr, "expects " + instr.shape().ToString(false) + " but argument " +
+                                     std::to_string(n) + " is " + args[n].shape.ToString(false));
+      }
+      values[i] = args[n];
+      continue;
+    }
+    OpFn fn = Table()[static_cast<size_t>(instr.opcode())];
+    if (fn == nullptr) {
+      return InstrError(
+          instr, "the evaluator does not support " + std::string(hlo::OpcodeName(instr.opcode())));
+    }
+    operands.clear();
+    for (const hlo::HloInstruction* op : instr.operands()) {
+      operands.push_back(&values[local_index_.at(op)]);
+    }
+    Result<Value> r = fn(instr, operands, *this);
+    if (!r.ok()) return r.status();
+    if (!r->shape.Compatible(instr.shape())) {
+      return InstrError(instr, "evaluated to " + r->shape.ToString(false) + " but the shape is " +
+                                   instr.shape().ToString(false));
+    }
+    values[i] = std::move(*r);
+  }
+  if (comp.root() == nullptr) return Status::Error(comp.name() + " has no root");
+  return std::move(values[local_index_.at(comp.root())]);
+}
+
+Result<std::vector<double>> Interpreter::CallScalar(const hlo::HloComputation& comp,
+                                                    std::span<const double> args,
+                                                    std::span<const PrimitiveType> types) {
+  const hlo::HloInstruction* root = comp.root();
+  hlo::OpCategory cat = hlo::GetOpcodeInfo(root->opcode()).category;
+  if (cat == hlo::OpCategory::kElementwiseBinary && args.size() == 2 && root->shape().IsScalar() &&
+      root->operand(0)->opcode() == hlo::Opcode::kParameter &&
+      root->operand(1)->opcode() == hlo::Opcode::kParameter) {
+    int64_t p0 = root->operand(0)->parameter_number(), p1 = root->operand(1)->parameter_number();
+    std::string dir = root->GetWord("direction").value_or("");
+    Result<double> r =
+        BinaryScalar(root->opcode(), root->operand(0)->shape().type, args[p0], args[p1], dir);
+    if (!r.ok()) return InstrError(*root, r.status().message());
+    return std::vector<double>{RoundTo(root->shape().type, *r)};
+  }
+  std::vector<Value> values;
+  for (size_t i = 0; i < args.size(); ++i) values.push_back(Value::Scalar(types[i], args[i]));
+  Result<Value> r = Call(comp, values);
+  if (!r.ok()) return r.status();
+  std::vector<double> out;
+  for (const Value& v : Flatten(std::move(*r))) out.push_back(v.data.at(0));
+  return out;
+}
+
+Result<std::vector<Value>> Interpreter::Exchange(const hlo::HloInstruction& instr, Value v) {
+  if (rendezvous_ == nullptr) return std::vector<Value>{std::move(v)};
+  Result<std::vector<Value>> r = rendezvous_->Exchange(replica_id_, instr.name(), std::move(v));
+  if (!r.ok()) return InstrError(instr, r.status().message());
+  return r;
+}
+
+namespace {
+
+Result<Value> RunReplica(const hlo::HloModule& module, const std::vector<Value>& args,
+                         const EvalOptions& options, int64_t id, int64_t n, Rendezvous* rv) {
+  const hlo::HloComputation* entry = module.entry();
+  if (entry == nullptr) return Status::Error("the module has no entry computation");
+  if (args.size() != entry->parameters().size()) {
+    return Status::Error(entry->name() + " takes " + std::to_string(entry->parameters().size()) +
+                         " arguments but was given " + std::to_string(args.size()));
+  }
+  try {
+    Interpreter interp(module, options, id, n, rv);
+    return interp.Call(*entry, args);
+  } catch (const std::exception& e) {
+    return Status::Error(std::string("evaluator failure: ") + e.what());
+  }
+}
+
+}  // namespace
+
+Result<std::vector<Value>> Evaluate(const hlo::HloModule& module, const std::vector<Value>& args,
+                                    const EvalOptions& options) {
+  Result<Value> r = RunReplica(module, args, options, 0, 1, nullptr);
+  if (!r.ok()) return r.status();
+  return Flatten(std::move(*r));
+}
+
+Result<std::vector<Value>> EvaluateText(std::string_view hlo_text, const std::vector<Value>& args,
+                                        const EvalOptions& options) {
+  Result<hlo::HloModule> m = hlo::ParseHlo(hlo_text, "<eval>");
+  if (!m.ok()) return m.status();
+  return Evaluate(*m, args, options);
+}
+
+Result<std::vector<std::vector<Value>>> EvaluateReplicated(
+    const hlo::HloModule& module, const std::vector<std::vector<Value>>& per_replica_args,
+    const EvalOptions& options) {
+  int64_t n = static_cast<int64_t>(per_replica_args.size());
+  if (n == 0) return Status::Error("EvaluateReplicated needs at least one replica");
+  Rendezvous rv(n);
+  std::vector<Result<Value>> results(n, Result<Value>(Value()));
+  std::vector<std::thread> threads;
+  for (int64_t id = 0; id < n; ++id) {
+    threads.emplace_back([&, id] {
+      results[id] = RunReplica(module, per_replica_args[id], options, id, n, &rv);
+      if (!results[id].ok()) rv.Abort();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<std::vector<Value>> out;
+  for (int64_t id = 0; id < n; ++id) {
+    if (!results[id].ok()) {
+      return Status::Error("replica " + std::to_string(id) + ": " + results[id].status().message());
+    }
+    out.push_back(Flatten(std::move(*results[id])));
+  }
+  return out;
+}
+
+}  // namespace tpusim::eval

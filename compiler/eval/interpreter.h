@@ -1,0 +1,72 @@
+// Internals of the evaluator: the per-replica interpreter and the opcode dispatch table
+// the op families (ops_*.cc) fill in.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/eval/evaluator.h"
+
+namespace tpusim::eval {
+
+class Rendezvous;
+class Interpreter;
+
+using Operands = std::span<const Value* const>;
+using OpFn = Result<Value> (*)(const hlo::HloInstruction&, Operands, Interpreter&);
+using OpTable = std::array<OpFn, static_cast<size_t>(hlo::Opcode::kCount)>;
+
+// Each op family registers its opcodes.
+void RegisterSources(OpTable& table);
+void RegisterElementwise(OpTable& table);
+void RegisterDataMovement(OpTable& table);
+void RegisterGatherScatter(OpTable& table);
+void RegisterReductions(OpTable& table);
+void RegisterContractions(OpTable& table);
+void RegisterBatchNorm(OpTable& table);
+void RegisterControl(OpTable& table);
+void RegisterCollectives(OpTable& table);
+
+// "%name: message".
+Status InstrError(const hlo::HloInstruction& instr, const std::string& message);
+
+class Interpreter {
+ public:
+  Interpreter(const hlo::HloModule& module, const EvalOptions& options, int64_t replica_id,
+              int64_t replica_count, Rendezvous* rendezvous);
+  // Evaluates `comp` on `args` (one per parameter) and returns its root value.
+  Result<Value> Call(const hlo::HloComputation& comp, std::span<const Value> args);
+  // Applies a computation on scalars (reducers, comparators) to scalars of `types`;
+  // returns the root's elements (one for an array root). Fast for simple binary roots.
+  Result<std::vector<double>> CallScalar(const hlo::HloComputation& comp,
+                                         std::span<const double> args,
+                                         std::span<const PrimitiveType> types);
+  // Sends `v` to every replica and returns all replicas' values, by replica id.
+  Result<std::vector<Value>> Exchange(const hlo::HloInstruction& instr, Value v);
+
+  const EvalOptions& options() const { return options_; }
+  int64_t replica_id() const { return replica_id_; }
+  int64_t replica_count() const { return replica_count_; }
+  uint64_t NextRandom();  // deterministic stream from options.rng_seed and the replica id
+
+ private:
+  const hlo::HloModule& module_;
+  EvalOptions options_;
+  int64_t replica_id_, replica_count_;
+  Rendezvous* rendezvous_;
+  uint64_t rng_state_;
+  std::unordered_map<const hlo::HloInstruction*, size_t> local_index_;
+};
+
+// Scalar kernels shared by families (ops_elementwise.cc). `type` is the operand type.
+Result<double> UnaryScalar(hlo::Opcode op, PrimitiveType type, double x);
+// For kCompare, `direction` is "EQ", "NE", "LT", "LE", "GT" or "GE".
+Result<double> BinaryScalar(hlo::Opcode op, PrimitiveType type, double a, double b,
+                            const std::string& direction = "");
+
+}  // namespace tpusim::eval
