@@ -1,0 +1,129 @@
+// Elementwise fusion; see fusion.h.
+#include "compiler/passes/fusion.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/passes/ir_edit.h"
+
+namespace tpusim::passes {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::OpCategory;
+using hlo::Opcode;
+
+bool IsElementwise(const HloInstruction& i) {
+  OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
+  return i.shape().IsArray() &&
+         (c == OpCategory::kElementwiseUnary || c == OpCategory::kElementwiseBinary ||
+          c == OpCategory::kElementwiseTernary);
+}
+
+bool IsFusibleProducer(const HloInstruction& i) {
+  return IsElementwise(i) || (i.opcode() == Opcode::kBroadcast && i.shape().IsArray());
+}
+
+// Computations whose instructions run as separate kernels: entry, call, while, conditional.
+std::vector<HloComputation*> FusionTargets(const hlo::HloModule& m) {
+  std::unordered_set<HloComputation*> set;
+  if (m.entry()) set.insert(m.entry());
+  for (const auto& c : m.computations()) {
+    for (const auto& i : c->instructions()) {
+      if (i->opcode() == Opcode::kCall || i->opcode() == Opcode::kWhile ||
+          i->opcode() == Opcode::kConditional) {
+        for (HloComputation* called : i->called_computations()) set.insert(called);
+      }
+    }
+  }
+  std::vector<HloComputation*> out;
+  for (const auto& c : m.computations()) {
+    if (set.count(c.get())) out.push_back(c.get());
+  }
+  return out;
+}
+
+// Groups of `c` to fuse, each listed in instruction order (root last).
+std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c) {
+  UserMap users = ComputeUsers(c);
+  std::unordered_map<const HloInstruction*, size_t> group_of;
+  std::vector<std::vector<HloInstruction*>> groups;
+  const auto& instrs = c.instructions();
+  for (auto it = instrs.rbegin(); it != instrs.rend(); ++it) {
+    HloInstruction* i = it->get();
+    if (!group_of.count(i)) {
+      if (!IsElementwise(*i)) continue;
+      group_of[i] = groups.size();
+      groups.push_back({i});
+    }
+    size_t g = group_of[i];
+    for (HloInstruction* p : i->operands()) {
+      if (group_of.count(p) || !IsFusibleProducer(*p) || p == c.root()) continue;
+      if (users[p].size() != 1) continue;  // fusing would compute p twice
+      group_of[p] = g;
+      groups[g].push_back(p);
+    }
+  }
+  std::unordered_map<const HloInstruction*, size_t> pos;
+  for (size_t k = 0; k < instrs.size(); ++k) pos[instrs[k].get()] = k;
+  std::vector<std::vector<HloInstruction*>> out;
+  for (auto& g : groups) {
+    if (g.size() < 2) continue;
+    std::sort(g.begin(), g.end(), [&](auto* a, auto* b) { return pos[a] < pos[b]; });
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+// Builds the fused computation and the fusion instruction for `group`; records the edits.
+void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction*>& group,
+          ModuleEdits& edits) {
+  std::unordered_set<const HloInstruction*> members(group.begin(), group.end());
+  auto* fused = m.AddComputation(
+      std::make_unique<HloComputation>(UniqueComputationName(m, "fused_computation")));
+  std::unordered_map<const HloInstruction*, HloInstruction*> inside;
+  std::vector<HloInstruction*> inputs;
+  for (HloInstruction* i : group) {
+    for (HloInstruction* op : i->operands()) {
+      if (members.count(op) || inside.count(op)) continue;
+      int64_t n = static_cast<int64_t>(inputs.size());
+      auto param = std::make_unique<HloInstruction>("param_" + std::to_string(n),
+                                                    Opcode::kParameter, op->shape());
+      param->set_parameter_number(n);
+      inside[op] = fused->AddInstruction(std::move(param));
+      inputs.push_back(op);
+    }
+  }
+  for (HloInstruction* i : group) {
+    std::vector<HloInstruction*> ops;
+    for (HloInstruction* op : i->operands()) ops.push_back(inside.at(op));
+    inside[i] = fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
+  }
+  HloInstruction* root = group.back();
+  fused->set_root(inside.at(root));
+  HloInstruction* fusion = AddNew(c, "fusion", Opcode::kFusion, root->shape(), inputs);
+  fusion->SetAttr("kind", hlo::Word{"kLoop"});
+  fusion->SetAttr("calls", hlo::ComputationRefs{{fused->name()}, {fused}, false});
+  edits.replace[root] = fusion;
+  for (HloInstruction* i : group) {
+    if (i != root) edits.remove.insert(i);
+  }
+}
+
+}  // namespace
+
+hlo::Result<bool> ElementwiseFusionPass::Run(hlo::HloModule& module) {
+  ModuleEdits edits;
+  for (HloComputation* c : FusionTargets(module)) {
+    for (const auto& group : FindGroups(*c)) Fuse(module, *c, group, edits);
+  }
+  if (edits.empty()) return false;
+  hlo::Status s = ApplyEdits(module, edits);
+  if (!s.ok()) return s;
+  return true;
+}
+
+}  // namespace tpusim::passes

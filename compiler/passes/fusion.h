@@ -1,0 +1,22 @@
+// Elementwise (loop) fusion: chains of elementwise ops, with the broadcasts and converts that
+// feed them, become one `fusion` instruction (kind=kLoop) calling a fused computation, so the
+// intermediate values never go to HBM.
+//
+// Fusion goes producer into consumer: a group starts at an elementwise op and pulls in each
+// operand that is elementwise or a broadcast and has that group member as its only user, so
+// no work is duplicated. Groups of one instruction are left alone. The entry computation and
+// the computations of call, while and conditional are fused; reducers and fused
+// computations are not.
+#pragma once
+
+#include "compiler/passes/pass.h"
+
+namespace tpusim::passes {
+
+class ElementwiseFusionPass : public HloPass {
+ public:
+  std::string_view name() const override { return "elementwise-fusion"; }
+  hlo::Result<bool> Run(hlo::HloModule& module) override;
+};
+
+}  // namespace tpusim::passes
