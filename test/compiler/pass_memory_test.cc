@@ -1,0 +1,116 @@
+// Memory planning: buffer sizes, live ranges, reuse, and the out-of-memory error.
+#include <gtest/gtest.h>
+
+#include "compiler/hlo/parser.h"
+#include "compiler/passes/layout.h"
+#include "compiler/passes/memory.h"
+
+namespace tpusim::passes {
+namespace {
+
+hlo::HloModule Parse(const std::string& text) {
+  hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return std::move(m).value();
+}
+
+constexpr int64_t kMiB = 1 << 20;
+
+// A chain of 1 MiB elementwise ops after one 1 MiB parameter.
+const char* kChain = R"(HloModule t
+ENTRY %e {
+  %p = f32[512,512] parameter(0)
+  %a = f32[512,512] exponential(f32[512,512] %p)
+  %b = f32[512,512] negate(f32[512,512] %a)
+  %c = f32[512,512] log(f32[512,512] %b)
+  ROOT %d = f32[512,512] abs(f32[512,512] %c)
+})";
+
+TEST(PassMemory, HumanBytes) {
+  EXPECT_EQ(HumanBytes(512), "512B");
+  EXPECT_EQ(HumanBytes(1536), "1.50K");
+  EXPECT_EQ(HumanBytes(kDefaultHbmBytes), "16.00G");
+  EXPECT_EQ(HumanBytes(static_cast<int64_t>(17.2 * (1 << 30))), "17.20G");
+}
+
+TEST(PassMemory, LiveRangesAndReuse) {
+  hlo::HloModule m = Parse(kChain);
+  MemoryPlanningPass pass;
+  hlo::Result<bool> changed = pass.Run(m);
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  EXPECT_FALSE(*changed);
+  const MemoryPlan& plan = pass.plan();
+  ASSERT_EQ(plan.buffers.size(), 5u);
+  const BufferInfo* p = plan.Find("p");
+  EXPECT_EQ(p->kind, "parameter");
+  EXPECT_EQ(p->start, 0);
+  EXPECT_EQ(p->end, 4);
+  const BufferInfo* a = plan.Find("a");
+  EXPECT_EQ(a->start, 1);
+  EXPECT_EQ(a->end, 2);  // dies after its last use by %b
+  EXPECT_EQ(plan.Find("d")->kind, "output");
+  EXPECT_EQ(plan.Find("d")->end, 4);
+  // p plus an operand and a result at a time: 3 MiB, with %c reusing %a's space.
+  EXPECT_EQ(plan.peak_live_bytes, 3 * kMiB);
+  EXPECT_EQ(plan.peak_bytes, 3 * kMiB);
+  EXPECT_EQ(plan.Find("c")->offset, a->offset);
+  // Buffers live at the same time never overlap in memory.
+  for (const BufferInfo& x : plan.buffers) {
+    for (const BufferInfo& y : plan.buffers) {
+      if (&x == &y || x.end < y.start || y.end < x.start) continue;
+      EXPECT_TRUE(x.offset + x.size <= y.offset || y.offset + y.size <= x.offset)
+          << x.name << " and " << y.name;
+    }
+  }
+}
+
+TEST(PassMemory, PaddedSizesAndAliases) {
+  hlo::HloModule m = Parse(R"(HloModule t
+ENTRY %e {
+  %p = f32[3,100] parameter(0)
+  %n = f32[3,100] negate(f32[3,100] %p)
+  %t = (f32[3,100], f32[3,100]) tuple(f32[3,100] %p, f32[3,100] %n)
+  ROOT %g = f32[3,100] get-tuple-element((f32[3,100], f32[3,100]) %t), index=1
+})");
+  ASSERT_TRUE(LayoutAssignmentPass().Run(m).ok());
+  MemoryPlan plan = PlanMemory(m);
+  ASSERT_EQ(plan.buffers.size(), 2u);  // tuple and get-tuple-element alias their operands
+  EXPECT_EQ(plan.Find("n")->size, 4 * 128 * 4);
+  EXPECT_EQ(plan.Find("n")->logical_size, 3 * 100 * 4);
+  EXPECT_EQ(plan.Find("n")->kind, "output");
+  EXPECT_EQ(plan.peak_bytes, 2 * 4 * 128 * 4);
+}
+
+TEST(PassMemory, OutOfMemoryWithSmallCapacity) {
+  hlo::HloModule m = Parse(kChain);
+  hlo::Result<bool> r = MemoryPlanningPass(2 * kMiB).Run(m);
+  ASSERT_FALSE(r.ok());
+  const std::string& msg = r.status().message();
+  EXPECT_EQ(msg.substr(0, msg.find('\n')),
+            "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 3.00M of 2.00M hbm. "
+            "Exceeded hbm capacity by 1.00M.");
+  EXPECT_NE(msg.find("Largest program allocations in hbm:"), std::string::npos);
+  EXPECT_NE(msg.find("  1. Size: 1.00M\n     Shape: f32[512,512]\n     Unpadded size: 1.00M\n"
+                     "     XLA label: %p\n     Allocation type: parameter"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("  5. Size: 1.00M"), std::string::npos);
+}
+
+TEST(PassMemory, OutOfMemoryAtTheDefaultCapacity) {
+  // Two 8 GiB buffers are live with a third being written: 24 GiB on a 16 GiB core.
+  hlo::HloModule m = Parse(R"(HloModule t
+ENTRY %e {
+  %p = f32[32768,65536] parameter(0)
+  %a = f32[32768,65536] exponential(f32[32768,65536] %p)
+  ROOT %b = f32[32768,65536] negate(f32[32768,65536] %a)
+})");
+  hlo::Result<bool> r = MemoryPlanningPass().Run(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().substr(0, r.status().message().find('\n')),
+            "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 24.00G of 16.00G "
+            "hbm. Exceeded hbm capacity by 8.00G.");
+}
+
+}  // namespace
+}  // namespace tpusim::passes
