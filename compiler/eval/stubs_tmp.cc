@@ -1,8 +1,6 @@
 #include "compiler/eval/interpreter.h"
 namespace tpusim::eval {
 void RegisterGatherScatter(OpTable&) {}
-void RegisterReductions(OpTable&) {}
-void RegisterContractions(OpTable&) {}
 void RegisterBatchNorm(OpTable&) {}
 void RegisterCollectives(OpTable&) {}
 }  // namespace tpusim::eval
