@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/path_latency.h"
 #include "sim/timing.h"
 
 namespace tpusim::sim {
@@ -106,13 +107,16 @@ void DmaEngine::Run() {
   }
 }
 
-TimeFs DmaEngine::Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_t n,
-                           TimeFs arrive) {
+DmaEngine::Moved DmaEngine::Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_t n,
+                                     TimeFs arrive) {
   CoreContext& ctx = unit_.ctx();
   if (ctx.functional && buffer_.size() < n) buffer_.resize(n);
-  TimeFs now = ctx.Now(), done = now;
+  TimeFs now = ctx.Now();
+  Moved m{now, now};
   for (bool read : {true, false}) {
     tlm::tlm_generic_payload gp;
+    PathLatency latency;
+    gp.set_extension(&latency);
     gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
     gp.set_address(read ? src : dst);
     gp.set_data_ptr(ctx.functional ? buffer_.data() : nullptr);
@@ -120,12 +124,14 @@ TimeFs DmaEngine::Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_
     gp.set_streaming_width(static_cast<unsigned>(n));
     sc_core::sc_time delay = sc_core::sc_time::from_value(arrive - now);
     socket->b_transport(gp, delay);
+    gp.clear_extension(&latency);
     if (gp.get_response_status() != tlm::TLM_OK_RESPONSE)
       ctx.Fail(it, "address error at " + std::string(SpaceName(AddrSpace(gp.get_address()))) +
                        " offset " + std::to_string(AddrOffset(gp.get_address())));
-    done = std::max<TimeFs>(done, now + delay.value());
+    m.done = std::max<TimeFs>(m.done, now + delay.value());
+    m.left = std::max<TimeFs>(m.left, now + delay.value() - latency.fs);
   }
-  return done;
+  return m;
 }
 
 // Walks the descriptor plane by plane, row by row, in pieces no larger than a chunk;
@@ -139,14 +145,17 @@ void DmaEngine::Copy(const Issued& it) {
   TimeFs start = ctx.Now();
   TimeFs arrive = start + ctx.Cycles(ctx.cfg->dma_latency_cycles);
   uint64_t chunk = ctx.cfg->dma_chunk_bytes, in_chunk = 0;
-  TimeFs chunk_done = arrive;
+  TimeFs chunk_left = arrive, all_done = arrive;  // this chunk has left; everything arrived
   int64_t chunk_src = -1, chunk_dst = -1;
-  auto finish_chunk = [&] {
-    if (!ctx.functional && in_chunk > 0)
-      chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(e.src_core, e.src_space, chunk_src),
-                                                 GlobalAddr(e.dst_core, e.dst_space, chunk_dst),
-                                                 in_chunk, std::max(arrive, ctx.Now())));
-    if (chunk_done > ctx.Now()) wait(sc_core::sc_time::from_value(chunk_done - ctx.Now()));
+  auto move = [&](int64_t s, int64_t t, uint64_t n) {
+    Moved m = Transfer(it, GlobalAddr(e.src_core, e.src_space, s),
+                       GlobalAddr(e.dst_core, e.dst_space, t), n, std::max(arrive, ctx.Now()));
+    chunk_left = std::max(chunk_left, m.left);
+    all_done = std::max(all_done, m.done);
+  };
+  auto finish_chunk = [&] {  // the next chunk starts once this one has left
+    if (!ctx.functional && in_chunk > 0) move(chunk_src, chunk_dst, in_chunk);
+    if (chunk_left > ctx.Now()) wait(sc_core::sc_time::from_value(chunk_left - ctx.Now()));
     in_chunk = 0;
   };
   for (uint32_t p = 0; p < d.planes; ++p) {
@@ -156,16 +165,14 @@ void DmaEngine::Copy(const Issued& it) {
       for (uint64_t b = 0; b < d.row_bytes;) {
         uint64_t n = std::min<uint64_t>(d.row_bytes - b, chunk - in_chunk);
         if (in_chunk == 0) chunk_src = s + b, chunk_dst = t + b;
-        if (ctx.functional)
-          chunk_done = std::max(chunk_done, Transfer(it, GlobalAddr(e.src_core, e.src_space, s + b),
-                                                     GlobalAddr(e.dst_core, e.dst_space, t + b), n,
-                                                     std::max(arrive, ctx.Now())));
+        if (ctx.functional) move(s + b, t + b, n);
         b += n, in_chunk += n;
         if (in_chunk == chunk) finish_chunk();
       }
     }
   }
   finish_chunk();
+  if (all_done > ctx.Now()) wait(sc_core::sc_time::from_value(all_done - ctx.Now()));
   TimeFs end = ctx.Now();
   uint64_t hbm_bytes = d.bytes() * ((e.src_space == Space::kHbm && e.src_core == ctx.core) +
                                     (e.dst_space == Space::kHbm && e.dst_core == ctx.core));

@@ -31,8 +31,12 @@ class DmaEngine : public sc_core::sc_module {
  private:
   void Run();
   void Copy(const Issued& it);
-  // Moves one piece at `src` -> `dst`; returns when (absolute fs) it is done.
-  TimeFs Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_t n, TimeFs arrive);
+  // Moves one piece at `src` -> `dst`. done: when (absolute fs) it has fully arrived;
+  // left: when it has left the engine's side (done less the path's fixed latency).
+  struct Moved {
+    TimeFs done, left;
+  };
+  Moved Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_t n, TimeFs arrive);
 
   DmaUnit& unit_;
   bool busy_ = false;

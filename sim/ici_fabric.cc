@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/address_map.h"
+#include "sim/path_latency.h"
 #include "sim/timing.h"
 
 namespace tpusim::sim {
@@ -63,9 +64,11 @@ void IciFabric::b_transport(int from, tlm::tlm_generic_payload& gp, sc_core::sc_
   const uint64_t n = gp.get_data_length();
   const uint64_t now = sc_core::sc_time_stamp().value();
   uint64_t head = now + delay.value(), done = head;  // head: when the first byte reaches a hop
+  uint64_t latency = 0;
   for (const Hop& h : Route(src, dst)) {
     int lat = h.onchip ? board_.ici.onchip_latency_cycles : board_.ici.latency_cycles;
     head += CyclesToFs(board_.core, lat);
+    latency += CyclesToFs(board_.core, lat);
     BandwidthChannel& ch = Channel(h);
     uint64_t finish = ch.Reserve(head, n);
     head = finish - static_cast<uint64_t>(ch.DurationFs(n));
@@ -74,6 +77,7 @@ void IciFabric::b_transport(int from, tlm::tlm_generic_payload& gp, sc_core::sc_
   sc_core::sc_time port_delay = sc_core::sc_time::from_value(head - now);
   out[2 * target + static_cast<int>(AddrSpace(gp.get_address()))]->b_transport(gp, port_delay);
   delay = sc_core::sc_time::from_value(std::max<uint64_t>(done, now + port_delay.value()) - now);
+  if (PathLatency* ext = gp.get_extension<PathLatency>()) ext->fs += latency;
 }
 
 }  // namespace tpusim::sim
