@@ -1,0 +1,170 @@
+// The pass pipeline: verification after each pass, errors naming the pass, IR dumps, and
+// the default pipeline end to end through CompileToHlo.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/printer.h"
+#include "compiler/hlo/verifier.h"
+#include "compiler/passes/dce.h"
+#include "compiler/passes/pipeline.h"
+
+namespace tpusim::passes {
+namespace {
+
+hlo::HloModule Parse(const std::string& text) {
+  hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return std::move(m).value();
+}
+
+const char* kMlp = R"(HloModule mlp
+ENTRY %e {
+  %x = f32[8,256] parameter(0)
+  %w = f32[256,128] parameter(1)
+  %bias = f32[128] parameter(2)
+  %dot = f32[8,128] dot(f32[8,256] %x, f32[256,128] %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %bb = f32[8,128] broadcast(f32[128] %bias), dimensions={1}
+  %add = f32[8,128] add(f32[8,128] %dot, f32[8,128] %bb)
+  %one = f32[] constant(1)
+  %ones = f32[8,128] broadcast(f32[] %one), dimensions={}
+  %scaled = f32[8,128] multiply(f32[8,128] %add, f32[8,128] %ones)
+  %zero = f32[] constant(0)
+  %zeros = f32[8,128] broadcast(f32[] %zero), dimensions={}
+  %unused = f32[8,128] exponential(f32[8,128] %dot)
+  ROOT %relu = f32[8,128] maximum(f32[8,128] %scaled, f32[8,128] %zeros)
+})";
+
+// Breaks the root's shape and claims a change, so the verifier must object.
+class BreakRootPass : public HloPass {
+ public:
+  std::string_view name() const override { return "break-root"; }
+  hlo::Result<bool> Run(hlo::HloModule& m) override {
+    m.entry()->root()->mutable_shape().dims = {3};
+    return true;
+  }
+};
+
+class FailingPass : public HloPass {
+ public:
+  std::string_view name() const override { return "always-fails"; }
+  hlo::Result<bool> Run(hlo::HloModule&) override { return hlo::Status::Error("no luck"); }
+};
+
+TEST(PassPipeline, VerifierErrorNamesThePass) {
+  hlo::HloModule m = Parse(kMlp);
+  PassPipeline p;
+  p.AddPass<DcePass>();
+  p.AddPass<BreakRootPass>();
+  p.AddPass<DcePass>();
+  hlo::Result<bool> r = p.Run(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("verifier failed after pass 'break-root': %relu", 0), 0u)
+      << r.status().message();
+  ASSERT_EQ(p.log().size(), 2u);  // the third pass never ran
+  EXPECT_EQ(p.log()[0].name, "dce");
+  EXPECT_TRUE(p.log()[0].changed);
+}
+
+TEST(PassPipeline, PassErrorNamesThePass) {
+  hlo::HloModule m = Parse(kMlp);
+  PassPipeline p;
+  p.AddPass<FailingPass>();
+  hlo::Result<bool> r = p.Run(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "pass 'always-fails' failed: no luck");
+}
+
+TEST(PassPipeline, DumpsEachPassAtomically) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(testing::TempDir()) / "tpusim_pass_dumps";
+  fs::remove_all(dir);
+  hlo::HloModule m = Parse(kMlp);
+  CompileOptions options;
+  options.dump_dir = dir.string();
+  hlo::Result<CompileReport> r = CompileToHlo(m, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files,
+            (std::vector<std::string>{"00-input.hlo", "01-dce.hlo", "02-algsimp.hlo", "03-dce.hlo",
+                                      "04-layout-assignment.hlo", "05-elementwise-fusion.hlo",
+                                      "06-dce.hlo", "07-memory-planning.hlo"}));
+  std::ifstream in(dir / "07-memory-planning.hlo");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), r->hlo);
+  fs::remove_all(dir);
+}
+
+TEST(PassPipeline, CompileToHloEndToEnd) {
+  hlo::HloModule m = Parse(kMlp);
+  hlo::Result<CompileReport> r = CompileToHlo(m);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const CompileReport& rep = *r;
+  std::vector<std::string> names;
+  for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"dce", "algsimp", "dce", "layout-assignment",
+                                             "elementwise-fusion", "dce", "memory-planning"}));
+  EXPECT_TRUE(rep.passes[0].changed);   // %unused
+  EXPECT_TRUE(rep.passes[1].changed);   // multiply by one
+  EXPECT_FALSE(rep.passes[6].changed);  // analysis only
+  // The optimized module: dot, then one loop fusion of bias-add + relu.
+  hlo::HloModule out = Parse(rep.hlo);
+  EXPECT_TRUE(hlo::VerifyModule(out).ok());
+  EXPECT_EQ(hlo::PrintModule(out), rep.hlo);
+  const hlo::HloInstruction* root = out.entry()->root();
+  EXPECT_EQ(root->opcode(), hlo::Opcode::kFusion);
+  ASSERT_EQ(root->operand_count(), 3u);  // bias, dot, the scalar zero
+  EXPECT_EQ(root->operand(1)->opcode(), hlo::Opcode::kDot);
+  EXPECT_EQ(out.entry()->Find("unused"), nullptr);
+  EXPECT_EQ(out.entry()->Find("scaled"), nullptr);
+  EXPECT_NE(rep.hlo.find("f32[8,256]{1,0:T(8,128)} parameter(0)"), std::string::npos);
+  // %bias f32[128] pads to one tile; %dot f32[8,128] wastes nothing.
+  ASSERT_NE(rep.padding.Find("dot"), nullptr);
+  EXPECT_DOUBLE_EQ(rep.padding.Find("dot")->waste_percent, 0);
+  EXPECT_EQ(rep.peak_hbm_bytes, rep.memory.peak_bytes);
+  // x, w, bias live throughout; the scalar zero, dot and the fusion output at the end.
+  EXPECT_EQ(rep.peak_hbm_bytes, (8 * 256 + 256 * 128 + 128 + 1 + 8 * 128 * 2) * 4);
+}
+
+TEST(PassPipeline, CompileReportsOutOfMemory) {
+  hlo::HloModule m = Parse(kMlp);
+  CompileOptions options;
+  options.hbm_capacity_bytes = 64 * 1024;
+  hlo::Result<CompileReport> r = CompileToHlo(m, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind(
+                "pass 'memory-planning' failed: RESOURCE_EXHAUSTED: Ran out of memory in memory "
+                "space hbm. Used 144.50K of 64.00K hbm. Exceeded hbm capacity by 80.50K.",
+                0),
+            0u)
+      << r.status().message();
+}
+
+TEST(PassPipeline, ShippedExamplesCompile) {
+  namespace fs = std::filesystem;
+  int compiled = 0;
+  for (const auto& e : fs::directory_iterator("examples/hlo")) {
+    if (e.path().extension() != ".hlo") continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text.str(), e.path().string());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    hlo::Result<CompileReport> r = CompileToHlo(*m);
+    ASSERT_TRUE(r.ok()) << e.path() << ": " << r.status().message();
+    hlo::Result<hlo::HloModule> again = hlo::ParseHlo(r->hlo);
+    ASSERT_TRUE(again.ok()) << e.path() << ": " << again.status().message();
+    EXPECT_TRUE(hlo::VerifyModule(*again).ok()) << e.path();
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 1);
+}
+
+}  // namespace
+}  // namespace tpusim::passes
