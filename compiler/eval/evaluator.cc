@@ -66,6 +66,7 @@ const OpTable& Table() {
     RegisterElementwise(t);
     RegisterDataMovement(t);
     RegisterGatherScatter(t);
+    RegisterSort(t);
     RegisterReductions(t);
     RegisterContractions(t);
     RegisterBatchNorm(t);

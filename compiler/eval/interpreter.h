@@ -26,6 +26,7 @@ void RegisterSources(OpTable& table);
 void RegisterElementwise(OpTable& table);
 void RegisterDataMovement(OpTable& table);
 void RegisterGatherScatter(OpTable& table);
+void RegisterSort(OpTable& table);
 void RegisterReductions(OpTable& table);
 void RegisterContractions(OpTable& table);
 void RegisterBatchNorm(OpTable& table);

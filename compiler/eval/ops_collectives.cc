@@ -1,0 +1,167 @@
+// Collectives across replicas: all-reduce, all-gather, reduce-scatter, collective-permute.
+// Every replica hands its operands to the rendezvous (Interpreter::Exchange) and computes
+// its own result from its group's values; reductions fold in replica-group order.
+#include <algorithm>
+
+#include "compiler/eval/interpreter.h"
+
+namespace tpusim::eval {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::Opcode;
+
+// The replica group holding this replica (all replicas when replica_groups is empty).
+Result<std::vector<int64_t>> Group(const HloInstruction& instr, Interpreter& interp) {
+  std::vector<int64_t> all(interp.replica_count());
+  for (int64_t i = 0; i < interp.replica_count(); ++i) all[i] = i;
+  const hlo::ReplicaGroups* g = instr.replica_groups();
+  if (g == nullptr || g->groups.empty()) return all;
+  for (const std::vector<int64_t>& group : g->groups) {
+    for (int64_t r : group) {
+      if (r < 0 || r >= interp.replica_count()) {
+        return InstrError(instr, "replica group names replica " + std::to_string(r) + " but " +
+                                     std::to_string(interp.replica_count()) +
+                                     " replicas run (use EvaluateReplicated)");
+      }
+    }
+    if (std::count(group.begin(), group.end(), interp.replica_id())) return group;
+  }
+  return InstrError(instr, "replica " + std::to_string(interp.replica_id()) + " is in no group");
+}
+
+Value Pack(Operands ops) {
+  if (ops.size() == 1) return *ops[0];
+  std::vector<Value> v;
+  for (const Value* op : ops) v.push_back(*op);
+  return Value::Tuple(std::move(v));
+}
+
+// Operand j of replica r's contribution.
+const Value& Part(const std::vector<Value>& all, int64_t r, size_t j, size_t n) {
+  return n == 1 ? all[r] : all[r].elements[j];
+}
+
+// Elementwise fold of operand j over the group, in group order.
+Result<Value> Fold(const HloInstruction& instr, Interpreter& interp, const std::vector<Value>& all,
+                   const std::vector<int64_t>& group, size_t j, size_t n) {
+  const hlo::HloComputation* f = instr.to_apply();
+  if (f == nullptr) return InstrError(instr, "needs to_apply");
+  Value acc = Part(all, group[0], j, n);
+  PrimitiveType types[2] = {acc.type(), acc.type()};
+  for (size_t g = 1; g < group.size(); ++g) {
+    const Value& v = Part(all, group[g], j, n);
+    for (int64_t i = 0; i < acc.size(); ++i) {
+      double args[2] = {acc.data[i], v.data[i]};
+      Result<std::vector<double>> r = interp.CallScalar(*f, args, types);
+      if (!r.ok()) return r.status();
+      acc.data[i] = RoundTo(acc.type(), r->at(0));
+    }
+  }
+  return acc;
+}
+
+Value Unpack(std::vector<Value> outs) {
+  if (outs.size() == 1) return std::move(outs[0]);
+  return Value::Tuple(std::move(outs));
+}
+
+int64_t Dim(const HloInstruction& instr) {
+  const hlo::IntList* d = instr.dimensions();
+  return d && !d->empty() ? (*d)[0] : 0;
+}
+
+Result<Value> AllReduce(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  Result<std::vector<int64_t>> group = Group(instr, interp);
+  if (!group.ok()) return group.status();
+  Result<std::vector<Value>> all = interp.Exchange(instr, Pack(ops));
+  if (!all.ok()) return all.status();
+  std::vector<Value> outs;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    Result<Value> r = Fold(instr, interp, *all, *group, j, ops.size());
+    if (!r.ok()) return r.status();
+    outs.push_back(std::move(*r));
+  }
+  return Unpack(std::move(outs));
+}
+
+// Copies `part` into block k (of part's width) along `dim` of `big`, or back.
+void CopyBlock(Value& part, Value& big, int64_t dim, int64_t k, bool into_big) {
+  std::vector<int64_t> idx(part.shape.rank(), 0), at(idx.size());
+  std::vector<int64_t> strides = Strides(big.dims());
+  int64_t width = part.dims()[dim];
+  for (int64_t i = 0; i < part.size(); ++i, NextIndex(idx, part.dims())) {
+    at = idx;
+    at[dim] += k * width;
+    double& b = big.data[Linear(at, strides)];
+    if (into_big) {
+      b = part.data[i];
+    } else {
+      part.data[i] = b;
+    }
+  }
+}
+
+Result<Value> AllGather(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  Result<std::vector<int64_t>> group = Group(instr, interp);
+  if (!group.ok()) return group.status();
+  Result<std::vector<Value>> all = interp.Exchange(instr, Pack(ops));
+  if (!all.ok()) return all.status();
+  std::vector<Value> outs;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    const hlo::Shape& s = ops.size() == 1 ? instr.shape() : instr.shape().tuple_shapes.at(j);
+    Value out = Value::Zeros(s);
+    for (size_t g = 0; g < group->size(); ++g) {
+      Value part = Part(*all, (*group)[g], j, ops.size());
+      CopyBlock(part, out, Dim(instr), static_cast<int64_t>(g), true);
+    }
+    outs.push_back(std::move(out));
+  }
+  return Unpack(std::move(outs));
+}
+
+Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  Result<std::vector<int64_t>> group = Group(instr, interp);
+  if (!group.ok()) return group.status();
+  Result<std::vector<Value>> all = interp.Exchange(instr, Pack(ops));
+  if (!all.ok()) return all.status();
+  int64_t me = std::find(group->begin(), group->end(), interp.replica_id()) - group->begin();
+  std::vector<Value> outs;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    Result<Value> sum = Fold(instr, interp, *all, *group, j, ops.size());
+    if (!sum.ok()) return sum.status();
+    const hlo::Shape& s = ops.size() == 1 ? instr.shape() : instr.shape().tuple_shapes.at(j);
+    Value out = Value::Zeros(s);
+    CopyBlock(out, *sum, Dim(instr), me, false);
+    outs.push_back(std::move(out));
+  }
+  return Unpack(std::move(outs));
+}
+
+// Replica t receives the operand of the replica s with (s, t) in source_target_pairs, or
+// zeros when no pair targets it.
+Result<Value> CollectivePermute(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  Result<std::vector<Value>> all = interp.Exchange(instr, *ops[0]);
+  if (!all.ok()) return all.status();
+  if (const hlo::PairList* pairs = instr.source_target_pairs()) {
+    for (auto [s, t] : *pairs) {
+      if (s < 0 || t < 0 || s >= interp.replica_count() || t >= interp.replica_count()) {
+        return InstrError(instr, "pair {" + std::to_string(s) + "," + std::to_string(t) +
+                                     "} names a replica that does not run");
+      }
+      if (t == interp.replica_id()) return (*all)[s];
+    }
+  }
+  return Value::Zeros(instr.shape());
+}
+
+}  // namespace
+
+void RegisterCollectives(OpTable& t) {
+  t[static_cast<size_t>(Opcode::kAllReduce)] = AllReduce;
+  t[static_cast<size_t>(Opcode::kAllGather)] = AllGather;
+  t[static_cast<size_t>(Opcode::kReduceScatter)] = ReduceScatter;
+  t[static_cast<size_t>(Opcode::kCollectivePermute)] = CollectivePermute;
+}
+
+}  // namespace tpusim::eval
