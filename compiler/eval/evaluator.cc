@@ -11,6 +11,8 @@
 
 namespace tpusim::eval {
 
+constexpr char kGaveUp[] = "another replica failed before %";
+
 // Replicas meet here at every collective: each hands in a value and gets everyone's back.
 class Rendezvous {
  public:
@@ -18,7 +20,7 @@ class Rendezvous {
 
   Result<std::vector<Value>> Exchange(int64_t id, const std::string& name, Value v) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (aborted_) return Status::Error("another replica failed before " + name);
+    if (aborted_) return Status::Error(kGaveUp + name);
     if (arrived_ == 0) name_ = name;
     if (name_ != name) {
       aborted_ = true;
@@ -36,7 +38,7 @@ class Rendezvous {
       return result_;
     }
     cv_.wait(lock, [&] { return generation_ != generation || aborted_; });
-    if (generation_ == generation) return Status::Error("another replica failed before " + name);
+    if (generation_ == generation) return Status::Error(kGaveUp + name);
     return result_;
   }
 
@@ -230,6 +232,12 @@ Result<std::vector<std::vector<Value>>> EvaluateReplicated(
     });
   }
   for (std::thread& t : threads) t.join();
+  // Report the replica that failed first, not those that gave up waiting for it.
+  for (int64_t id = 0; id < n; ++id) {
+    if (!results[id].ok() && results[id].status().message().find(kGaveUp) == std::string::npos) {
+      return Status::Error("replica " + std::to_string(id) + ": " + results[id].status().message());
+    }
+  }
   std::vector<std::vector<Value>> out;
   for (int64_t id = 0; id < n; ++id) {
     if (!results[id].ok()) {
