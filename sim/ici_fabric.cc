@@ -70,7 +70,7 @@ void IciFabric::b_transport(int from, tlm::tlm_generic_payload& gp, sc_core::sc_
     head += CyclesToFs(board_.core, lat);
     latency += CyclesToFs(board_.core, lat);
     BandwidthChannel& ch = Channel(h);
-    uint64_t finish = ch.Reserve(head, n);
+    uint64_t finish = ch.Reserve(now, head, n);
     head = finish - static_cast<uint64_t>(ch.DurationFs(n));
     done = std::max(done, finish);
   }

@@ -3,6 +3,7 @@
 // the chunk is done (loosely timed; no wait() inside).
 #pragma once
 
+#include <map>
 #include <systemc>
 #include <tlm>
 
@@ -12,19 +13,21 @@
 
 namespace tpusim::sim {
 
-// FIFO bandwidth reservation on one path: a chunk begins when both it has arrived and
-// the path is free.
+// Bandwidth reservation on one path, as a calendar of busy intervals: a transfer takes
+// the earliest gap at or after its arrival long enough to hold it. Transfers may be
+// reserved out of time order (a chunk annotated into the future does not block one that
+// arrives sooner). Intervals that ended before `now` are dropped.
 class BandwidthChannel {
  public:
   explicit BandwidthChannel(double bytes_per_s) : fs_per_byte_(1e15 / bytes_per_s) {}
-  // Reserves `bytes` starting no earlier than `arrive_fs`; returns the finish time.
-  uint64_t Reserve(uint64_t arrive_fs, uint64_t bytes);
+  // Reserves `bytes` starting no earlier than `arrive_fs` (>= now_fs); returns the finish.
+  uint64_t Reserve(uint64_t now_fs, uint64_t arrive_fs, uint64_t bytes);
   uint64_t bytes_served() const { return bytes_served_; }
   double DurationFs(uint64_t bytes) const { return static_cast<double>(bytes) * fs_per_byte_; }
 
  private:
   double fs_per_byte_;
-  double free_at_fs_ = 0;
+  std::map<uint64_t, uint64_t> busy_;  // start -> end, disjoint, adjacent ones merged
   uint64_t bytes_served_ = 0;
 };
 

@@ -1,0 +1,34 @@
+// Collectives as ISA programs: a ring all-reduce (sum or max) of an f32 array held in
+// every participant's HBM, built from dma.g copies over ICI and sync flags. Each core
+// runs its own program; together they leave the reduced array in every core's HBM.
+// Algorithm and timing model: docs/collectives.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpusim::collectives {
+
+enum class ReduceOp { kSum, kMax };
+
+struct RingAllReduceSpec {
+  std::vector<int> ring;      // participating cores, in ring order (data flows i -> i+1)
+  uint64_t hbm_address = 0;   // the f32 array, same address on every core
+  uint64_t bytes = 0;         // multiple of 4096 x ring size; at most kMaxVmemBytes
+  ReduceOp op = ReduceOp::kSum;
+  std::string tag = "all-reduce";  // provenance tag of the emitted instructions
+};
+
+// VMEM needed: the data, n-1 receive slots of one chunk, and the output.
+inline constexpr uint64_t kMaxVmemBytes = 4 << 20;
+
+// The assembly of the program of ring position `position`. Throws std::invalid_argument
+// on a spec it cannot serve (sizes, ring).
+std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position);
+
+// The cores of a torus_x x torus_y board with `cores_per_chip` cores per chip, in an
+// order where every step is one on-chip or one chip-to-chip hop (a snake over the torus).
+std::vector<int> TorusRing(int torus_x, int torus_y, int cores_per_chip);
+
+}  // namespace tpusim::collectives

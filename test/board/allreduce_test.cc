@@ -1,0 +1,138 @@
+// Ring all-reduce over the eight cores of a v3-8: exact values on every core, time
+// against the model of docs/collectives.md, and a mismatched collective as a deadlock.
+#include <gmock/gmock.h>
+
+#include <cstdio>
+
+#include "board_test_util.h"
+#include "compiler/collectives/ring_allreduce.h"
+#include "sim/timing.h"
+
+namespace tpusim::sim {
+namespace {
+using collectives::RingAllReduceProgram;
+using collectives::RingAllReduceSpec;
+using testing::BoardRun;
+
+constexpr uint64_t kElems = 1 << 20;  // f32[1M], 4 MiB per core
+
+RingAllReduceSpec Spec(const BoardConfig& b, collectives::ReduceOp op) {
+  RingAllReduceSpec spec;
+  spec.ring = collectives::TorusRing(b.ici.torus_x, b.ici.torus_y, b.cores_per_chip);
+  spec.bytes = kElems * 4;
+  spec.op = op;
+  return spec;
+}
+
+std::vector<std::string> Programs(const RingAllReduceSpec& spec) {
+  std::vector<std::string> programs(spec.ring.size());
+  for (size_t p = 0; p < spec.ring.size(); ++p)
+    programs[spec.ring[p]] = RingAllReduceProgram(spec, static_cast<int>(p));
+  return programs;
+}
+
+// Core c holds x_c[i] = (i * 7 + c * 13) % 101 - 50: small integers, so every summation
+// order gives the exact sum.
+float Input(int core, uint64_t i) { return static_cast<float>((i * 7 + core * 13) % 101) - 50; }
+
+TEST(AllReduce, SumIsExactOnEveryCore) {
+  BoardConfig board = LoadConfig("v3-8");
+  RingAllReduceSpec spec = Spec(board, collectives::ReduceOp::kSum);
+  BoardRun run(Programs(spec));
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> x(kElems);
+    for (uint64_t i = 0; i < kElems; ++i) x[i] = Input(c, i);
+    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
+  }
+  RunReport r = run.sim->Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> y(kElems);
+    run.sim->core(c).hbm().Read(0, y.data(), y.size() * 4);
+    for (uint64_t i = 0; i < kElems; i += 997) {
+      float want = 0;
+      for (int k = 0; k < 8; ++k) want += Input(k, i);
+      ASSERT_EQ(y[i], want) << "core " << c << " element " << i;
+    }
+  }
+}
+
+TEST(AllReduce, MaxIsExactOnEveryCore) {
+  BoardConfig board = LoadConfig("v3-8");
+  BoardRun run(Programs(Spec(board, collectives::ReduceOp::kMax)));
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> x(kElems);
+    for (uint64_t i = 0; i < kElems; ++i) x[i] = Input(c, i);
+    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
+  }
+  RunReport r = run.sim->Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  std::vector<float> y(kElems);
+  run.sim->core(5).hbm().Read(0, y.data(), y.size() * 4);
+  for (uint64_t i = 0; i < kElems; i += 991) {
+    float want = Input(0, i);
+    for (int k = 1; k < 8; ++k) want = std::max(want, Input(k, i));
+    ASSERT_EQ(y[i], want) << "element " << i;
+  }
+}
+
+// docs/collectives.md: load + reduce-scatter + all-gather + store. In each phase a chunk
+// travels n-1 consecutive hops of the ring, so a phase lasts the slowest run of n-1 hops;
+// a hop is DMA start-up, the hop's latency and a chunk over its bandwidth (on-chip or
+// ICI). A reduce-scatter hop adds the VPU pass over the chunk at the issue rate of its
+// loop (7 instructions and a taken branch per vector register).
+double ModelFs(const BoardConfig& b, const std::vector<int>& ring, uint64_t bytes) {
+  const CoreConfig& c = b.core;
+  const int n = static_cast<int>(ring.size());
+  const uint64_t chunk = bytes / n;
+  std::vector<double> hop(n);
+  for (int i = 0; i < n; ++i) {
+    bool onchip = ring[i] / b.cores_per_chip == ring[(i + 1) % n] / b.cores_per_chip;
+    double bw = onchip ? b.ici.onchip_bandwidth_bytes_per_s
+                       : b.ici.links_per_neighbor * b.ici.link_bandwidth_bytes_per_s;
+    int lat = onchip ? b.ici.onchip_latency_cycles : b.ici.latency_cycles;
+    hop[i] = static_cast<double>(CyclesToFs(c, c.dma_latency_cycles + lat)) + BytesToFs(chunk, bw);
+  }
+  double window = 0;  // the slowest n-1 consecutive hops
+  for (int start = 0; start < n; ++start) {
+    double sum = 0;
+    for (int k = 0; k < n - 1; ++k) sum += hop[(start + k) % n];
+    window = std::max(window, sum);
+  }
+  double vregs = static_cast<double>(chunk) / 4096;
+  double add = static_cast<double>(
+      CyclesToFs(c, static_cast<int64_t>(vregs * (7 * c.scalar_cycles + c.branch_penalty_cycles))));
+  double io = DmaAloneFs(c, bytes, c.hbm_bandwidth_bytes_per_s);
+  return 2 * io + (window + (n - 1) * add) + window;
+}
+
+TEST(AllReduce, TimeIsWithinTenPercentOfTheRingModel) {
+  BoardConfig board = LoadConfig("v3-8");
+  BoardRun run(Programs(Spec(board, collectives::ReduceOp::kSum)), /*functional=*/false);
+  RunReport r = run.sim->Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const RingAllReduceSpec spec = Spec(board, collectives::ReduceOp::kSum);
+  double model = ModelFs(board, spec.ring, kElems * 4);
+  std::printf("all-reduce f32[1M] on 8 cores: simulated %.2f us, model %.2f us\n", r.time_us,
+              model / 1e9);
+  EXPECT_NEAR(static_cast<double>(r.end_fs), model, 0.10 * model)
+      << "simulated " << r.time_us << " us, model " << model / 1e9 << " us";
+  // The bandwidth term alone: 2(n-1)/n x bytes over the slowest link.
+  double bw_term = 2.0 * 7 / 8 * kElems * 4 * 1e15 /
+                   (board.ici.links_per_neighbor * board.ici.link_bandwidth_bytes_per_s);
+  EXPECT_GT(static_cast<double>(r.end_fs), bw_term);
+}
+
+TEST(AllReduce, MissingParticipantIsReportedAsDeadlock) {
+  BoardConfig board = LoadConfig("v3-8");
+  auto programs = Programs(Spec(board, collectives::ReduceOp::kSum));
+  programs[6] = "halt\n";  // core 6 never joins
+  BoardRun run(programs, /*functional=*/false);
+  RunReport r = run.sim->Run();
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.error, ::testing::HasSubstr("deadlock"));
+  EXPECT_THAT(r.error, ::testing::HasSubstr("core 7 vpu waits for flag f1 >= 1 (it is 0)"));
+}
+
+}  // namespace
+}  // namespace tpusim::sim
