@@ -27,6 +27,21 @@ bool AssignShape(Shape& s) {
   return true;
 }
 
+// Rewrites the header's entry_computation_layout, when it has one, from the entry's
+// parameters and root so it states the assigned layouts.
+void UpdateEntryLayout(hlo::HloModule& m) {
+  if (m.entry_computation_layout.empty() || !m.entry() || !m.entry()->root()) return;
+  std::string text = "(";
+  for (const hlo::HloInstruction* p : m.entry()->parameters()) {
+    text += (text.size() > 1 ? ", " : "") + p->shape().ToString();
+  }
+  text += ")->" + m.entry()->root()->shape().ToString();
+  m.entry_computation_layout = text;
+  for (hlo::Attribute& a : m.header) {
+    if (a.key == "entry_computation_layout") a.value = hlo::RawText{"{" + text + "}"};
+  }
+}
+
 }  // namespace
 
 Layout TpuLayout(const Shape& array) {
@@ -116,6 +131,7 @@ hlo::Result<bool> LayoutAssignmentPass::Run(hlo::HloModule& module) {
   for (const auto& c : module.computations()) {
     for (const auto& i : c->instructions()) changed |= AssignShape(i->mutable_shape());
   }
+  if (changed) UpdateEntryLayout(module);
   report_ = ComputePaddingReport(module);
   return changed;
 }

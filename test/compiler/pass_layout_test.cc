@@ -87,6 +87,22 @@ ENTRY %e {
   EXPECT_FALSE(*twice);
 }
 
+TEST(PassLayout, EntryComputationLayoutFollows) {
+  hlo::Result<hlo::HloModule> m = hlo::ParseHlo(
+      "HloModule t, entry_computation_layout={(f32[4,256]{1,0}, bf16[64]{0})->f32[4,256]{1,0}}\n"
+      "ENTRY %e {\n %p = f32[4,256] parameter(0)\n %q = bf16[64] parameter(1)\n"
+      " ROOT %n = f32[4,256] negate(f32[4,256] %p)\n}\n");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(LayoutAssignmentPass().Run(*m).ok());
+  std::string text = hlo::PrintModule(*m);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "HloModule t, entry_computation_layout={(f32[4,256]{1,0:T(4,128)}, "
+            "bf16[64]{0:T(128)})->f32[4,256]{1,0:T(4,128)}}");
+  hlo::Result<hlo::HloModule> again = hlo::ParseHlo(text);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(hlo::PrintModule(*again), text);
+}
+
 TEST(PassLayout, ExistingTilesKept) {
   hlo::Result<hlo::HloModule> m = hlo::ParseHlo(
       "HloModule t\nENTRY %e {\n ROOT %p = f32[8,256]{1,0:T(8,256)} parameter(0)\n}\n");
