@@ -20,12 +20,10 @@ class Rendezvous {
 
   Result<std::vector<Value>> Exchange(int64_t id, const std::string& name, Value v) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (aborted_) return Status::Error(kGaveUp + name);
+    if (aborted_) return Failure(name);
     if (arrived_ == 0) name_ = name;
     if (name_ != name) {
-      aborted_ = true;
-      cv_.notify_all();
-      return Status::Error("replicas reached different collectives %" + name_ + " and %" + name);
+      return Fail("replicas reached different collectives %" + name_ + " and %" + name);
     }
     uint64_t generation = generation_;
     slots_[id] = std::move(v);
@@ -37,25 +35,46 @@ class Rendezvous {
       cv_.notify_all();
       return result_;
     }
+    if (arrived_ + finished_ == n_) return Fail(Stuck());
     cv_.wait(lock, [&] { return generation_ != generation || aborted_; });
-    if (generation_ == generation) return Status::Error(kGaveUp + name);
+    if (generation_ == generation) return Failure(name);
     return result_;
   }
 
+  // A replica failed: the others stop at their next collective.
   void Abort() {
     std::lock_guard<std::mutex> lock(mu_);
     aborted_ = true;
     cv_.notify_all();
   }
 
+  // A replica finished: replicas waiting for it at a collective can never go on.
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (++finished_ + arrived_ == n_ && arrived_ > 0) Fail(Stuck());
+  }
+
+ private:
+  std::string Stuck() const { return "some replicas finished without reaching %" + name_; }
+  // Aborts everyone with `reason` (mu_ held).
+  Status Fail(std::string reason) {
+    aborted_ = true;
+    reason_ = std::move(reason);
+    cv_.notify_all();
+    return Status::Error(reason_);
+  }
+  Status Failure(const std::string& name) const {
+    return Status::Error(reason_.empty() ? kGaveUp + name : reason_);
+  }
+
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   int64_t n_;
-  int64_t arrived_ = 0;
+  int64_t arrived_ = 0, finished_ = 0;
   uint64_t generation_ = 0;
   bool aborted_ = false;
-  std::string name_;
+  std::string name_, reason_;
   std::vector<Value> slots_, result_;
 };
 
@@ -228,7 +247,11 @@ Result<std::vector<std::vector<Value>>> EvaluateReplicated(
   for (int64_t id = 0; id < n; ++id) {
     threads.emplace_back([&, id] {
       results[id] = RunReplica(module, per_replica_args[id], options, id, n, &rv);
-      if (!results[id].ok()) rv.Abort();
+      if (results[id].ok()) {
+        rv.Finish();
+      } else {
+        rv.Abort();
+      }
     });
   }
   for (std::thread& t : threads) t.join();

@@ -14,14 +14,14 @@ namespace {
 
 int64_t WrapSigned(double x, int bits) {
   if (std::isnan(x)) return 0;
-  double t = std::trunc(x);
+  double t = std::fmod(std::trunc(x), 0x1p64);  // exact, |t| < 2^64
   uint64_t u;
-  if (t >= 0x1p64 || t <= -0x1p64) {
-    u = static_cast<uint64_t>(static_cast<int64_t>(std::fmod(t, 0x1p64)));
-  } else if (t >= 0x1p63) {
+  if (t >= 0x1p63) {
     u = static_cast<uint64_t>(t);
-  } else {
+  } else if (t >= -0x1p63) {
     u = static_cast<uint64_t>(static_cast<int64_t>(t));
+  } else {
+    u = static_cast<uint64_t>(static_cast<int64_t>(t + 0x1p64));  // exact: t is a multiple of 2^11
   }
   if (bits == 64) return static_cast<int64_t>(u);
   uint64_t mask = (uint64_t{1} << bits) - 1;

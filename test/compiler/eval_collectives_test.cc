@@ -83,5 +83,33 @@ TEST(EvalCollectives, ErrorsAreClear) {
   EXPECT_EQ(r.status().message(), "replica 1: %x: expects f32[4] but argument 0 is f32[3]");
 }
 
+TEST(EvalCollectives, ReplicasThatSkipACollectiveDoNotHang) {
+  // Only replica 0 (x[0] == 0) takes the branch with the all-reduce.
+  std::string comps = std::string(kAdd) + R"(
+%reduce (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %a = f32[4] all-reduce(%x), to_apply=%add
+}
+%keep (x: f32[4]) -> f32[4] {
+  ROOT %x = f32[4] parameter(0)
+}
+)";
+  Result<hlo::HloModule> m =
+      hlo::ParseHlo("HloModule t, replica_count=2\n" + comps +
+                    "ENTRY %e {\n%x = f32[4] parameter(0)\n%x0 = f32[1] slice(%x), slice={[0:1]}\n"
+                    "%s = f32[] reshape(%x0)\n%z = f32[] constant(0)\n"
+                    "%p = pred[] compare(%s, %z), direction=EQ\n"
+                    "ROOT %c = f32[4] conditional(%p, %x, %x), true_computation=%reduce, "
+                    "false_computation=%keep\n}\n");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::vector<std::vector<Value>> args;
+  for (int r = 0; r < 2; ++r) {
+    args.push_back({Value::FromVector(PrimitiveType::kF32, {4}, {1.0 * r, 0, 0, 0})});
+  }
+  Result<std::vector<std::vector<Value>>> r = EvaluateReplicated(*m, args);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "replica 0: %a: some replicas finished without reaching %a");
+}
+
 }  // namespace
 }  // namespace tpusim::eval

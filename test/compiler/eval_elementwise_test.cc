@@ -39,6 +39,30 @@ TEST(EvalValue, RoundsToItsType) {
   EXPECT_EQ(ConvertTo(F32, S32, -2.7), -2.0);
 }
 
+TEST(EvalValue, WrapsHugeValues) {
+  EXPECT_EQ(RoundTo(PrimitiveType::kU32, -1), 4294967295.0);
+  EXPECT_EQ(RoundTo(PrimitiveType::kS64, -1), -1);
+  EXPECT_EQ(RoundTo(PrimitiveType::kS8, 0x1p59 + 0x1p7), -128);
+  EXPECT_EQ(RoundTo(PrimitiveType::kU16, 0x1p65 + 0x1p13), 8192);
+  EXPECT_EQ(RoundTo(PrimitiveType::kU16, -0x1p63 - 0x1p12), 61440);
+  EXPECT_EQ(RoundTo(PrimitiveType::kU64, 0x1p63), 0x1p63);
+  EXPECT_EQ(Value::FromVector(F32, {2}, {1, 2}).ToString(), "f32[2]{1, 2}");
+}
+
+TEST(EvalElementwise, Bf16AndF16RoundEveryResult) {
+  // 1 + 2^-8 is halfway between bf16 neighbours 1 and 1 + 2^-7: ties to even gives 1.
+  EXPECT_EQ(Eval("%a = bf16[2] constant({1, 1.0078125})\n%b = bf16[2] constant({0.00390625, "
+                 "0.00390625})\nROOT %r = bf16[2] add(%a, %b)"),
+            (std::vector<double>{1, 1.015625}));
+  EXPECT_EQ(Eval("%a = bf16[] constant(3)\nROOT %r = bf16[] divide(%a, %a)"),
+            (std::vector<double>{1}));
+  EXPECT_EQ(
+      Eval("%a = bf16[] constant(1)\n%b = bf16[] constant(3)\nROOT %r = bf16[] divide(%a, %b)"),
+      (std::vector<double>{isa::RoundToBf16(1.0f / 3.0f)}));
+  EXPECT_EQ(Eval("%a = f16[] constant(2048)\n%b = f16[] constant(1)\nROOT %r = f16[] add(%a, %b)"),
+            (std::vector<double>{2048}));  // 2049 is not an f16 value; ties to even
+}
+
 TEST(EvalValue, RandomIsDeterministicAndInRange) {
   hlo::Shape s = hlo::Shape::Array(F32, {4, 5});
   Value a = Value::Random(s, 7), b = Value::Random(s, 7), c = Value::Random(s, 8);
