@@ -105,6 +105,10 @@ std::vector<Value> Flatten(Value v) {
 
 }  // namespace
 
+bool IsEvaluatorSupported(hlo::Opcode op) {
+  return op == hlo::Opcode::kParameter || Table()[static_cast<size_t>(op)] != nullptr;
+}
+
 Status InstrError(const hlo::HloInstruction& instr, const std::string& message) {
   return Status::Error("%" + instr.name() + ": " + message);
 }

@@ -20,6 +20,9 @@ struct EvalOptions {
   int64_t max_while_iterations = 1 << 24;  // a while loop running longer is an error
 };
 
+// Whether the evaluator implements `op` (every opcode the parser accepts does).
+bool IsEvaluatorSupported(hlo::Opcode op);
+
 // Evaluates the entry computation of `module` as a single replica (replica 0 of 1).
 // The result is the root value with a top-level tuple flattened: a root tuple of N
 // elements gives N values (nested tuples stay tuple Values), an array root gives one.

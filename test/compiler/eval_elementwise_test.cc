@@ -202,5 +202,22 @@ TEST(EvalErrors, NameTheInstruction) {
             "%r: exponential is not defined on pred");
 }
 
+TEST(EvalErrors, EveryParsedOpcodeIsSupported) {
+  for (int op = 0; op < static_cast<int>(hlo::Opcode::kCount); ++op) {
+    auto opcode = static_cast<hlo::Opcode>(op);
+    EXPECT_EQ(IsEvaluatorSupported(opcode), hlo::IsSupported(opcode)) << hlo::OpcodeName(opcode);
+  }
+  // An opcode the parser rejects, built by hand, is a clear error.
+  hlo::HloModule m;
+  auto comp = std::make_unique<hlo::HloComputation>("e");
+  hlo::HloInstruction* cc = comp->AddInstruction(std::make_unique<hlo::HloInstruction>(
+      "cc", hlo::Opcode::kCustomCall, hlo::Shape::Array(F32, {})));
+  comp->set_root(cc);
+  m.set_entry(m.AddComputation(std::move(comp)));
+  Result<std::vector<Value>> r = Evaluate(m, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "%cc: the evaluator does not support custom-call");
+}
+
 }  // namespace
 }  // namespace tpusim::eval
