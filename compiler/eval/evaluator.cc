@@ -1,82 +1,14 @@
 // The interpreter loop, the opcode dispatch table, and the replica rendezvous.
 #include "compiler/eval/evaluator.h"
 
-#include <condition_variable>
-#include <mutex>
 #include <stdexcept>
 #include <thread>
 
 #include "compiler/eval/interpreter.h"
+#include "compiler/eval/rendezvous.h"
 #include "compiler/hlo/parser.h"
 
 namespace tpusim::eval {
-
-constexpr char kGaveUp[] = "another replica failed before %";
-
-// Replicas meet here at every collective: each hands in a value and gets everyone's back.
-class Rendezvous {
- public:
-  explicit Rendezvous(int64_t n) : n_(n), slots_(n) {}
-
-  Result<std::vector<Value>> Exchange(int64_t id, const std::string& name, Value v) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (aborted_) return Failure(name);
-    if (arrived_ == 0) name_ = name;
-    if (name_ != name) {
-      return Fail("replicas reached different collectives %" + name_ + " and %" + name);
-    }
-    uint64_t generation = generation_;
-    slots_[id] = std::move(v);
-    if (++arrived_ == n_) {
-      result_ = std::move(slots_);
-      slots_.assign(n_, Value());
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return result_;
-    }
-    if (arrived_ + finished_ == n_) return Fail(Stuck());
-    cv_.wait(lock, [&] { return generation_ != generation || aborted_; });
-    if (generation_ == generation) return Failure(name);
-    return result_;
-  }
-
-  // A replica failed: the others stop at their next collective.
-  void Abort() {
-    std::lock_guard<std::mutex> lock(mu_);
-    aborted_ = true;
-    cv_.notify_all();
-  }
-
-  // A replica finished: replicas waiting for it at a collective can never go on.
-  void Finish() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (++finished_ + arrived_ == n_ && arrived_ > 0) Fail(Stuck());
-  }
-
- private:
-  std::string Stuck() const { return "some replicas finished without reaching %" + name_; }
-  // Aborts everyone with `reason` (mu_ held).
-  Status Fail(std::string reason) {
-    aborted_ = true;
-    reason_ = std::move(reason);
-    cv_.notify_all();
-    return Status::Error(reason_);
-  }
-  Status Failure(const std::string& name) const {
-    return Status::Error(reason_.empty() ? kGaveUp + name : reason_);
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t n_;
-  int64_t arrived_ = 0, finished_ = 0;
-  uint64_t generation_ = 0;
-  bool aborted_ = false;
-  std::string name_, reason_;
-  std::vector<Value> slots_, result_;
-};
 
 namespace {
 
