@@ -172,5 +172,17 @@ TEST(EvalConvolution, DimLabelsReversalAndBatchGroups) {
             (std::vector<double>{1, 2, 3, 20, 40, 60}));
 }
 
+TEST(EvalConvolution, PrecisionAppliesToo) {
+  Value in = Value::FromVector(F32, {1, 1, 2}, {1.0 + 1.0 / 1024, 1});
+  Value k = Value::FromVector(F32, {1, 1, 1}, {1});
+  std::string c =
+      "%i = f32[1,1,2] parameter(0)\n%k = f32[1,1,1] parameter(1)\n"
+      "ROOT %c = f32[1,1,2] convolution(%i, %k), window={size=1}, "
+      "dim_labels=bf0_oi0->bf0";
+  EXPECT_EQ(Eval1(c, {in, k}).data, (std::vector<double>{1, 1}));
+  EXPECT_EQ(Eval1(c + ", operand_precision={highest,highest}", {in, k}).data,
+            (std::vector<double>{1.0 + 1.0 / 1024, 1}));
+}
+
 }  // namespace
 }  // namespace tpusim::eval

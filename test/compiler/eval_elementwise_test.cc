@@ -185,6 +185,14 @@ TEST(EvalSources, IotaAndRng) {
   std::vector<double> r1 = Eval(rng), r2 = Eval(rng);
   EXPECT_EQ(r1, r2);
   for (double x : r1) EXPECT_TRUE(x >= 2 && x < 3);
+  std::vector<double> n = Eval(
+      "%m = f32[] constant(3)\n%s = f32[] constant(2)\n"
+      "ROOT %r = f32[4000] rng(%m, %s), distribution=RNG_NORMAL");
+  double mean = 0, var = 0;
+  for (double x : n) mean += x / n.size();
+  for (double x : n) var += (x - mean) * (x - mean) / n.size();
+  EXPECT_NEAR(mean, 3, 0.15);
+  EXPECT_NEAR(var, 4, 0.4);
   std::string bits =
       "%s = u64[2] constant({1, 2})\n%g = (u64[2], u32[8]) "
       "rng-bit-generator(%s), algorithm=rng_default\n"
