@@ -146,6 +146,29 @@ TEST(PassPipeline, CompileReportsOutOfMemory) {
       << r.status().message();
 }
 
+TEST(PassPipeline, InvalidInputIsRejectedBeforeAnyPass) {
+  hlo::HloModule m = Parse(
+      "HloModule t\nENTRY %e {\n %p = f32[4] parameter(0)\n ROOT %n = f32[5] negate(f32[4] "
+      "%p)\n}\n");
+  PassPipeline p = DefaultPipeline();
+  hlo::Result<bool> r = p.Run(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("pipeline 'default': invalid input module: %n", 0), 0u)
+      << r.status().message();
+  EXPECT_TRUE(p.log().empty());
+}
+
+TEST(PassPipeline, SecondCompileChangesNothing) {
+  hlo::HloModule m = Parse(kMlp);
+  hlo::Result<CompileReport> first = CompileToHlo(m);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  hlo::Result<CompileReport> second = CompileToHlo(m);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  for (const PassLogEntry& e : second->passes) EXPECT_FALSE(e.changed) << e.name;
+  EXPECT_EQ(second->hlo, first->hlo);
+  EXPECT_EQ(second->peak_hbm_bytes, first->peak_hbm_bytes);
+}
+
 TEST(PassPipeline, ShippedExamplesCompile) {
   namespace fs = std::filesystem;
   int compiled = 0;
