@@ -92,5 +92,3 @@ BENCHMARK(BM_MatmulWithValues)->Arg(2048)->Iterations(1)->Unit(benchmark::kMilli
 
 }  // namespace
 }  // namespace tpusim::bench
-
-BENCHMARK_MAIN();

@@ -13,15 +13,12 @@ namespace tpusim::collectives {
 enum class ReduceOp { kSum, kMax };
 
 struct RingAllReduceSpec {
-  std::vector<int> ring;      // participating cores, in ring order (data flows i -> i+1)
-  uint64_t hbm_address = 0;   // the f32 array, same address on every core
-  uint64_t bytes = 0;         // multiple of 4096 x ring size; at most kMaxVmemBytes
+  std::vector<int> ring;     // participating cores, in ring order (data flows i -> i+1)
+  uint64_t hbm_address = 0;  // the f32 array, same address on every core
+  uint64_t bytes = 0;        // multiple of 4096 x ring size (of 2 MiB above 4 MiB)
   ReduceOp op = ReduceOp::kSum;
   std::string tag = "all-reduce";  // provenance tag of the emitted instructions
 };
-
-// VMEM needed: the data, n-1 receive slots of one chunk, and the output.
-inline constexpr uint64_t kMaxVmemBytes = 4 << 20;
 
 // The assembly of the program of ring position `position`. Throws std::invalid_argument
 // on a spec it cannot serve (sizes, ring).

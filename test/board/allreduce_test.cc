@@ -16,10 +16,11 @@ using testing::BoardRun;
 
 constexpr uint64_t kElems = 1 << 20;  // f32[1M], 4 MiB per core
 
-RingAllReduceSpec Spec(const BoardConfig& b, collectives::ReduceOp op) {
+RingAllReduceSpec Spec(const BoardConfig& b, collectives::ReduceOp op,
+                       uint64_t elems = kElems) {
   RingAllReduceSpec spec;
   spec.ring = collectives::TorusRing(b.ici.torus_x, b.ici.torus_y, b.cores_per_chip);
-  spec.bytes = kElems * 4;
+  spec.bytes = elems * 4;
   spec.op = op;
   return spec;
 }
@@ -54,6 +55,26 @@ TEST(AllReduce, SumIsExactOnEveryCore) {
       for (int k = 0; k < 8; ++k) want += Input(k, i);
       ASSERT_EQ(y[i], want) << "core " << c << " element " << i;
     }
+  }
+}
+
+TEST(AllReduce, ArraysAbove4MiBGoSegmentBySegment) {
+  BoardConfig board = LoadConfig("v3-8");
+  const uint64_t elems = 3 << 20;  // 12 MiB: six 2 MiB segments on alternate buffer sets
+  BoardRun run(Programs(Spec(board, collectives::ReduceOp::kSum, elems)));
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> x(elems);
+    for (uint64_t i = 0; i < elems; ++i) x[i] = Input(c, i);
+    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
+  }
+  RunReport r = run.sim->Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  std::vector<float> y(elems);
+  run.sim->core(3).hbm().Read(0, y.data(), y.size() * 4);
+  for (uint64_t i = 0; i < elems; i += 1009) {
+    float want = 0;
+    for (int k = 0; k < 8; ++k) want += Input(k, i);
+    ASSERT_EQ(y[i], want) << "element " << i;
   }
 }
 
