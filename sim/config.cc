@@ -13,7 +13,7 @@ namespace {
 
 // One declared parameter: where it lives in the JSON, where it goes in BoardConfig.
 struct Param {
-  std::string_view section;  // "board", "ici" or "core"
+  std::string_view section;  // "board", "ici", "host" or "core"
   std::string_view key;
   bool required;
   double default_value;
@@ -39,6 +39,13 @@ const std::vector<Param>& Params() {
        "between the two cores of a chip, each way", F(ici.onchip_bandwidth_bytes_per_s)},
       {"ici", "onchip_latency_cycles", false, 200, true, "latency between the cores of a chip",
        F(ici.onchip_latency_cycles)},
+      {"host", "pcie_bandwidth_bytes_per_s", false, 16e9, false, "PCIe per chip, host to device",
+       F(host.pcie_bandwidth_bytes_per_s)},
+      {"host", "pcie_latency_us", false, 5, false, "PCIe transfer start-up", F(host.pcie_latency_us)},
+      {"host", "dispatch_overhead_us", false, 150, false,
+       "host time per dispatch of steps_per_execution steps", F(host.dispatch_overhead_us)},
+      {"host", "launch_latency_us", false, 10, false, "dispatch to the cores starting",
+       F(host.launch_latency_us)},
       {"core", "clock_hz", true, 0, false, "core clock", F(core.clock_hz)},
       {"core", "mxus", true, 0, true, "matrix units per core", F(core.mxus)},
       {"core", "mxu_rows", false, 128, true, "systolic array rows (weights held)",
@@ -106,6 +113,7 @@ void Validate(const BoardConfig& c, std::string_view origin) {
   if (c.core.mxus < 1 || c.core.mxus > 4) fail("core.mxus must be 1..4");
   if (c.core.hbm_bandwidth_bytes_per_s <= 0 || c.core.vmem_dma_bandwidth_bytes_per_s <= 0)
     fail("bandwidths must be > 0");
+  if (c.host.pcie_bandwidth_bytes_per_s <= 0) fail("host.pcie_bandwidth_bytes_per_s must be > 0");
   if (c.core.dma_engines < 1 || c.core.queue_depth < 1) fail("dma_engines, queue_depth >= 1");
   if (c.core.dma_chunk_bytes < 256) fail("core.dma_chunk_bytes must be >= 256");
   if (c.core.mxu_rows != 128 || c.core.mxu_cols != 128)
@@ -130,7 +138,7 @@ BoardConfig ParseConfig(std::string_view json_text, std::string_view origin) {
       c.name = body.get<std::string>();
       continue;
     }
-    if (section != "board" && section != "core" && section != "ici")
+    if (section != "board" && section != "core" && section != "ici" && section != "host")
       throw ConfigError(std::string(origin) + ": unknown key '" + section + "'");
     if (!body.is_object())
       throw ConfigError(std::string(origin) + ": '" + section + "' must be an object");

@@ -54,12 +54,21 @@ struct IciConfig {
   int onchip_latency_cycles = 0;
 };
 
+// The host the board hangs off: PCIe per chip and the cost of dispatching work.
+struct HostConfig {
+  double pcie_bandwidth_bytes_per_s = 0;  // per chip, host to device
+  double pcie_latency_us = 0;
+  double dispatch_overhead_us = 0;  // host time per dispatch (one execution of K steps)
+  double launch_latency_us = 0;     // from dispatch to the cores starting
+};
+
 struct BoardConfig {
   std::string name;
   int chips = 0;
   int cores_per_chip = 0;
   CoreConfig core;
   IciConfig ici;
+  HostConfig host;
   int cores() const { return chips * cores_per_chip; }
 };
 

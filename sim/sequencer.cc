@@ -28,6 +28,7 @@ void Sequencer::FlushScalarRun() {
   Issued it;
   it.pc = run_pc_;
   it.instr = ctx_.program->code[run_pc_];
+  it.step = step_;
   TimeFs end = LocalNow();
   ctx_.Record(isa::Unit::kScalar, it, run_start_, end, 0, 0);
 }
@@ -45,40 +46,70 @@ isa::Unit Sequencer::TargetUnit(uint32_t pc, const isa::Instr& in) {
   return static_cast<isa::Unit>(unit);
 }
 
+void Sequencer::Launch(uint32_t steps) {
+  launched_ += steps;
+  launch_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Sequencer::Close() {
+  closed_ = true;
+  launch_.notify(sc_core::SC_ZERO_TIME);
+}
+
+// Without a host the program runs once. With one, each launched step runs the program
+// from pc 0 to halt, then the sequencer waits for the next launch until closed.
 void Sequencer::Run() {
   try {
-    uint32_t pc = 0;
-    const auto& code = ctx_.program->code;
-    for (;;) {
-      if (pc >= code.size())
-        ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
-      const isa::Instr& in = code[pc];
-      isa::Unit unit = TargetUnit(pc, in);
-      if (unit != isa::Unit::kScalar) {
-        Dispatch(pc, in, unit);
-        ++pc;
-        continue;
+    for (step_ = 0;; ++step_) {
+      if (hosted_) {
+        blocked_on_ = "the host to launch step " + std::to_string(step_);
+        while (launched_ <= step_ && !closed_) wait(launch_);
+        blocked_on_.clear();
+        if (launched_ <= step_) break;
+      } else if (step_ > 0) {
+        break;
       }
-      if (in.op == Opcode::kHalt) break;
-      if (!in_run_) in_run_ = true, run_start_ = LocalNow(), run_pc_ = pc;
-      pc = ExecuteScalar(pc, in);
+      TimeFs start = ctx_.Now();
+      RunProgramOnce();
+      end_time_ = ctx_.Now();
+      if (ctx_.sink)
+        ctx_.sink->OnStep(StepRecord{static_cast<uint16_t>(ctx_.core), step_, start, end_time_});
+      steps_done_ = step_ + 1;
+      step_done_.notify(sc_core::SC_ZERO_TIME);
     }
-    FlushScalarRun();
-    Sync();
-    blocked_on_ = "draining units after halt";
-    TimeFs end = ctx_.Now();
-    for (Unit* u : units_) {
-      if (!u) continue;
-      while (!u->idle()) wait(u->became_idle());
-    }
-    for (Unit* u : units_)
-      if (u) end = std::max(end, u->drain_time());
-    if (end > ctx_.Now()) wait(sc_core::sc_time::from_value(end - ctx_.Now()));
-    blocked_on_.clear();
-    end_time_ = ctx_.Now();
     finished_ = true;
   } catch (const SimAbort&) {
   }
+}
+
+void Sequencer::RunProgramOnce() {
+  uint32_t pc = 0;
+  const auto& code = ctx_.program->code;
+  for (;;) {
+    if (pc >= code.size()) ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
+    const isa::Instr& in = code[pc];
+    isa::Unit unit = TargetUnit(pc, in);
+    if (unit != isa::Unit::kScalar) {
+      Dispatch(pc, in, unit);
+      ++pc;
+      continue;
+    }
+    if (in.op == Opcode::kHalt) break;
+    if (!in_run_) in_run_ = true, run_start_ = LocalNow(), run_pc_ = pc;
+    pc = ExecuteScalar(pc, in);
+  }
+  FlushScalarRun();
+  Sync();
+  blocked_on_ = "draining units after halt";
+  TimeFs end = ctx_.Now();
+  for (Unit* u : units_) {
+    if (!u) continue;
+    while (!u->idle()) wait(u->became_idle());
+  }
+  for (Unit* u : units_)
+    if (u) end = std::max(end, u->drain_time());
+  if (end > ctx_.Now()) wait(sc_core::sc_time::from_value(end - ctx_.Now()));
+  blocked_on_.clear();
 }
 
 void Sequencer::Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit) {
@@ -86,6 +117,7 @@ void Sequencer::Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit) {
   Issued it;
   it.instr = in;
   it.pc = pc;
+  it.step = step_;
   for (int i = 0; i < info.num_operands(); ++i)
     it.v[i] = info.operand(i) == isa::OperandKind::kSreg ? regs_[in.a[i]] : in.a[i];
   UnitQueue& q = units_[static_cast<int>(unit)]->queue();
@@ -217,7 +249,7 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
       while (ctx_.flags.value(a[1]) < a[2]) wait(ctx_.flags.changed(a[1]));
       blocked_on_.clear();
       ctx_.flags.Add(a[1], -int64_t{a[2]});
-      ctx_.RecordWait(isa::Unit::kScalar, begin, ctx_.Now(), a[1], 0);
+      ctx_.RecordWait(isa::Unit::kScalar, begin, ctx_.Now(), a[1], step_);
       in_run_ = true, run_start_ = ctx_.Now(), run_pc_ = pc;
       break;
     }

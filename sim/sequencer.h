@@ -20,6 +20,12 @@ class Sequencer : public sc_core::sc_module {
             std::array<Unit*, isa::kNumUnits> units);
 
   bool finished() const { return finished_; }
+  // Host control (sim/host.h): once hosted, the program runs once per launched step.
+  void SetHosted() { hosted_ = true; }
+  void Launch(uint32_t steps);
+  void Close();  // no more launches: finish after the launched steps
+  uint32_t steps_done() const { return steps_done_; }
+  sc_core::sc_event& step_done() { return step_done_; }
   TimeFs end_time() const { return end_time_; }
   int64_t reg(int i) const { return regs_[i]; }
   // What the sequencer is blocked on, for deadlock reports ("" if not blocked).
@@ -27,6 +33,7 @@ class Sequencer : public sc_core::sc_module {
 
  private:
   void Run();
+  void RunProgramOnce();
   // Executes one scalar-unit instruction; returns the next pc.
   uint32_t ExecuteScalar(uint32_t pc, const isa::Instr& in);
   void Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit);
@@ -42,6 +49,9 @@ class Sequencer : public sc_core::sc_module {
   tlm_utils::tlm_quantumkeeper qk_;
   std::array<int64_t, isa::kNumSregs> regs_{};
   bool finished_ = false;
+  bool hosted_ = false, closed_ = false;
+  uint32_t step_ = 0, launched_ = 0, steps_done_ = 0;
+  sc_core::sc_event launch_, step_done_;
   TimeFs end_time_ = 0;
   std::string blocked_on_;
   // The current run of back-to-back scalar work, recorded as one busy interval.

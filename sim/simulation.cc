@@ -50,6 +50,12 @@ void Simulation::Connect() {
   }
 }
 
+void Simulation::SetTrainingLoop(const TrainingLoop& loop) {
+  std::vector<TensorCore*> cores;
+  for (auto& c : cores_) cores.push_back(c.get());
+  host_ = std::make_unique<Host>("host", board_, loop, cores);
+}
+
 RunReport Simulation::Run() {
   Connect();
   sc_core::sc_start();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/config.h"
+#include "sim/host.h"
 #include "sim/ici_fabric.h"
 #include "sim/tensor_core.h"
 
@@ -43,6 +44,10 @@ class Simulation {
   TensorCore& AddCore(const isa::Program& program);
   TensorCore& core(int i) { return *cores_[i]; }
   IciFabric* fabric() { return fabric_.get(); }
+  // Optional: a host drives the cores through a training loop (sim/host.h). Call after
+  // adding the cores and before Run().
+  void SetTrainingLoop(const TrainingLoop& loop);
+  const Host* host() const { return host_.get(); }
   RunReport Run();
 
  private:
@@ -53,6 +58,7 @@ class Simulation {
   std::vector<std::unique_ptr<TensorCore>> cores_;
   std::vector<CoreContext*> peers_;
   std::unique_ptr<IciFabric> fabric_;
+  std::unique_ptr<Host> host_;
   void Connect();
 };
 
