@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace tpusim::collectives {
+#include "compiler/collectives/ring_emitter.h"
 
-enum class ReduceOp { kSum, kMax };
+namespace tpusim::collectives {
 
 struct RingAllReduceSpec {
   std::vector<int> ring;     // participating cores, in ring order (data flows i -> i+1)

@@ -1,0 +1,167 @@
+#include "compiler/collectives/ring_collectives.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+namespace tpusim::collectives {
+namespace {
+
+constexpr uint64_t kVreg = 4096;
+constexpr uint64_t kMaxBytes = 4 << 20;
+
+void Header(std::ostringstream& s, const char* what, uint64_t part, uint64_t whole,
+            const std::string& tag) {
+  s << "# " << what << "\n"
+    << ".desc chunk rows=1 row_bytes=" << part << " src_stride=0 dst_stride=0\n"
+    << ".desc whole rows=1 row_bytes=" << whole << " src_stride=0 dst_stride=0\n"
+    << ".tag \"" << tag << "\"\n";
+}
+
+void CheckAddresses(const RingCollectiveSpec& spec, uint64_t out_bytes) {
+  if (spec.input_address + spec.input_bytes > 0x7fffffffull ||
+      spec.output_address + out_bytes > 0x7fffffffull)
+    throw std::invalid_argument("collective buffers must lie in the first 2 GiB of HBM");
+}
+
+// No replica groups: one group of every core, in replica (core id) order.
+std::vector<int> DefaultGroup(const RingCollectiveSpec& spec) {
+  std::vector<int> all = spec.board_ring;
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+}  // namespace
+
+std::pair<std::vector<int>, int> GroupRing(const RingCollectiveSpec& spec, int core) {
+  std::vector<int> group;
+  if (spec.replica_groups.empty()) {
+    group = DefaultGroup(spec);
+  } else {
+    for (const auto& g : spec.replica_groups)
+      if (std::find(g.begin(), g.end(), core) != g.end()) group = g;
+    if (group.empty())
+      throw std::invalid_argument("core " + std::to_string(core) + " is in no replica group");
+  }
+  // Ring order along the board's ring keeps every step short; group index order (for
+  // XLA's part numbering) is the order the group was written in.
+  std::vector<int> ring;
+  for (int c : spec.board_ring)
+    if (std::find(group.begin(), group.end(), c) != group.end()) ring.push_back(c);
+  if (ring.size() != group.size())
+    throw std::invalid_argument("replica group names a core the board does not have");
+  int pos = static_cast<int>(std::find(ring.begin(), ring.end(), core) - ring.begin());
+  return {ring, pos};
+}
+
+// Ring position p holds, after reduce-scatter with shift s, chunk p + s + 1 of the ring's
+// chunk order. Chunk k of the ring order is group part index_of(ring[k]) so that every
+// member ends with its own part: we lay chunks out in ring order and map parts on I/O.
+std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
+  auto [ring, p] = GroupRing(spec, core);
+  const int n = static_cast<int>(ring.size());
+  if (n < 2) throw std::invalid_argument("reduce-scatter needs at least 2 cores per group");
+  const uint64_t part = spec.input_bytes / n;
+  if (part == 0 || part % kVreg || spec.input_bytes % n || spec.input_bytes > kMaxBytes)
+    throw std::invalid_argument(
+        "reduce-scatter input must be n parts of a multiple of 4096 "
+        "bytes, at most 4 MiB");
+  CheckAddresses(spec, part);
+  // Group index of each ring member (XLA numbers parts by position in the group).
+  std::vector<int> group = spec.replica_groups.empty() ? DefaultGroup(spec) : std::vector<int>{};
+  for (const auto& g : spec.replica_groups)
+    if (std::find(g.begin(), g.end(), core) != g.end()) group = g;
+  auto index_of = [&](int c) {
+    return static_cast<uint64_t>(std::find(group.begin(), group.end(), c) - group.begin());
+  };
+  std::ostringstream s;
+  Header(s, "reduce-scatter", part, spec.input_bytes, spec.tag);
+  RingEmitter e(s, ring, p, part);
+  e.EmitRingRegisters();
+  // VMEM: chunk k (ring order) holds group part index_of(ring[k]); gather them from HBM.
+  const uint64_t data = 0, slots = spec.input_bytes;
+  for (int k = 0; k < n; ++k) {
+    e.Vmem(1, data + k * part);
+    s << "    li r2, " << spec.input_address + index_of(ring[k]) * part << "\n"
+      << "    dma.hv r1, r2, chunk, f" << kFlagInput << "\n";
+  }
+  s << "    wait seq, f" << kFlagInput << ", " << n << "\n";
+  e.ReduceScatter(data, slots, /*shift=*/-1, spec.op);  // ends with chunk p reduced
+  s << "    wait dma, f" << kFlagAdded << ", 1\n";
+  e.Vmem(2, data + p * part);
+  s << "    li r1, " << spec.output_address << "\n"
+    << "    dma.vh r1, r2, chunk, f" << kFlagStored << "\n    halt\n";
+  return s.str();
+}
+
+std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
+  auto [ring, p] = GroupRing(spec, core);
+  const int n = static_cast<int>(ring.size());
+  if (n < 2) throw std::invalid_argument("all-gather needs at least 2 cores per group");
+  const uint64_t part = spec.input_bytes;
+  if (part == 0 || part % kVreg || part * n > kMaxBytes)
+    throw std::invalid_argument(
+        "all-gather parts must be multiples of 4096 bytes, at most "
+        "4 MiB in all");
+  CheckAddresses(spec, part * n);
+  std::vector<int> group = spec.replica_groups.empty() ? DefaultGroup(spec) : std::vector<int>{};
+  for (const auto& g : spec.replica_groups)
+    if (std::find(g.begin(), g.end(), core) != g.end()) group = g;
+  std::ostringstream s;
+  Header(s, "all-gather", part, part * n, spec.tag);
+  RingEmitter e(s, ring, p, part);
+  e.EmitRingRegisters();
+  // Chunks in ring order in VMEM; the output is written part by part in group order.
+  const uint64_t data = 0, out = part * n;
+  e.Vmem(1, data + p * part);
+  s << "    li r2, " << spec.input_address << "\n"
+    << "    dma.hv r1, r2, chunk, f" << kFlagInput << "\n";
+  e.AllGather(data, out, static_cast<uint64_t>(p), kFlagInput);
+  for (int k = 0; k < n; ++k) {
+    uint64_t index =
+        static_cast<uint64_t>(std::find(group.begin(), group.end(), ring[k]) - group.begin());
+    e.Vmem(2, out + k * part);
+    s << "    li r1, " << spec.output_address + index * part << "\n"
+      << "    dma.vh r1, r2, chunk, f" << kFlagStored << "\n";
+  }
+  s << "    halt\n";
+  return s.str();
+}
+
+std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pairs,
+                                     uint64_t input_address, uint64_t output_address,
+                                     uint64_t bytes, int core, const std::string& tag) {
+  if (bytes == 0 || bytes % 4 || input_address + bytes > 0x7fffffffull ||
+      output_address + bytes > 0x7fffffffull)
+    throw std::invalid_argument(
+        "collective-permute buffers must be whole f32 words in the "
+        "first 2 GiB of HBM");
+  std::ostringstream s;
+  s << "# collective-permute\n.desc whole rows=1 row_bytes=" << bytes
+    << " src_stride=0 dst_stride=0\n.tag \"" << tag << "\"\n";
+  int incoming = 0;
+  for (auto [src, dst] : pairs) {
+    if (dst == core) ++incoming;
+    if (src != core) continue;
+    s << "    li r1, " << dst << "\n    shli r1, r1, 56\n    li r2, " << output_address
+      << "\n    or r1, r1, r2\n    li r3, " << core << "\n    shli r3, r3, 56\n    li r4, "
+      << input_address << "\n    or r3, r3, r4\n    dma.g r1, r3, whole, f" << kFlagGathered
+      << "\n";
+  }
+  if (incoming > 1)
+    throw std::invalid_argument("core " + std::to_string(core) + " is the target of " +
+                                std::to_string(incoming) + " pairs");
+  if (incoming) {
+    s << "    wait seq, f" << kFlagGathered << ", 1\n";
+  } else {  // nobody sends here: the output is zeros
+    s << "    vmovi v0, 0.0\n    li r5, 0\n    li r6, " << (bytes + 4095) / 4096 * 4096
+      << "\nzero:\n    vst v0, r5\n    addi r5, r5, 4096\n    blt r5, r6, zero\n"
+      << "    signal vpu, f" << kFlagLocalCopy << ", 1\n    wait dma, f" << kFlagLocalCopy
+      << ", 1\n    li r1, " << output_address << "\n    li r2, 0\n"
+      << "    dma.vh r1, r2, whole, f" << kFlagStored << "\n";
+  }
+  s << "    halt\n";
+  return s.str();
+}
+
+}  // namespace tpusim::collectives

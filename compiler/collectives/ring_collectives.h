@@ -1,0 +1,41 @@
+// Reduce-scatter, all-gather and collective-permute as ISA programs, for any replica
+// groups, with XLA's semantics (openxla operation_semantics): in a group of n cores,
+// reduce-scatter leaves on the member at group index g the reduced g-th of n equal parts;
+// all-gather concatenates the members' inputs in group order. Each group runs its own
+// ring over its members, ordered along the board's torus ring.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/collectives/ring_emitter.h"
+
+namespace tpusim::collectives {
+
+struct RingCollectiveSpec {
+  std::vector<std::vector<int>> replica_groups;  // core ids; empty = one group of all
+  std::vector<int> board_ring;                   // every core in torus ring order (TorusRing)
+  uint64_t input_address = 0;                    // HBM, same on every core
+  uint64_t output_address = 0;                   // HBM, same on every core
+  uint64_t input_bytes = 0;  // per core; all-gather: one part; reduce-scatter: n parts
+  ReduceOp op = ReduceOp::kSum;
+  std::string tag;
+};
+
+// The program of `core`. Throws std::invalid_argument when the core is in no group, the
+// groups overlap, or sizes are not multiples of 4096 bytes per part (or exceed 4 MiB).
+std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core);
+std::string AllGatherProgram(const RingCollectiveSpec& spec, int core);
+
+// collective-permute: core `source` copies its input to `target`'s output, for every
+// (source, target) pair; a core that is nobody's target gets zeros, as in XLA.
+std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pairs,
+                                     uint64_t input_address, uint64_t output_address,
+                                     uint64_t bytes, int core, const std::string& tag = "");
+
+// The members of the group holding `core`, in board-ring order, and core's position.
+std::pair<std::vector<int>, int> GroupRing(const RingCollectiveSpec& spec, int core);
+
+}  // namespace tpusim::collectives
