@@ -27,12 +27,65 @@ std::vector<int> TorusRing(int torus_x, int torus_y, int cores_per_chip) {
   return ring;
 }
 
+namespace {
+
+// Two half-size rings in opposite directions, their steps interleaved in one program.
+std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
+  const int64_t n = static_cast<int64_t>(spec.ring.size());
+  const uint64_t half = spec.bytes / 2;
+  if (spec.bytes > kSingleSegmentBytes || half % (kVreg * n))
+    throw std::invalid_argument("a bidirectional all-reduce takes up to 4 MiB in multiples of " +
+                                std::to_string(2 * kVreg * n) + " bytes");
+  const uint64_t c = half / n, data = 0, slots = half, out = half + (n - 1) * c;
+  std::vector<int> backward(spec.ring.rbegin(), spec.ring.rend());
+  const int back_pos = static_cast<int>(n - 1 - position);
+  std::ostringstream s;
+  RingEmitter fwd(s, spec.ring, position, c);
+  RingEmitter bwd(s, backward, back_pos, c, RingRegisters{"r23", "r26", 8, "badd"});
+  s << "# bidirectional ring all-reduce of " << spec.bytes << " bytes over " << n
+    << " cores; ring position " << position << "\n"
+    << ".desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n"
+    << ".desc half rows=1 row_bytes=" << half << " src_stride=0 dst_stride=0\n"
+    << ".tag \"" << spec.tag << "\"\n";
+  fwd.EmitRingRegisters();
+  bwd.EmitRingRegisters();
+  s << "    li r26, " << kSetBytes << "\n";  // the backward ring's buffers
+  fwd.Vmem(1, data);
+  bwd.Vmem(2, data);
+  s << "    li r8, " << spec.hbm_address << "\n    li r9, " << spec.hbm_address + half << "\n"
+    << "    dma.hv r1, r8, half, f" << kFlagInput << "\n    dma.hv r2, r9, half, f"
+    << kFlagInput + 8 << "\n    wait seq, f" << kFlagInput << ", 1\n    wait seq, f"
+    << kFlagInput + 8 << ", 1\n";
+  for (int64_t st = 0; st < n - 1; ++st) {
+    fwd.ReduceScatterSend(data, slots, 0, st);
+    bwd.ReduceScatterSend(data, slots, 0, st);
+    fwd.ReduceScatterFold(data, slots, 0, spec.op, st);
+    bwd.ReduceScatterFold(data, slots, 0, spec.op, st);
+  }
+  fwd.AllGatherBegin(data, out, fwd.Chunk(position + 1), kFlagAdded);
+  bwd.AllGatherBegin(data, out, bwd.Chunk(back_pos + 1), kFlagAdded);
+  for (int64_t st = 0; st < n - 1; ++st) {
+    fwd.AllGatherStep(data, out, fwd.Chunk(position + 1), st);
+    bwd.AllGatherStep(data, out, bwd.Chunk(back_pos + 1), st);
+  }
+  fwd.AllGatherEnd();
+  bwd.AllGatherEnd();
+  fwd.Vmem(1, out);
+  bwd.Vmem(2, out);
+  s << "    dma.vh r8, r1, half, f" << kFlagStored << "\n    dma.vh r9, r2, half, f"
+    << kFlagStored + 8 << "\n    halt\n";
+  return s.str();
+}
+
+}  // namespace
+
 std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const int64_t n = static_cast<int64_t>(spec.ring.size());
   if (n < 2) throw std::invalid_argument("a ring all-reduce needs at least 2 cores");
   if (position < 0 || position >= n) throw std::invalid_argument("position outside the ring");
   if (spec.hbm_address + spec.bytes > 0x7fffffffull)
     throw std::invalid_argument("the array must lie in the first 2 GiB of HBM");
+  if (spec.bidirectional) return BidirectionalProgram(spec, position);
   // One segment up to 4 MiB (one buffer set fits VMEM); beyond, 2 MiB segments.
   const uint64_t seg = spec.bytes <= kSingleSegmentBytes ? spec.bytes : kSegmentBytes;
   if (spec.bytes == 0 || seg % (kVreg * n) || spec.bytes % seg)

@@ -17,6 +17,9 @@ struct RingAllReduceSpec {
   uint64_t hbm_address = 0;  // the f32 array, same address on every core
   uint64_t bytes = 0;        // multiple of 4096 x ring size (of 2 MiB above 4 MiB)
   ReduceOp op = ReduceOp::kSum;
+  // Half the array goes round the ring each way, using both directions of every link
+  // (arrays up to 4 MiB, multiples of 8192 x ring size).
+  bool bidirectional = false;
   std::string tag = "all-reduce";  // provenance tag of the emitted instructions
 };
 

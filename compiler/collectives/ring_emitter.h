@@ -21,33 +21,53 @@ inline constexpr int kFlagGathered = 3;   // an all-gather chunk arrived
 inline constexpr int kFlagLocalCopy = 4;  // this core's own chunk is in the output
 inline constexpr int kFlagStored = 5;     // the result is back in HBM
 
+// Two rings can share one program (a bidirectional all-reduce): each gets its own
+// registers, flags (flag + flag_base) and loop labels.
+struct RingRegisters {
+  const char* next = "r20";  // global VMEM base of the next core
+  const char* base = "r29";  // VMEM offset of this ring's buffers
+  int flag_base = 0;
+  const char* label = "add";
+};
+
 class RingEmitter {
  public:
   RingEmitter(std::ostringstream& out, const std::vector<int>& ring, int position,
-              uint64_t chunk_bytes);
+              uint64_t chunk_bytes, RingRegisters regs = {});
   int size() const { return n_; }
   int position() const { return p_; }
   // Chunk index c mod n.
   uint64_t Chunk(int64_t c) const { return static_cast<uint64_t>(((c % n_) + n_) % n_); }
 
-  // r20, r21, r22 (and r29 = 0 unless a caller sets buffer sets itself).
+  // r21 (VMEM space bits), r22 (this core's VMEM), the next register, and base = 0.
   void EmitRingRegisters();
-  // VMEM offset `off` (relative to r29) into register r; "r20"/"r22" makes it global.
+  // VMEM offset `off` (relative to the base register) into register r; "next" or
+  // "self" makes it a global address of the next core or this one.
   void Vmem(int r, uint64_t off, const char* global = nullptr);
   // n-1 steps: step s sends chunk (p + shift - s) of `data` to the next core's slot s and
   // folds the chunk received into chunk (p + shift - 1 - s). Leaves chunk (p + shift + 1)
   // fully reduced in `data`; the VPU signals kFlagAdded after each fold.
   void ReduceScatter(uint64_t data, uint64_t slots, int64_t shift, ReduceOp op);
+  // One step = its send (DMA queue) then its fold (VPU); two rings interleave these.
+  void ReduceScatterStep(uint64_t data, uint64_t slots, int64_t shift, ReduceOp op, int64_t st);
+  void ReduceScatterSend(uint64_t data, uint64_t slots, int64_t shift, int64_t st);
+  void ReduceScatterFold(uint64_t data, uint64_t slots, int64_t shift, ReduceOp op, int64_t st);
   // Copies chunk `mine` of `data` to `out`, then n-1 steps: step s sends chunk (mine - s)
   // into the next core's `out`. `wait_first` is the flag (and DMA-queue wait) that says
   // chunk `mine` is ready, or -1. Ends with the DMA queue past every arrival.
   void AllGather(uint64_t data, uint64_t out, uint64_t mine, int wait_first);
+  // The same in parts, so two rings can interleave their steps.
+  void AllGatherBegin(uint64_t data, uint64_t out, uint64_t mine, int wait_first);
+  void AllGatherStep(uint64_t data, uint64_t out, uint64_t mine, int64_t st);
+  void AllGatherEnd();
 
  private:
   std::ostringstream& s_;
+  int Flag(int f) const { return f + r_.flag_base; }
   const std::vector<int>& ring_;
   int n_, p_;
   uint64_t c_;
+  RingRegisters r_;
 };
 
 }  // namespace tpusim::collectives
