@@ -12,12 +12,13 @@
 namespace tpusim::bench {
 namespace {
 
-void BM_AllReduceBusBandwidth(benchmark::State& state) {
+void RunAllReduce(benchmark::State& state, bool bidirectional) {
   const uint64_t bytes = static_cast<uint64_t>(state.range(0));
   sim::BoardConfig board = sim::LoadConfig("v3-8");
   collectives::RingAllReduceSpec spec;
   spec.ring = collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, board.cores_per_chip);
   spec.bytes = bytes;
+  spec.bidirectional = bidirectional;
   const int n = static_cast<int>(spec.ring.size());
   std::vector<isa::Program> programs(n);
   for (int p = 0; p < n; ++p) {
@@ -39,9 +40,17 @@ void BM_AllReduceBusBandwidth(benchmark::State& state) {
     state.counters["sim_cycles_per_host_s"] = r.cycles / host_s;
   }
 }
+void BM_AllReduceBusBandwidth(benchmark::State& state) { RunAllReduce(state, false); }
+void BM_AllReduceBidirectional(benchmark::State& state) { RunAllReduce(state, true); }
+
 BENCHMARK(BM_AllReduceBusBandwidth)
     ->RangeMultiplier(4)
     ->Range(32 << 10, 256 << 20)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllReduceBidirectional)
+    ->RangeMultiplier(4)
+    ->Range(64 << 10, 4 << 20)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
