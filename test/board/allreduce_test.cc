@@ -6,6 +6,7 @@
 
 #include "board_test_util.h"
 #include "compiler/collectives/ring_allreduce.h"
+#include "compiler/collectives/ring_collectives.h"
 #include "sim/timing.h"
 
 namespace tpusim::sim {
@@ -169,6 +170,41 @@ TEST(AllReduce, BidirectionalRingsAreExactAndBeatOneRing) {
   std::printf("bidirectional all-reduce f32[1M]: %.2f us (one ring's model %.2f us)\n", r.time_us,
               one_ring / 1e9);
   EXPECT_LT(static_cast<double>(r.end_fs), 0.85 * one_ring);
+}
+
+TEST(AllReduce, EachReplicaGroupReducesOnItsOwn) {
+  BoardConfig board = LoadConfig("v3-8");
+  collectives::RingCollectiveSpec groups;
+  groups.replica_groups = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+  groups.board_ring = collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, 2);
+  const uint64_t elems = 1 << 16;
+  std::vector<std::string> programs(8);
+  for (int c = 0; c < 8; ++c) {
+    auto [ring, pos] = collectives::GroupRing(groups, c);
+    RingAllReduceSpec spec;
+    spec.ring = ring;
+    spec.bytes = elems * 4;
+    programs[c] = RingAllReduceProgram(spec, pos);
+  }
+  BoardRun run(programs);
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> x(elems);
+    for (uint64_t i = 0; i < elems; ++i) x[i] = Input(c, i);
+    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
+  }
+  RunReport r = run.sim->Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  for (const auto& g : groups.replica_groups) {
+    for (int c : g) {
+      std::vector<float> y(elems);
+      run.sim->core(c).hbm().Read(0, y.data(), y.size() * 4);
+      for (uint64_t i = 0; i < elems; i += 211) {
+        float want = 0;
+        for (int k : g) want += Input(k, i);
+        ASSERT_EQ(y[i], want) << "core " << c << " element " << i;
+      }
+    }
+  }
 }
 
 TEST(AllReduce, MissingParticipantIsReportedAsDeadlock) {
