@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "bench/matmul_kernel.h"
+#include "compiler/lowering/matmul_kernel.h"
 #include "isa/assembler.h"
 #include "isa/bf16.h"
 #include "sim/simulation.h"
@@ -36,7 +36,7 @@ uint64_t ExecutedInstructions(const sim::RunReport& r) {
 
 void BM_MatmulTimingOnly(benchmark::State& state) {
   const int64_t n = state.range(0);
-  auto program = isa::Assemble(MatmulKernel(n), "matmul.s");
+  auto program = isa::Assemble(lowering::MatmulKernel(n), "matmul.s");
   if (!program.ok()) return state.SkipWithError(program.error().message.c_str());
   sim::RunReport r;
   for (auto _ : state) {
@@ -53,7 +53,7 @@ BENCHMARK(BM_MatmulTimingOnly)->Arg(8192)->Iterations(1)->Unit(benchmark::kMilli
 
 void BM_MatmulWithValues(benchmark::State& state) {
   const int64_t n = state.range(0);
-  auto program = isa::Assemble(MatmulKernel(n), "matmul.s");
+  auto program = isa::Assemble(lowering::MatmulKernel(n), "matmul.s");
   if (!program.ok()) return state.SkipWithError(program.error().message.c_str());
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
