@@ -1,0 +1,119 @@
+// The tpusim command line as users meet it: golden outputs, one-line errors with non-zero
+// exit codes, and valid output files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "traces/trace_validator.h"
+
+namespace tpusim::cli {
+namespace {
+using ::testing::HasSubstr;
+
+struct Output {
+  int status = -1;
+  std::string text;  // stdout and stderr
+};
+
+Output Tpusim(const std::string& args) {
+  std::string cmd = std::string(TPUSIM_BINARY) + " " + args + " 2>&1";
+  Output out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
+  int raw = pclose(pipe);
+  out.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Temp(const std::string& name) {
+  return ::testing::TempDir() + "/tpusim_cli_" + std::to_string(::getpid()) + "_" + name;
+}
+
+TEST(Cli, ExecMatmulKernelMatchesGolden) {
+  Output o = Tpusim("exec examples/kernels/matmul_db.s --timing");
+  EXPECT_EQ(o.status, 0);
+  std::string golden = Slurp("test/cli/golden/exec_matmul_db.txt");
+  if (std::getenv("TPUSIM_UPDATE_GOLDEN")) {
+    std::ofstream("test/cli/golden/exec_matmul_db.txt") << o.text;
+    golden = o.text;
+  }
+  EXPECT_EQ(o.text, golden);
+}
+
+TEST(Cli, ExecWritesJsonWithTheDocumentedKeys) {
+  std::string json = Temp("exec.json");
+  Output o = Tpusim("exec examples/kernels/reduce_rows.s --json " + json);
+  ASSERT_EQ(o.status, 0) << o.text;
+  std::string text = Slurp(json);
+  EXPECT_THAT(text, HasSubstr("\"cycles\": 2424"));
+  EXPECT_THAT(text, HasSubstr("\"time_us\""));
+  EXPECT_THAT(text, HasSubstr("\"busy_percent\""));
+  std::remove(json.c_str());
+}
+
+TEST(Cli, RunDotMatchesTheEvaluatorAndWritesAValidTrace) {
+  std::string trace = Temp("trace.json"), summary = Temp("summary.json");
+  Output o = Tpusim("run examples/hlo/dot_bf16.hlo --trace " + trace + " --summary " + summary +
+                    " --monitor");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("(match)"));
+  EXPECT_THAT(o.text, HasSubstr("Utilization of TPU Matrix Units (higher is better): "));
+  EXPECT_THAT(o.text, HasSubstr("TPU idle time (lower is better): "));
+  EXPECT_THAT(traces::ValidateChromeTraceFile(trace), ::testing::IsEmpty());
+  EXPECT_THAT(Slurp(summary), HasSubstr("\"mxu_utilization_percent\""));
+  std::remove(trace.c_str());
+  std::remove(summary.c_str());
+}
+
+TEST(Cli, RunOfAModuleNotLoweredYetIsOneClearLine) {
+  Output o = Tpusim("run examples/hlo/mlp_train_step.hlo --timing");
+  EXPECT_EQ(o.status, 1);
+  EXPECT_THAT(o.text, HasSubstr("not lowered to the ISA yet"));
+  EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << o.text;
+}
+
+TEST(Cli, BadInputsAreOneLineErrorsWithNonZeroStatus) {
+  Output o = Tpusim("exec");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("missing PROGRAM.s"));
+  o = Tpusim("frobnicate");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("unknown command 'frobnicate'"));
+  o = Tpusim("exec /nonexistent.s");
+  EXPECT_EQ(o.status, 1);
+  EXPECT_THAT(o.text, HasSubstr("cannot open '/nonexistent.s'"));
+  o = Tpusim("exec examples/kernels/matmul_db.s --config /nonexistent.json");
+  EXPECT_EQ(o.status, 1);
+  EXPECT_THAT(o.text, HasSubstr("cannot open config file"));
+  o = Tpusim("run examples/hlo/dot_bf16.hlo --bogus");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("unrecognised option '--bogus'"));
+}
+
+TEST(Cli, AssemblyErrorsNameFileLineAndColumn) {
+  std::string path = Temp("bad.s");
+  std::ofstream(path) << "li r1, 0\nadd r1, r2, v3\nhalt\n";
+  Output o = Tpusim("exec " + path);
+  EXPECT_EQ(o.status, 1);
+  EXPECT_THAT(o.text, HasSubstr(path + ":2:"));
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace tpusim::cli
