@@ -16,6 +16,7 @@ struct Command {
 
 int ExecCommand(const std::vector<std::string>& args);
 int RunCommand(const std::vector<std::string>& args);
+int CompileCommand(const std::vector<std::string>& args);
 int ConfigsCommand(const std::vector<std::string>& args);
 
 // A user-facing error: printed as "tpusim: <message>" with exit status 1 (2 for usage).

@@ -12,6 +12,7 @@ namespace tpusim::cli {
 namespace {
 const Command kCommands[] = {
     {"run", "compile an HLO module, simulate it on the board and profile it", RunCommand},
+    {"compile", "run the pass pipeline; print the optimized HLO or the ISA", CompileCommand},
     {"exec", "run an ISA assembly program on one TensorCore", ExecCommand},
     {"configs", "list the hardware presets and every configuration key", ConfigsCommand},
 };

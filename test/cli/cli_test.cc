@@ -106,6 +106,20 @@ TEST(Cli, BadInputsAreOneLineErrorsWithNonZeroStatus) {
   EXPECT_THAT(o.text, HasSubstr("unrecognised option '--bogus'"));
 }
 
+TEST(Cli, CompileEmitsOptimizedHloAndIsa) {
+  Output o = Tpusim("compile examples/hlo/mlp_train_step.hlo");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("HloModule"));
+  EXPECT_THAT(o.text, HasSubstr("T(8,128)"));  // layout assignment ran
+  o = Tpusim("compile examples/hlo/dot_bf16.hlo --emit isa");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("mxu.mm m0"));
+  EXPECT_THAT(o.text, HasSubstr(".tag \"dot.3\""));
+  o = Tpusim("compile examples/hlo/dot_bf16.hlo --emit asm");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("--emit must be ir or isa"));
+}
+
 TEST(Cli, AssemblyErrorsNameFileLineAndColumn) {
   std::string path = Temp("bad.s");
   std::ofstream(path) << "li r1, 0\nadd r1, r2, v3\nhalt\n";

@@ -1,0 +1,74 @@
+// tpusim compile MODULE.hlo: run the pass pipeline and print (or write) the optimized HLO
+// or the ISA programs the board would run.
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/verifier.h"
+#include "compiler/lowering/lower.h"
+#include "compiler/passes/pipeline.h"
+#include "sim/config.h"
+#include "traces/atomic_file.h"
+
+namespace tpusim::cli {
+namespace po = boost::program_options;
+
+int CompileCommand(const std::vector<std::string>& argv) {
+  std::string module_path, emit = "ir", dump_dir, out_path, config = "v3-8";
+  po::options_description opts(
+      "usage: tpusim compile MODULE.hlo [options]\n"
+      "Runs the compiler's pass pipeline on an XLA HLO module and prints the optimized HLO\n"
+      "(--emit ir) or the ISA program of core 0 (--emit isa).\n"
+      "example: tpusim compile examples/hlo/mlp_train_step.hlo --dump-passes out/passes\n\n"
+      "options");
+  opts.add_options()("help,h", "show this help")("emit", po::value(&emit),
+                                                 "ir (optimized HLO, default) or isa")(
+      "dump-passes", po::value(&dump_dir), "write the IR after every pass into DIR")(
+      "output,o", po::value(&out_path), "write to FILE instead of standard output")(
+      "config", po::value(&config), "board for --emit isa (default v3-8)");
+  po::options_description hidden;
+  hidden.add_options()("module", po::value(&module_path));
+  po::positional_options_description pos;
+  pos.add("module", 1);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw CliError(std::string(e.what()) + " (see tpusim compile --help)", 2);
+  }
+  if (vm.count("help")) {
+    std::cout << opts;
+    return 0;
+  }
+  if (module_path.empty()) throw CliError("missing MODULE.hlo (see tpusim compile --help)", 2);
+  if (emit != "ir" && emit != "isa")
+    throw CliError("--emit must be ir or isa, not '" + emit + "'", 2);
+
+  auto parsed = hlo::ParseHlo(ReadFileOrThrow(module_path), module_path);
+  if (!parsed.ok()) throw CliError(parsed.status().message());
+  if (auto st = hlo::VerifyModule(parsed.value()); !st.ok()) throw CliError(st.message());
+  std::string text;
+  if (emit == "isa") {
+    auto lowered = lowering::LowerDot(parsed.value(), sim::LoadConfig(config).cores());
+    if (!lowered.ok()) throw CliError(lowered.status().message());
+    text = lowered->programs[0];
+  } else {
+    passes::CompileOptions options;
+    options.dump_dir = dump_dir;
+    auto compiled = passes::CompileToHlo(parsed.value(), options);
+    if (!compiled.ok()) throw CliError(compiled.status().message());
+    text = compiled->hlo;
+  }
+  if (out_path.empty()) {
+    std::cout << text;
+  } else if (std::string err = traces::WriteFileAtomic(out_path, text); !err.empty()) {
+    throw CliError(err);
+  }
+  return 0;
+}
+
+}  // namespace tpusim::cli
