@@ -30,6 +30,8 @@ struct RunArgs {
   std::string module_path, config = "v3-8", trace, summary, html;
   bool timing = false, monitor = false;
   uint64_t seed = 1;
+  int steps = 1, steps_per_execution = 1;
+  double infeed_rate = 0;  // examples per second; 0 = unbounded
 };
 
 std::vector<uint16_t> Bf16Rows(const eval::Value& v, int64_t first_row, int64_t rows) {
@@ -94,7 +96,12 @@ int RunCommand(const std::vector<std::string>& argv) {
       "summary", po::value(&a.summary), "write the XProf-style summary JSON to FILE")(
       "html", po::value(&a.html), "write the TPU-monitor HTML page to FILE")(
       "monitor", "print the profiler's monitor lines")("seed", po::value(&a.seed),
-                                                       "seed of the random inputs (default 1)");
+                                                       "seed of the random inputs (default 1)")(
+      "steps", po::value(&a.steps), "training steps to run (default 1)")(
+      "steps-per-execution", po::value(&a.steps_per_execution),
+      "steps per host dispatch (default 1)")(
+      "infeed-rate", po::value(&a.infeed_rate),
+      "input pipeline rate in examples/s (default: unbounded)");
   po::options_description hidden;
   hidden.add_options()("module", po::value(&a.module_path));
   po::positional_options_description pos;
@@ -125,7 +132,10 @@ int RunCommand(const std::vector<std::string>& argv) {
   copts.hbm_capacity_bytes = static_cast<int64_t>(board.core.hbm_bytes);
   auto compiled = passes::CompileToHlo(optimized.value(), copts);
   if (!compiled.ok()) throw CliError(compiled.status().message());
-  auto lowered = lowering::LowerDot(module, board.cores());
+  if (a.steps < 1 || a.steps_per_execution < 1 || a.infeed_rate < 0)
+    throw CliError("--steps and --steps-per-execution must be >= 1, --infeed-rate >= 0", 2);
+  constexpr int kInfeedFlag = 31;
+  auto lowered = lowering::LowerDot(module, board.cores(), kInfeedFlag);
   if (!lowered.ok()) throw CliError(lowered.status().message());
   const lowering::LoweredDot& d = lowered.value();
 
@@ -140,6 +150,16 @@ int RunCommand(const std::vector<std::string>& argv) {
     recorder.SetTags(c, program->tags);
     simulation.AddCore(*program);
   }
+  // The host: each step's batch (the lhs rows, bf16) arrives by infeed over PCIe.
+  sim::TrainingLoop loop;
+  loop.steps = a.steps;
+  loop.steps_per_execution = a.steps_per_execution;
+  loop.global_batch = d.m;
+  loop.example_bytes = static_cast<uint64_t>(d.k) * 2;
+  loop.input_examples_per_s = a.infeed_rate;
+  loop.infeed_hbm_address = d.lhs_address;
+  loop.infeed_flag = kInfeedFlag;
+  simulation.SetTrainingLoop(loop);
   std::vector<eval::Value> args;
   if (!a.timing) args = LoadInputs(simulation, module, d, a.seed);
   sim::RunReport r = simulation.Run();
@@ -157,6 +177,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   ctx.batch_per_core = static_cast<int>(d.m / board.cores());
   ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled->peak_hbm_bytes);
   ctx.compilations = 1;
+  ctx.steps_per_execution = a.steps_per_execution;
   for (const auto& op : compiled->padding.ops) {
     profiler::PaddingInfo info;
     info.op = op.name;
@@ -167,15 +188,24 @@ int RunCommand(const std::vector<std::string>& argv) {
   profiler::Report report = profiler::BuildReport(recorder, peaks, ctx);
 
   const profiler::Metrics& m = report.metrics;
-  std::printf("%s on %s (%d cores): %s [%lldx%lld] x [%lldx%lld], %lld rows per core\n",
+  const profiler::StepBreakdown& b = m.step_breakdown;
+  std::printf("%s on %s (%d cores): %s [%lldx%lld] x [%lldx%lld], batch %lld per core\n",
               a.module_path.c_str(), board.name.c_str(), board.cores(), d.op.c_str(),
               static_cast<long long>(d.m), static_cast<long long>(d.k), static_cast<long long>(d.k),
               static_cast<long long>(d.n), static_cast<long long>(d.m / board.cores()));
-  std::printf("step time: %.3f ms   throughput: %.1f TFLOP/s (board)\n", r.time_us / 1e3,
-              d.flops() / (r.time_us * 1e-6) / 1e12);
-  std::printf("MXU: %.1f%%   idle: %.1f%%   HBM peak per core: %.1f MiB\n",
+  std::printf("steps: %d (%d per execution)   simulated time: %.3f ms\n", a.steps,
+              a.steps_per_execution, r.time_us / 1e3);
+  std::printf("step time: %.4f ms (avg), %.4f ms (min), %.4f ms (max)   %.0f examples/s\n",
+              m.step_time_ms.avg, m.step_time_ms.min, m.step_time_ms.max,
+              a.steps * static_cast<double>(d.m) / (r.time_us * 1e-6));
+  std::printf("MXU: %.1f%%   idle: %.1f%%   %.1f TFLOP/s per step   HBM peak per core: %.1f MiB\n",
               m.mxu_utilization_percent, m.device_idle_time_percent,
+              m.step_time_ms.avg > 0 ? d.flops() / (m.step_time_ms.avg * 1e-3) / 1e12 : 0,
               compiled->peak_hbm_bytes / 1048576.0);
+  std::printf(
+      "step breakdown (ms): compute %.4f, infeed %.4f, all-reduce %.4f, outfeed %.4f, "
+      "host overhead %.4f\n",
+      b.compute_ms, b.infeed_ms, b.all_reduce_ms, b.outfeed_ms, b.host_overhead_ms);
   if (!a.timing) {
     double err = CompareWithEvaluator(simulation, module, d, args);
     std::printf("values: max |simulated - reference| = %.2e of the largest |reference| (%s)\n", err,

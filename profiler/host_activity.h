@@ -11,23 +11,10 @@
 
 namespace tpusim::profiler {
 
-enum class HostKind : uint8_t {
-  kInfeedWait,    // the core idles waiting for the next input batch
-  kOutfeed,       // the core sends results to the host
-  kHostToDevice,  // host-to-device transfer (weights, non-infeed inputs)
-  kHostOverhead,  // host dispatch / launch overhead between executions
-  kAllReduce,     // cross-replica reduction (compute and synchronisation)
-};
-inline constexpr int kNumHostKinds = 5;
-
-// Time the core spent in one host-level activity during a step.
-struct HostRecord {
-  uint16_t core = 0;
-  HostKind kind = HostKind::kInfeedWait;
-  sim::TimeFs start = 0;
-  sim::TimeFs end = 0;
-  uint32_t step = 0;
-};
+// The records themselves are the simulator's (sim/activity.h).
+using HostKind = sim::HostKind;
+using HostRecord = sim::HostRecord;
+inline constexpr int kNumHostKinds = sim::kNumHostKinds;
 
 class IHostSink {
  public:

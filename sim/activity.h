@@ -45,12 +45,31 @@ struct StepRecord {
   TimeFs end = 0;
 };
 
+// Host- and board-level activity: what a core's time went to outside its own units.
+enum class HostKind : uint8_t {
+  kInfeedWait,    // the core idles waiting for the next input batch
+  kOutfeed,       // the core sends results to the host
+  kHostToDevice,  // host-to-device transfer (weights, non-infeed inputs)
+  kHostOverhead,  // host dispatch / launch overhead between executions
+  kAllReduce,     // cross-replica reduction (compute and synchronisation)
+};
+inline constexpr int kNumHostKinds = 5;
+
+struct HostRecord {
+  uint16_t core = 0;
+  HostKind kind = HostKind::kInfeedWait;
+  TimeFs start = 0;
+  TimeFs end = 0;
+  uint32_t step = 0;
+};
+
 class IActivitySink {
  public:
   virtual ~IActivitySink() = default;
   virtual void OnBusy(const BusyRecord& r) = 0;
   virtual void OnWait(const WaitRecord& r) = 0;
   virtual void OnStep(const StepRecord& r) = 0;
+  virtual void OnHost(const HostRecord&) {}
 };
 
 }  // namespace tpusim::sim

@@ -12,7 +12,7 @@ Host::Host(sc_core::sc_module_name name, const BoardConfig& board, const Trainin
            std::vector<TensorCore*> cores)
     : sc_module(name), board_(board), loop_(loop), cores_(std::move(cores)) {
   for (int c = 0; c < board.chips; ++c) pcie_.emplace_back(board.host.pcie_bandwidth_bytes_per_s);
-  for (TensorCore* core : cores_) core->sequencer().SetHosted();
+  for (TensorCore* core : cores_) core->sequencer().SetHosted(loop.infeed_flag);
   SC_THREAD(RunLoop);
   if (loop_.example_bytes > 0) {
     SC_THREAD(RunInput);
@@ -48,10 +48,18 @@ void Host::RunLoop() {
   const int k = std::max(1, loop_.steps_per_execution);
   for (int done = 0; done < loop_.steps;) {
     int batch = std::min(k, loop_.steps - done);
+    TimeFs begin = sc_core::sc_time_stamp().value();
     wait(sc_core::sc_time::from_value(Us(board_.host.dispatch_overhead_us)));
     report_.dispatch_overhead_fs += Us(board_.host.dispatch_overhead_us);
     ++report_.dispatches;
     wait(sc_core::sc_time::from_value(Us(board_.host.launch_latency_us)));
+    for (TensorCore* c : cores_) {  // the cores sat idle while the host dispatched
+      if (!c->ctx().sink) continue;
+      c->ctx().sink->OnHost(HostRecord{static_cast<uint16_t>(c->ctx().core),
+                                       HostKind::kHostOverhead, begin,
+                                       sc_core::sc_time_stamp().value(),
+                                       static_cast<uint32_t>(done)});
+    }
     for (TensorCore* c : cores_) c->sequencer().Launch(static_cast<uint32_t>(batch));
     done += batch;
     WaitForSteps(static_cast<uint32_t>(done));

@@ -21,7 +21,8 @@ class Sequencer : public sc_core::sc_module {
 
   bool finished() const { return finished_; }
   // Host control (sim/host.h): once hosted, the program runs once per launched step.
-  void SetHosted() { hosted_ = true; }
+  // The flag a hosted step waits on for its input batch: waits on it are infeed time.
+  void SetHosted(int infeed_flag) { hosted_ = true, infeed_flag_ = infeed_flag; }
   void Launch(uint32_t steps);
   void Close();  // no more launches: finish after the launched steps
   uint32_t steps_done() const { return steps_done_; }
@@ -50,6 +51,7 @@ class Sequencer : public sc_core::sc_module {
   std::array<int64_t, isa::kNumSregs> regs_{};
   bool finished_ = false;
   bool hosted_ = false, closed_ = false;
+  int infeed_flag_ = -1;
   uint32_t step_ = 0, launched_ = 0, steps_done_ = 0;
   sc_core::sc_event launch_, step_done_;
   TimeFs end_time_ = 0;

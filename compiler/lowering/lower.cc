@@ -21,7 +21,7 @@ const hlo::HloInstruction* ParameterBehind(const hlo::HloInstruction* instr) {
 
 }  // namespace
 
-hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores) {
+hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores, int infeed_flag) {
   const hlo::HloComputation* entry = module.entry();
   const hlo::HloInstruction* root = entry->root();
   if (root->opcode() == hlo::Opcode::kTuple && root->operands().size() == 1)
@@ -55,6 +55,8 @@ hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores) {
   try {
     std::string program = MatmulKernel(
         MatmulShape{rows, d.k, d.n, d.lhs_address, d.rhs_address, d.out_address, d.op});
+    if (infeed_flag >= 0)
+      program = "    wait seq, f" + std::to_string(infeed_flag) + ", 1   # infeed\n" + program;
     d.programs.assign(cores, program);
   } catch (const std::invalid_argument& e) {
     return NotLowered(*root, std::string(e.what()) + " (per core: " + std::to_string(rows) +

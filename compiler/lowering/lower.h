@@ -24,6 +24,8 @@ struct LoweredDot {
   double flops() const { return 2.0 * m * k * n; }
 };
 
-hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores);
+// infeed_flag >= 0: each step first waits for its input batch on that sync flag (the
+// host's infeed, sim/host.h), which lands where the lhs rows live.
+hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores, int infeed_flag = -1);
 
 }  // namespace tpusim::lowering

@@ -81,6 +81,15 @@ TEST(Cli, RunDotMatchesTheEvaluatorAndWritesAValidTrace) {
   std::remove(summary.c_str());
 }
 
+TEST(Cli, RunTrainingLoopReportsInputBoundSteps) {
+  Output o = Tpusim(
+      "run examples/hlo/dot_bf16.hlo --timing --steps 20 --steps-per-execution 20 "
+      "--infeed-rate 5e6");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("steps: 20 (20 per execution)"));
+  EXPECT_THAT(o.text, HasSubstr("top recommendation: Your program is input-bound"));
+}
+
 TEST(Cli, RunOfAModuleNotLoweredYetIsOneClearLine) {
   Output o = Tpusim("run examples/hlo/mlp_train_step.hlo --timing");
   EXPECT_EQ(o.status, 1);
