@@ -10,6 +10,7 @@
 #include "compiler/lowering/matmul_kernel.h"
 #include "isa/assembler.h"
 #include "isa/bf16.h"
+#include "profiler/recorder.h"
 #include "sim/simulation.h"
 
 namespace tpusim::bench {
@@ -34,21 +35,28 @@ uint64_t ExecutedInstructions(const sim::RunReport& r) {
   return n;
 }
 
-void BM_MatmulTimingOnly(benchmark::State& state) {
+// With profiling on (a Recorder as the activity sink) when `profiled`.
+void MatmulTimingOnly(benchmark::State& state, bool profiled) {
   const int64_t n = state.range(0);
   auto program = isa::Assemble(lowering::MatmulKernel(n), "matmul.s");
   if (!program.ok()) return state.SkipWithError(program.error().message.c_str());
   sim::RunReport r;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    sim::Simulation simulation(sim::LoadConfig("v3-8"), {.functional = false});
+    profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = 1});
+    sim::Simulation simulation(sim::LoadConfig("v3-8"),
+                               {.functional = false, .sink = profiled ? &recorder : nullptr});
     simulation.AddCore(*program);
     r = simulation.Run();
+    if (profiled) recorder.Finish();
     double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!r.ok) return state.SkipWithError(r.error.c_str());
     Report(state, r, ExecutedInstructions(r), host_s);
   }
 }
+void BM_MatmulTimingOnly(benchmark::State& state) { MatmulTimingOnly(state, false); }
+void BM_MatmulTimingOnlyProfiled(benchmark::State& state) { MatmulTimingOnly(state, true); }
+BENCHMARK(BM_MatmulTimingOnlyProfiled)->Arg(8192)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatmulTimingOnly)->Arg(8192)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_MatmulWithValues(benchmark::State& state) {

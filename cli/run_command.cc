@@ -32,6 +32,7 @@ struct RunArgs {
   uint64_t seed = 1;
   int steps = 1, steps_per_execution = 1;
   double infeed_rate = 0;  // examples per second; 0 = unbounded
+  double monitor_interval_us = 100;
 };
 
 std::vector<uint16_t> Bf16Rows(const eval::Value& v, int64_t first_row, int64_t rows) {
@@ -95,8 +96,10 @@ int RunCommand(const std::vector<std::string>& argv) {
       "trace", po::value(&a.trace), "write a Chrome trace (Perfetto) to FILE")(
       "summary", po::value(&a.summary), "write the XProf-style summary JSON to FILE")(
       "html", po::value(&a.html), "write the TPU-monitor HTML page to FILE")(
-      "monitor", "print the profiler's monitor lines")("seed", po::value(&a.seed),
-                                                       "seed of the random inputs (default 1)")(
+      "monitor", "print the profiler's monitor lines every --monitor-interval-us")(
+      "monitor-interval-us", po::value(&a.monitor_interval_us),
+      "simulated microseconds per monitor sample (default 100; at most 50 samples)")(
+      "seed", po::value(&a.seed), "seed of the random inputs (default 1)")(
       "steps", po::value(&a.steps), "training steps to run (default 1)")(
       "steps-per-execution", po::value(&a.steps_per_execution),
       "steps per host dispatch (default 1)")(
@@ -132,6 +135,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   copts.hbm_capacity_bytes = static_cast<int64_t>(board.core.hbm_bytes);
   auto compiled = passes::CompileToHlo(optimized.value(), copts);
   if (!compiled.ok()) throw CliError(compiled.status().message());
+  if (a.monitor_interval_us <= 0) throw CliError("--monitor-interval-us must be > 0", 2);
   if (a.steps < 1 || a.steps_per_execution < 1 || a.infeed_rate < 0)
     throw CliError("--steps and --steps-per-execution must be >= 1, --infeed-rate >= 0", 2);
   constexpr int kInfeedFlag = 31;
@@ -214,7 +218,12 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   if (!report.recommendations.empty())
     std::printf("top recommendation: %s\n", report.recommendations[0].text.c_str());
-  if (a.monitor) std::cout << traces::FormatMonitor(recorder, ctx, 0, r.end_fs);
+  if (a.monitor) {  // like the live gauge: one block per interval of simulated time
+    const sim::TimeFs interval = static_cast<sim::TimeFs>(a.monitor_interval_us * 1e9);
+    const sim::TimeFs step = std::max<sim::TimeFs>(interval, r.end_fs / 50 + 1);
+    for (sim::TimeFs t = 0; t < r.end_fs; t += step)
+      std::cout << traces::FormatMonitor(recorder, ctx, t, std::min(t + step, r.end_fs)) << "\n";
+  }
   auto check = [](const std::string& err) {
     if (!err.empty()) throw CliError(err);
   };
