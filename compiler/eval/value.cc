@@ -1,5 +1,7 @@
 #include "compiler/eval/value.h"
 
+#include "compiler/eval/f16.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -46,7 +48,7 @@ double RoundTo(PrimitiveType t, double x) {
     case PrimitiveType::kBF16:
       return isa::RoundToBf16(static_cast<float>(x));
     case PrimitiveType::kF16:
-      return static_cast<float>(static_cast<_Float16>(static_cast<float>(x)));
+      return F16BitsToF32(F32ToF16Bits(static_cast<float>(x)));
     case PrimitiveType::kF64:
     case PrimitiveType::kC64:
     case PrimitiveType::kTuple:
@@ -82,7 +84,7 @@ uint64_t ToBits(PrimitiveType t, double x) {
     case PrimitiveType::kBF16:
       return isa::F32ToBf16(static_cast<float>(x));
     case PrimitiveType::kF16:
-      return std::bit_cast<uint16_t>(static_cast<_Float16>(static_cast<float>(x)));
+      return F32ToF16Bits(static_cast<float>(x));
     default: {
       int bits = hlo::PrimitiveTypeBits(t);
       uint64_t u = static_cast<uint64_t>(WrapSigned(x, 64));
@@ -100,7 +102,7 @@ double FromBits(PrimitiveType t, uint64_t bits) {
     case PrimitiveType::kBF16:
       return isa::Bf16ToF32(static_cast<uint16_t>(bits));
     case PrimitiveType::kF16:
-      return static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(bits)));
+      return F16BitsToF32(static_cast<uint16_t>(bits));
     default:
       if (IsSigned(t)) return RoundTo(t, static_cast<double>(static_cast<int64_t>(bits)));
       return static_cast<double>(bits);
