@@ -55,10 +55,9 @@ void Host::RunLoop() {
     wait(sc_core::sc_time::from_value(Us(board_.host.launch_latency_us)));
     for (TensorCore* c : cores_) {  // the cores sat idle while the host dispatched
       if (!c->ctx().sink) continue;
-      c->ctx().sink->OnHost(HostRecord{static_cast<uint16_t>(c->ctx().core),
-                                       HostKind::kHostOverhead, begin,
-                                       sc_core::sc_time_stamp().value(),
-                                       static_cast<uint32_t>(done)});
+      c->ctx().sink->OnHost(
+          HostRecord{static_cast<uint16_t>(c->ctx().core), HostKind::kHostOverhead, begin,
+                     sc_core::sc_time_stamp().value(), static_cast<uint32_t>(done)});
     }
     for (TensorCore* c : cores_) c->sequencer().Launch(static_cast<uint32_t>(batch));
     done += batch;

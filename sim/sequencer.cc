@@ -251,8 +251,8 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
       ctx_.flags.Add(a[1], -int64_t{a[2]});
       ctx_.RecordWait(isa::Unit::kScalar, begin, ctx_.Now(), a[1], step_);
       if (a[1] == infeed_flag_ && ctx_.sink && ctx_.Now() > begin)
-        ctx_.sink->OnHost(HostRecord{static_cast<uint16_t>(ctx_.core), HostKind::kInfeedWait,
-                                     begin, ctx_.Now(), step_});
+        ctx_.sink->OnHost(HostRecord{static_cast<uint16_t>(ctx_.core), HostKind::kInfeedWait, begin,
+                                     ctx_.Now(), step_});
       in_run_ = true, run_start_ = ctx_.Now(), run_pc_ = pc;
       break;
     }
