@@ -53,7 +53,8 @@ int CompileCommand(const std::vector<std::string>& argv) {
   if (auto st = hlo::VerifyModule(parsed.value()); !st.ok()) throw CliError(st.message());
   std::string text;
   if (emit == "isa") {
-    auto lowered = lowering::LowerDot(parsed.value(), sim::LoadConfig(config).cores());
+    sim::BoardConfig board = sim::LoadConfig(config);
+    auto lowered = lowering::LowerDot(parsed.value(), board.cores(), -1, board.core.mxus);
     if (!lowered.ok()) throw CliError(lowered.status().message());
     text = lowered->programs[0];
   } else {

@@ -139,7 +139,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   if (a.steps < 1 || a.steps_per_execution < 1 || a.infeed_rate < 0)
     throw CliError("--steps and --steps-per-execution must be >= 1, --infeed-rate >= 0", 2);
   constexpr int kInfeedFlag = 31;
-  auto lowered = lowering::LowerDot(module, board.cores(), kInfeedFlag);
+  auto lowered = lowering::LowerDot(module, board.cores(), kInfeedFlag, board.core.mxus);
   if (!lowered.ok()) throw CliError(lowered.status().message());
   const lowering::LoweredDot& d = lowered.value();
 

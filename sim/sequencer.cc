@@ -69,7 +69,9 @@ void Sequencer::Run() {
       } else if (step_ > 0) {
         break;
       }
-      TimeFs start = ctx_.Now();
+      // A step runs from the end of the previous one (XProf's step-to-step time), so host
+      // dispatch overhead and infeed waits before it count in it.
+      TimeFs start = step_ == 0 ? 0 : end_time_;
       RunProgramOnce();
       end_time_ = ctx_.Now();
       if (ctx_.sink)

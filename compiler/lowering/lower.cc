@@ -21,7 +21,8 @@ const hlo::HloInstruction* ParameterBehind(const hlo::HloInstruction* instr) {
 
 }  // namespace
 
-hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores, int infeed_flag) {
+hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores, int infeed_flag,
+                                 int mxus_per_core) {
   const hlo::HloComputation* entry = module.entry();
   const hlo::HloInstruction* root = entry->root();
   if (root->opcode() == hlo::Opcode::kTuple && root->operands().size() == 1)
@@ -53,8 +54,8 @@ hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores, int in
   d.rhs_address = (static_cast<uint64_t>(rows * d.k * 2) + 0xfffff) & ~uint64_t{0xfffff};
   d.out_address = (d.rhs_address + d.k * d.n * 2 + 0xfffff) & ~uint64_t{0xfffff};
   try {
-    std::string program = MatmulKernel(
-        MatmulShape{rows, d.k, d.n, d.lhs_address, d.rhs_address, d.out_address, d.op});
+    std::string program = MatmulKernel(MatmulShape{rows, d.k, d.n, d.lhs_address, d.rhs_address,
+                                                   d.out_address, d.op, mxus_per_core});
     if (infeed_flag >= 0)
       program = "    wait seq, f" + std::to_string(infeed_flag) + ", 1   # infeed\n" + program;
     d.programs.assign(cores, program);

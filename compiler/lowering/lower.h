@@ -26,6 +26,7 @@ struct LoweredDot {
 
 // infeed_flag >= 0: each step first waits for its input batch on that sync flag (the
 // host's infeed, sim/host.h), which lands where the lhs rows live.
-hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores, int infeed_flag = -1);
+hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores, int infeed_flag = -1,
+                                 int mxus_per_core = 2);
 
 }  // namespace tpusim::lowering

@@ -17,24 +17,29 @@ std::string MatmulKernel(const MatmulShape& shape) {
   if (shape.a + m * k * 2 > 0x7fffffffull || shape.b + k * n * 2 > 0x7fffffffull ||
       shape.c + m * n * 4 > 0x7fffffffull)
     throw std::invalid_argument("matmul operands must lie in the first 2 GiB of HBM");
-  const int64_t kb = k / 128, half = n / 256;
+  const int mxus = shape.mxus;
+  const int64_t kb = k / 128, half = n / (128 * mxus);  // column blocks per MXU
   const uint64_t b_hbm = shape.b, c_hbm = shape.c;
   // VMEM: A buffers 2 x mc*256 B; B tiles 2 buffers x 2 MXUs x 32 KiB; output 2 x mc*512 B.
   const int64_t a_buf = mc * 256, b_base = 2 * a_buf, out_base = b_base + 4 * 0x8000;
+  auto both = [&](const std::string& m0, const std::string& m1) {  // MXU0's line, MXU1's
+    return "    " + m0 + "\n" + (mxus == 2 ? "    " + m1 + "\n" : "");
+  };
   std::ostringstream s;
   s << "# matmul C[" << m << "," << n << "] = A[" << m << "," << k << "] x B[" << k << "," << n
-    << "] (compiler/lowering/matmul_kernel.cc)\n"
+    << "] on " << mxus << " MXU(s) (compiler/lowering/matmul_kernel.cc)\n"
     << ".desc ablk rows=" << mc << " row_bytes=256 src_stride=" << k * 2 << " dst_stride=256\n"
     << ".desc btile rows=128 row_bytes=256 src_stride=" << n * 2 << " dst_stride=256\n"
     << ".desc cblk rows=" << mc << " row_bytes=512 src_stride=512 dst_stride=" << n * 4 << "\n"
     << ".equ MC " << mc << "\n"
     << ".tag \"" << shape.tag
     << "\"\n"
-    // f0/f1: buffer b loaded (3 copies); f2/f3: buffer b free (2 MXUs); f4/f5: MXU0/1
-    // popped; f6/f7: output buffer of MXU0/1 free.
-    << "    sflag f2, 2\n    sflag f3, 2\n    sflag f6, 1\n    sflag f7, 1\n"
+    // f0/f1: buffer b loaded (1 + mxus copies); f2/f3: buffer b free (one per MXU);
+    // f4/f5: MXU0/1 popped; f6/f7: output buffer of MXU0/1 free.
+    << "    sflag f2, " << mxus << "\n    sflag f3, " << mxus << "\n    sflag f6, 1\n"
+    << "    sflag f7, 1\n"
     << "    li r1, 0\n"         // r1 = row chunk start
-    << "rows:\n    li r2, 0\n"  // r2 = column block (MXU0), MXU1 takes r2 + half
+    << "rows:\n    li r2, 0\n"  // r2 = column block of MXU0; MXU1 takes r2 + half
     << "cols:\n    li r3, 0\n"  // r3 = k block
     << "kblk:\n"
     << "    andi r4, r3, 1\n"                                           // buffer of this step
@@ -45,31 +50,35 @@ std::string MatmulKernel(const MatmulShape& shape) {
     << "    addi r8, r8, " << shape.a << "\n"  // HBM A block
     << "    muli r9, r3, " << 128 * n * 2 << "\n    shli r10, r2, 8\n    add r9, r9, r10\n"
     << "    addi r9, r9, " << b_hbm << "\n"  // HBM B tile
-    << "    addi r10, r9, " << half * 256 << "\n"
-    << "    bne r4, r0, odd_load\n"
-    << "    wait dma, f2, 2\n    dma.hv r5, r8, ablk, f0\n    dma.hv r6, r9, btile, f0\n"
-    << "    dma.hv r7, r10, btile, f0\n    wait seq, f0, 3\n    jmp loaded\n"
-    << "odd_load:\n"
-    << "    wait dma, f3, 2\n    dma.hv r5, r8, ablk, f1\n    dma.hv r6, r9, btile, f1\n"
-    << "    dma.hv r7, r10, btile, f1\n    wait seq, f1, 3\n"
-    << "loaded:\n    li r11, MC\n    li r12, 0\n"
-    << "    mxu.ldw m0, r6\n    mxu.ldw m1, r7\n"
-    << "    bne r3, r0, acc\n"
-    << "    mxu.mm m0, r5, r11, r12\n    mxu.mm m1, r5, r11, r12\n    jmp issued\n"
-    << "acc:\n    mxu.mma m0, r5, r11, r12\n    mxu.mma m1, r5, r11, r12\n"
+    << "    addi r10, r9, " << half * 256 << "\n";
+  for (int buf = 0; buf < 2; ++buf) {
+    s << (buf == 0 ? "    bne r4, r0, odd_load\n" : "odd_load:\n") << "    wait dma, f" << 2 + buf
+      << ", " << mxus << "\n    dma.hv r5, r8, ablk, f" << buf << "\n"
+      << both("dma.hv r6, r9, btile, f" + std::to_string(buf),
+              "dma.hv r7, r10, btile, f" + std::to_string(buf))
+      << "    wait seq, f" << buf << ", " << 1 + mxus << "\n"
+      << (buf == 0 ? "    jmp loaded\n" : "");
+  }
+  s << "loaded:\n    li r11, MC\n    li r12, 0\n"
+    << both("mxu.ldw m0, r6", "mxu.ldw m1, r7") << "    bne r3, r0, acc\n"
+    << both("mxu.mm m0, r5, r11, r12", "mxu.mm m1, r5, r11, r12") << "    jmp issued\n"
+    << "acc:\n"
+    << both("mxu.mma m0, r5, r11, r12", "mxu.mma m1, r5, r11, r12")
     << "issued:\n    bne r4, r0, odd_free\n"
-    << "    signal mxu0, f2, 1\n    signal mxu1, f2, 1\n    jmp freed\n"
-    << "odd_free:\n    signal mxu0, f3, 1\n    signal mxu1, f3, 1\n"
+    << both("signal mxu0, f2, 1", "signal mxu1, f2, 1") << "    jmp freed\n"
+    << "odd_free:\n"
+    << both("signal mxu0, f3, 1", "signal mxu1, f3, 1")
     << "freed:\n    addi r3, r3, 1\n    li r13, " << kb
     << "\n    blt r3, r13, kblk\n"
-    // Pop both accumulators and copy them out.
+    // Pop the accumulators and copy them out.
     << "    li r14, " << out_base << "\n    li r15, " << out_base + mc * 512 << "\n"
-    << "    wait mxu0, f6, 1\n    mxu.pop m0, r14, r12, r11\n    signal mxu0, f4, 1\n"
-    << "    wait mxu1, f7, 1\n    mxu.pop m1, r15, r12, r11\n    signal mxu1, f5, 1\n"
-    << "    muli r16, r1, " << n * 4 << "\n    shli r17, r2, 9\n    add r16, r16, r17\n"
+    << both("wait mxu0, f6, 1", "wait mxu1, f7, 1")
+    << both("mxu.pop m0, r14, r12, r11", "mxu.pop m1, r15, r12, r11")
+    << both("signal mxu0, f4, 1", "signal mxu1, f5, 1") << "    muli r16, r1, " << n * 4
+    << "\n    shli r17, r2, 9\n    add r16, r16, r17\n"
     << "    addi r16, r16, " << c_hbm << "\n    addi r17, r16, " << half * 512 << "\n"
-    << "    wait dma, f4, 1\n    dma.vh r16, r14, cblk, f6\n"
-    << "    wait dma, f5, 1\n    dma.vh r17, r15, cblk, f7\n"
+    << both("wait dma, f4, 1", "wait dma, f5, 1")
+    << both("dma.vh r16, r14, cblk, f6", "dma.vh r17, r15, cblk, f7")
     << "    addi r2, r2, 1\n    li r13, " << half << "\n    blt r2, r13, cols\n"
     << "    addi r1, r1, MC\n    li r13, " << m << "\n    blt r1, r13, rows\n"
     << "    halt\n";

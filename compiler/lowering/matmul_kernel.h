@@ -13,6 +13,7 @@ struct MatmulShape {
   int64_t m = 0, k = 0, n = 0;   // m: multiple of 8 (of 2048 above 2048); k: of 128; n: of 256
   uint64_t a = 0, b = 0, c = 0;  // HBM addresses
   std::string tag;               // the HLO op the instructions come from
+  int mxus = 2;                  // MXUs per core (v3: 2, v2: 1)
 };
 
 // Throws std::invalid_argument for shapes the kernel does not tile.
@@ -21,7 +22,7 @@ std::string MatmulKernel(const MatmulShape& shape);
 // The square N^3 kernel of the benchmarks: A at 0, B at N*N*2, C at 2*N*N*2.
 inline std::string MatmulKernel(int64_t n) {
   return MatmulKernel(MatmulShape{n, n, n, 0, static_cast<uint64_t>(n * n * 2),
-                                  static_cast<uint64_t>(2 * n * n * 2), "matmul"});
+                                  static_cast<uint64_t>(2 * n * n * 2), "matmul", 2});
 }
 
 }  // namespace tpusim::lowering

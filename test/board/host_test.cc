@@ -65,8 +65,8 @@ TEST(Host, SlowInputMakesTheDeviceWaitAndShowsAsIdleTime) {
   double busy_fs = 12.0 * CyclesToFs(run.board.core, run.board.core.mxu_weight_load_cycles + 4096);
   EXPECT_NEAR(m.device_idle_time_percent, 100 * (1 - busy_fs / span_fs), 1.0);
   EXPECT_GT(m.device_idle_time_percent, 70.0);
-  // ... and the step-time breakdown puts most of a step in infeed.
-  EXPECT_GT(m.step_breakdown.infeed_ms, 0.5 * m.step_breakdown.step_ms);
+  // ... and in the step-time breakdown the steps wait for infeed longer than they compute.
+  EXPECT_GT(m.step_breakdown.infeed_ms, 2 * m.step_breakdown.compute_ms);
 }
 
 TEST(Host, FastInputLeavesTheDeviceComputeBound) {

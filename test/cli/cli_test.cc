@@ -90,6 +90,13 @@ TEST(Cli, RunTrainingLoopReportsInputBoundSteps) {
   EXPECT_THAT(o.text, HasSubstr("top recommendation: Your program is input-bound"));
 }
 
+TEST(Cli, RunOnV2UsesItsSingleMxu) {
+  Output o = Tpusim("run examples/hlo/dot_bf16.hlo --config v2-8");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("on v2-8 (8 cores)"));
+  EXPECT_THAT(o.text, HasSubstr("(match)"));
+}
+
 TEST(Cli, RunOfAModuleNotLoweredYetIsOneClearLine) {
   Output o = Tpusim("run examples/hlo/mlp_train_step.hlo --timing");
   EXPECT_EQ(o.status, 1);
