@@ -12,12 +12,13 @@ struct Command {
   const char* name;
   const char* summary;
   int (*run)(const std::vector<std::string>& args);
+  int order;  // position in `tpusim --help`
 };
 
-int ExecCommand(const std::vector<std::string>& args);
-int RunCommand(const std::vector<std::string>& args);
-int CompileCommand(const std::vector<std::string>& args);
-int ConfigsCommand(const std::vector<std::string>& args);
+// Each command's file registers itself: `const bool kRegistered = RegisterCommand({...});`.
+bool RegisterCommand(const Command& command);
+// The registered commands, sorted by order.
+const std::vector<Command>& Commands();
 
 // A user-facing error: printed as "tpusim: <message>" with exit status 1 (2 for usage).
 struct CliError : std::runtime_error {

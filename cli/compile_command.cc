@@ -72,4 +72,9 @@ int CompileCommand(const std::vector<std::string>& argv) {
   return 0;
 }
 
+namespace {
+const bool kRegistered = RegisterCommand(
+    {"compile", "run the pass pipeline; print the optimized HLO or the ISA", CompileCommand, 20});
+}  // namespace
+
 }  // namespace tpusim::cli

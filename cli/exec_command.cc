@@ -106,4 +106,11 @@ int ConfigsCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+namespace {
+const bool kRegistered =
+    RegisterCommand({"exec", "run an ISA assembly program on one TensorCore", ExecCommand, 30});
+const bool kConfigsRegistered = RegisterCommand(
+    {"configs", "list the hardware presets and every configuration key", ConfigsCommand, 60});
+}  // namespace
+
 }  // namespace tpusim::cli

@@ -1,4 +1,5 @@
 // tpusim: the command line, the one place that sees every layer.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -10,18 +11,27 @@
 namespace tpusim::cli {
 
 namespace {
-const Command kCommands[] = {
-    {"run", "compile an HLO module, simulate it on the board and profile it", RunCommand},
-    {"compile", "run the pass pipeline; print the optimized HLO or the ISA", CompileCommand},
-    {"exec", "run an ISA assembly program on one TensorCore", ExecCommand},
-    {"configs", "list the hardware presets and every configuration key", ConfigsCommand},
-};
+std::vector<Command>& Registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
 
 void Usage(FILE* out) {
   std::fprintf(out, "usage: tpusim <command> [options]   (tpusim <command> --help)\n\ncommands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  for (const Command& c : Commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
 }
 }  // namespace
+
+bool RegisterCommand(const Command& command) {
+  Registry().push_back(command);
+  return true;
+}
+
+const std::vector<Command>& Commands() {
+  std::sort(Registry().begin(), Registry().end(),
+            [](const Command& a, const Command& b) { return a.order < b.order; });
+  return Registry();
+}
 
 std::string ReadFileOrThrow(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -41,7 +51,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::vector<std::string> args(argv + 2, argv + argc);
-  for (const Command& c : kCommands) {
+  for (const Command& c : Commands()) {
     if (argv[1] != std::string(c.name)) continue;
     try {
       return c.run(args);

@@ -233,4 +233,9 @@ int RunCommand(const std::vector<std::string>& argv) {
   return 0;
 }
 
+namespace {
+const bool kRegistered = RegisterCommand(
+    {"run", "compile an HLO module, simulate it on the board and profile it", RunCommand, 10});
+}  // namespace
+
 }  // namespace tpusim::cli
