@@ -27,6 +27,7 @@ void Report(benchmark::State& state, const sim::RunReport& r, uint64_t instructi
   state.counters["instructions"] = static_cast<double>(instructions);
   state.counters["sim_instr_per_host_s"] = instructions / host_s;
   state.counters["sim_cycles_per_host_s"] = r.cycles / host_s;
+  state.counters["host_s_per_sim_s"] = host_s / (r.time_us * 1e-6);
 }
 
 uint64_t ExecutedInstructions(const sim::RunReport& r) {
