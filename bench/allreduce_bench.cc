@@ -1,10 +1,11 @@
-// All-reduce on the simulated v3-8: bus bandwidth against size (the NCCL-style figure,
-// 2(n-1)/n x bytes / time), and the simulator's own speed running it. One simulation per
-// process: scripts/bench.sh runs each size separately.
+// All-reduce on the simulated board (v3-8 unless tpusim bench --config): bus bandwidth against size
+// (the NCCL-style figure, 2(n-1)/n x bytes / time), and the simulator's own speed running it. One
+// simulation per process: scripts/bench.sh runs each size separately.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 
+#include "bench/bench_util.h"
 #include "compiler/collectives/ring_allreduce.h"
 #include "isa/assembler.h"
 #include "sim/simulation.h"
@@ -14,7 +15,7 @@ namespace {
 
 void RunAllReduce(benchmark::State& state, bool bidirectional) {
   const uint64_t bytes = static_cast<uint64_t>(state.range(0));
-  sim::BoardConfig board = sim::LoadConfig("v3-8");
+  sim::BoardConfig board = BenchBoard();
   collectives::RingAllReduceSpec spec;
   spec.ring = collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, board.cores_per_chip);
   spec.bytes = bytes;

@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,13 @@
 #include "sim/simulation.h"
 
 namespace tpusim::bench {
+
+// The board the suite simulates: TPUSIM_BENCH_CONFIG (a preset or a JSON file, set by
+// `tpusim bench --config`), else v3-8.
+inline sim::BoardConfig BenchBoard() {
+  const char* config = std::getenv("TPUSIM_BENCH_CONFIG");
+  return sim::LoadConfig(config && *config ? config : "v3-8");
+}
 
 // Peak bf16 FLOP/s of one core: every MXU does rows x cols multiply-adds per cycle.
 inline double PeakFlopsPerCore(const sim::CoreConfig& c) {

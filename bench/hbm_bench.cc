@@ -10,7 +10,6 @@
 namespace tpusim::bench {
 namespace {
 
-constexpr const char* kBoard = "v3-8";
 constexpr int64_t kMaxRowBytes = 1 << 20;  // descriptor rows of at most 1 MiB, contiguous
 
 std::string CopyProgram(const char* mnemonic, int64_t bytes, int64_t src, int64_t dst) {
@@ -25,7 +24,7 @@ std::string CopyProgram(const char* mnemonic, int64_t bytes, int64_t src, int64_
 // hbm_passes: how many times each byte crosses the HBM port (2 for dma.hh, 1 for dma.hv).
 void RunCopy(benchmark::State& state, const char* mnemonic, int64_t dst, int hbm_passes) {
   const int64_t bytes = state.range(0);
-  const sim::BoardConfig board = sim::LoadConfig(kBoard);
+  const sim::BoardConfig board = BenchBoard();
   for (auto _ : state) {
     TimedRun run;
     if (!RunTimingOnly(state, board, {CopyProgram(mnemonic, bytes, 0, dst)}, run)) return;
@@ -49,7 +48,7 @@ BENCHMARK(BM_HbmToHbmCopy)
 
 // Sizes up to the 16 MiB VMEM of a v3 core; a config with less VMEM fails the larger ones.
 void BM_HbmToVmemCopy(benchmark::State& state) {
-  if (static_cast<uint64_t>(state.range(0)) > sim::LoadConfig(kBoard).core.vmem_bytes)
+  if (static_cast<uint64_t>(state.range(0)) > BenchBoard().core.vmem_bytes)
     return state.SkipWithError("the copy does not fit in the configured VMEM");
   RunCopy(state, "dma.hv", 0, 1);
 }

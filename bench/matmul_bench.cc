@@ -15,7 +15,6 @@
 namespace tpusim::bench {
 namespace {
 
-constexpr const char* kBoard = "v3-8";
 constexpr int64_t kBatchCurveK = 4096, kBatchCurveN = 4096;
 constexpr int64_t kKernelRowGranule = 8;
 
@@ -41,7 +40,7 @@ void ReportMatmul(benchmark::State& state, const sim::BoardConfig& board, const 
 // C[N,N] = A[N,N] x B[N,N] on core 0 with both MXUs.
 void BM_MatmulSquare(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const sim::BoardConfig board = sim::LoadConfig(kBoard);
+  const sim::BoardConfig board = BenchBoard();
   for (auto _ : state) {
     TimedRun run;
     if (!RunTimingOnly(state, board, {Kernel(n, n, n, board.core.mxus)}, run)) return;
@@ -58,7 +57,7 @@ BENCHMARK(BM_MatmulSquare)
 void BM_MatmulBatchPerCore(benchmark::State& state) {
   const int64_t m = state.range(0);
   const int64_t padded = std::max(m, kKernelRowGranule);
-  const sim::BoardConfig board = sim::LoadConfig(kBoard);
+  const sim::BoardConfig board = BenchBoard();
   const int cores = board.cores();
   const std::vector<std::string> programs(
       cores, Kernel(padded, kBatchCurveK, kBatchCurveN, board.core.mxus));

@@ -11,7 +11,6 @@
 namespace tpusim::bench {
 namespace {
 
-constexpr const char* kBoard = "v3-8";
 constexpr int64_t kVregBytes = 4096, kVregElems = kVregBytes / 4;
 constexpr int kUnroll = 4;  // vregs per loop trip
 
@@ -49,7 +48,7 @@ void ReportVpu(benchmark::State& state, const TimedRun& run, double elementwise_
 
 void BM_VpuElementwise(benchmark::State& state) {
   const int64_t elems = state.range(0);
-  const sim::BoardConfig board = sim::LoadConfig(kBoard);
+  const sim::BoardConfig board = BenchBoard();
   if (static_cast<uint64_t>(3 * elems * 4) > board.core.vmem_bytes)
     return state.SkipWithError("x, z and y do not fit in the configured VMEM");
   for (auto _ : state) {
@@ -66,7 +65,7 @@ BENCHMARK(BM_VpuElementwise)
 
 void BM_VpuAluPeak(benchmark::State& state) {
   const int64_t trips = state.range(0);
-  const sim::BoardConfig board = sim::LoadConfig(kBoard);
+  const sim::BoardConfig board = BenchBoard();
   for (auto _ : state) {
     TimedRun run;
     if (!RunTimingOnly(state, board, {AluProgram(trips)}, run)) return;

@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "sim/config.h"
 #include "traces/atomic_file.h"
 
 extern char** environ;
@@ -127,7 +128,7 @@ void PrintResult(const nlohmann::ordered_json& b) {
 }  // namespace
 
 int BenchCommand(const std::vector<std::string>& argv) {
-  std::string filter = ".", json_path;
+  std::string filter = ".", json_path, config = "v3-8";
   po::options_description opts(
       "usage: tpusim bench [options]\n"
       "Runs the microbenchmark suite (simulated v3-8 matmul, HBM, VPU and all-reduce\n"
@@ -138,7 +139,10 @@ int BenchCommand(const std::vector<std::string>& argv) {
   opts.add_options()("help,h", "show this help")(
       "filter", po::value(&filter), "run only benchmarks whose name matches REGEX (default: all)")(
       "json", po::value(&json_path), "write every result as one Google Benchmark JSON to FILE")(
-      "list", "list the benchmark names instead of running them");
+      "list", "list the benchmark names instead of running them")(
+      "config", po::value(&config),
+      "board of the simulated-hardware benchmarks: a preset or a JSON file (default v3-8; the "
+      "simulator-speed benchmarks always use v3-8)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argv).options(opts).run(), vm);
@@ -155,6 +159,8 @@ int BenchCommand(const std::vector<std::string>& argv) {
   } catch (const std::regex_error& e) {
     throw CliError("--filter '" + filter + "' is not a valid regular expression", 2);
   }
+  sim::LoadConfig(config);  // a bad config fails here, once, with the key at fault
+  setenv("TPUSIM_BENCH_CONFIG", config.c_str(), 1);
   const std::string binary = BenchBinary();
   if (access(binary.c_str(), X_OK) != 0)
     throw CliError("no benchmark binary at " + binary +
@@ -190,7 +196,10 @@ int BenchCommand(const std::vector<std::string>& argv) {
       continue;
     }
     nlohmann::ordered_json result = ReadJson(out);
-    if (merged.is_null()) merged = {{"context", result["context"]}, {"benchmarks", {}}};
+    if (merged.is_null()) {
+      merged = {{"context", result["context"]}, {"benchmarks", nlohmann::ordered_json::array()}};
+      merged["context"]["tpusim_config"] = config;
+    }
     for (const auto& b : result["benchmarks"]) {
       PrintResult(b);
       failed = failed || b.value("error_occurred", false);

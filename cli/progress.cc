@@ -29,8 +29,7 @@ void ProgressBar::Update(int64_t done, std::string_view label) {
   const Clock::time_point now = Clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   if (elapsed <= kShowAfterS) return;
-  if (drawn_chars_ && std::chrono::duration<double>(now - last_draw_).count() < kRedrawEveryS)
-    return;
+  if (std::chrono::duration<double>(now - last_draw_).count() < kRedrawEveryS) return;
   const std::string text = label.empty()
                                ? "step " + std::to_string(done) + "/" + std::to_string(total_)
                                : std::string(label);

@@ -27,7 +27,8 @@ class ProgressBar {
 
   // `done` of the total steps are complete; the label defaults to "step done/total".
   void Update(int64_t done, std::string_view label = {});
-  // Erases the bar (to print other lines); the next Update() draws it again at once.
+  // Erases the bar (to print other lines); a later Update() draws it again, still at
+  // most ~10 times a second.
   void Clear();
   // Clears the line if the bar was drawn. Further updates draw nothing.
   void Finish();
@@ -39,7 +40,7 @@ class ProgressBar {
   int64_t total_;
   std::FILE* out_;
   bool terminal_, finished_ = false;
-  Clock::time_point start_ = Clock::now(), last_draw_{};
+  Clock::time_point start_ = Clock::now(), last_draw_{};  // {}: never drawn
   size_t drawn_chars_ = 0;  // width of the line on screen, 0 when nothing is drawn
 };
 

@@ -83,6 +83,12 @@ TEST(BenchCommand, MissingBenchBinaryTellsHowToBuildIt) {
             "-DTPUSIM_BENCH=ON (or set TPUSIM_BENCH_BINARY)\n");
 }
 
+TEST(BenchCommand, UnknownConfigIsAOneLineError) {
+  Output o = Tpusim("bench --list --config no-such-board");
+  EXPECT_EQ(o.status, 1);
+  EXPECT_EQ(o.text, "tpusim bench: cannot open config file 'no-such-board'\n");
+}
+
 TEST(BenchCommand, HelpShowsAnExample) {
   Output o = Tpusim("bench --help");
   EXPECT_EQ(o.status, 0);
