@@ -1,0 +1,133 @@
+// The convolution program: preamble, then a loop over chunks (input copied one chunk
+// ahead), and per chunk a loop over cout blocks whose accumulator regions and output
+// buffers alternate, so pops and copies out overlap the next block's matmuls.
+#include "compiler/lowering/conv_kernel.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/lowering/conv_emit.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using namespace conv;
+
+// Branches on the kind index in `kind_reg` and emits `body(kind)` for each kind.
+void PerKind(const ConvPlan& p, ConvAsm& a, int kind_reg,
+             const std::function<void(int64_t)>& body) {
+  const int64_t kinds = static_cast<int64_t>(p.kinds.size());
+  const std::string done = a.NewLabel("kind_done");
+  std::vector<std::string> labels;
+  for (int64_t k = 0; k + 1 < kinds; ++k) {
+    labels.push_back(a.NewLabel("kind"));
+    a.Li(kScratch, k);
+    a << "beq " + R(kind_reg) + ", " + R(kScratch) + ", " + labels.back();
+  }
+  body(kinds - 1);
+  for (int64_t k = 0; k + 1 < kinds; ++k) {
+    a << "jmp " + done;
+    a.Label(labels[k]);
+    body(k);
+  }
+  a.Label(done);
+}
+
+// Copies the next chunk into kInNext once every MXU is done with that buffer.
+void EmitPrefetch(const ConvPlan& p, ConvAsm& a) {
+  for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kInFree + m) + ", 1";
+  a << "sld " + R(kTmp) + ", " + R(kNextBand) + ", 4";
+  PerKind(p, a, kTmp, [&](int64_t k) { EmitInputCopies(p, a, k); });
+}
+
+// kNextBand/kNextSrc move to the chunk after the next.
+void AdvanceNext(const ConvPlan& p, ConvAsm& a) {
+  const int64_t band_rows = p.band * p.s.stride * p.hbm_row_bytes();
+  const std::string same = a.NewLabel("same_images");
+  a << "addi " + R(kNextBand) + ", " + R(kNextBand) + ", 8";
+  a.AddImm(kNextSrc, kNextSrc, band_rows);
+  a.Li(kTmp, 8 * p.bands);
+  a << "blt " + R(kNextBand) + ", " + R(kTmp) + ", " + same << "li " + R(kNextBand) + ", 0";
+  a.AddImm(kNextSrc, kNextSrc, p.imgs * p.hbm_image_bytes() - p.bands * band_rows);
+  a.Label(same);
+}
+
+void EmitCoutBlocks(const ConvPlan& p, ConvAsm& a) {
+  const int64_t taps = p.s.kh * p.s.kw;
+  a << "li " + R(kCo) + ", 0";
+  a.Label("cout_block");
+  a.MulImm(kAcc, kParity, p.acc_region);
+  a.MulImm(kOutBuf, kParity, p.out_buf_bytes);
+  a.AddImm(kOutBuf, kOutBuf, p.out_buf[0]);
+  a.MulImm(kWeights, kCo, taps * p.cinb * kTileBytes);
+  a.AddImm(kWeights, kWeights, p.weights);
+  a << "shli " + R(kTmp) + ", " + R(kCo) + ", 9"  // 128 f32 channels per block
+    << "add " + R(kOutCo) + ", " + R(kOutPtr) + ", " + R(kTmp);
+  EmitTaps(p, a);
+  EmitDrain(p, a);
+  a << "xor " + R(kParity) + ", " + R(kParity) + ", " + R(kOne)
+    << "addi " + R(kCo) + ", " + R(kCo) + ", 1";
+  a.Li(kTmp, p.coutb);
+  a << "blt " + R(kCo) + ", " + R(kTmp) + ", cout_block";
+}
+
+}  // namespace
+
+int64_t ConvOutputSize(const ConvShape& s) {
+  return (s.h + s.pad_lo + s.pad_hi - s.kh) / s.stride + 1;
+}
+
+int64_t ConvFlops(const ConvShape& s) {
+  const int64_t ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
+  return 2 * s.batch * ConvOutputSize(s) * ow * s.kh * s.kw * s.cin * s.cout;
+}
+
+std::string ConvKernel(const ConvShape& shape) {
+  const ConvPlan p = PlanConv(shape);
+  const ConvShape& s = p.s;
+  ConvAsm a(kScratch);
+  a << "# convolution " + std::to_string(s.batch) + "x" + std::to_string(s.h) + "x" +
+           std::to_string(s.w) + "x" + std::to_string(s.cin) + " * " + std::to_string(s.kh) + "x" +
+           std::to_string(s.kw) + "x" + std::to_string(s.cout) + " stride " +
+           std::to_string(s.stride) + ": " + std::to_string(p.chunks) + " chunks of " +
+           std::to_string(p.imgs) + " image(s) x " + std::to_string(p.band) +
+           " lines (compiler/lowering/conv_kernel.cc)";
+  EmitPreamble(p, a);
+  a << "li " + R(kNextBand) + ", 0";
+  a.Li(kNextSrc, static_cast<int64_t>(s.input));
+  a.Li(kOutPtr, static_cast<int64_t>(s.output));
+  a.Li(kInNext, p.in_buf[0]);
+  EmitPrefetch(p, a);
+  a << "mov " + R(kBand) + ", " + R(kNextBand);
+  AdvanceNext(p, a);
+  a.Li(kInCur, p.in_buf[0]);
+  a.Li(kInNext, p.in_buf[1]);
+  a << "li " + R(kChunk) + ", 0"
+    << "li " + R(kParity) + ", 0";
+  a.Label("chunk");
+  a << "sld " + R(kTmp) + ", " + R(kBand) + ", 4";
+  PerKind(p, a, kTmp, [&](int64_t k) {
+    a << "wait seq, " + F(kInLoaded) + ", " + std::to_string(InputCopies(p, k));
+  });
+  a << "sld " + R(kKindTable) + ", " + R(kBand) + ", 0"
+    << "addi " + R(kTmp) + ", " + R(kChunk) + ", 1";
+  a.Li(kTmp2, p.chunks);
+  a << "bge " + R(kTmp) + ", " + R(kTmp2) + ", last_chunk";
+  EmitPrefetch(p, a);
+  a.Label("last_chunk");
+  EmitCoutBlocks(p, a);
+  for (int64_t m = 0; m < p.mxus; ++m)
+    a << "signal mxu" + std::to_string(m) + ", " + F(kInFree + m) + ", 1";
+  a << "mov " + R(kTmp) + ", " + R(kInCur) << "mov " + R(kInCur) + ", " + R(kInNext)
+    << "mov " + R(kInNext) + ", " + R(kTmp) << "mov " + R(kBand) + ", " + R(kNextBand);
+  AdvanceNext(p, a);
+  a.AddImm(kOutPtr, kOutPtr, p.imgs * p.band * p.ow * p.out_pixel_bytes());
+  a << "addi " + R(kChunk) + ", " + R(kChunk) + ", 1";
+  a.Li(kTmp, p.chunks);
+  a << "blt " + R(kChunk) + ", " + R(kTmp) + ", chunk"
+    << "halt";
+  return ".tag \"" + s.tag + "\"\n" + a.Text();
+}
+
+}  // namespace tpusim::lowering

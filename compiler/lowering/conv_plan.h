@@ -1,0 +1,65 @@
+// The static plan of a convolution kernel (conv_kernel.h): how output pixels are chunked,
+// where everything lives in VMEM, and what each kernel tap reads. Pure arithmetic, no
+// assembly: conv_emit.cc turns a plan into the program.
+//
+// A chunk is `imgs` images x `band` output lines (a line is one output row of every image
+// of the chunk). Its input rows, halo included, sit in VMEM as
+//   [cin block][phase slot][row / stride][column / stride][image] x 256 bytes
+// (a phase is (row % stride, column % stride); only phases some tap reads get a slot), so
+// the pixels one tap needs for one line are consecutive 256-byte rows: one mxu.mma each.
+// The positions of a line (column x image) are split between the MXUs in equal parts.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/lowering/conv_kernel.h"
+
+namespace tpusim::lowering {
+
+inline constexpr int64_t kMxuEdge = 128;                      // ISA: 128x128 MXU tiles
+inline constexpr int64_t kSlotBytes = kMxuEdge * 2;           // one bf16 LHS row
+inline constexpr int64_t kTileBytes = kMxuEdge * kSlotBytes;  // one bf16 weight tile
+inline constexpr int64_t kAccRowBytes = kMxuEdge * 4;         // one popped f32 row
+
+// One kernel tap and the part of a line each MXU computes for it.
+struct ConvTap {
+  int64_t dy = 0, dx = 0, index = 0;  // index = dy * kw + dx (weight tile order)
+  int64_t slot = 0, row_offset = 0;   // phase slot; buffer rows / stride added to the line
+  int64_t column_offset = 0;          // columns / stride added to the output column (< 0 ok)
+  int64_t channel_shift = 0;          // odd cin: input channels sit one slot row lower
+  std::vector<int64_t> first, count;  // per MXU: first line position, positions (0 = idle)
+};
+
+// Input rows a band holds and, per dy, the lines whose input row exists.
+struct ConvBandKind {
+  int64_t row_lo = 0, row_hi = 0;         // buffer rows [lo, hi) hold input rows
+  std::vector<int64_t> line_lo, line_hi;  // per dy: lines [lo, hi) to compute
+};
+
+struct ConvPlan {
+  ConvShape s;
+  int64_t oh = 0, ow = 0, cinb = 0, coutb = 0, mxus = 0;
+  int64_t imgs = 0, band = 0, bands = 0, chunks = 0;
+  int64_t line = 0, part = 0, acc_line = 0, acc_region = 0;  // positions; acc rows
+  int64_t buffer_rows = 0, phase_rows = 0, phase_cols = 0, slots = 0;
+  std::vector<int64_t> slot_phase;                             // slot -> py * stride + px
+  int64_t row_bytes = 0, slot_bytes = 0, cin_block_bytes = 0;  // VMEM input layout
+  // VMEM byte addresses; zero_block < 0 when nothing needs zero-filling.
+  int64_t zero_block = -1, weights = 0, in_buf[2] = {}, out_buf[2] = {};
+  int64_t in_buf_bytes = 0, out_buf_bytes = 0, weight_bytes = 0;
+  std::vector<ConvTap> taps;  // taps[0] writes every position of every line (mxu.mm)
+  std::vector<ConvBandKind> kinds;
+  std::vector<int64_t> band_kind;  // per band of an image
+  int64_t hbm_row_bytes() const { return s.w * s.cin * 2; }
+  int64_t hbm_image_bytes() const { return s.h * hbm_row_bytes(); }
+  int64_t out_pixel_bytes() const { return s.cout * 4; }
+  // Bytes of cin block `cb` each input pixel copy moves (odd cin: with the shift).
+  int64_t copy_bytes(int64_t cb) const;
+  bool needs_zero_fill() const { return zero_block >= 0; }
+};
+
+// Validates `shape` and plans it; throws std::invalid_argument saying why it cannot.
+ConvPlan PlanConv(const ConvShape& shape);
+
+}  // namespace tpusim::lowering

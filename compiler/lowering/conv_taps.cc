@@ -1,0 +1,146 @@
+// The inner loops: per tap and cin block, the weight tile goes into every MXU, then each
+// line's positions stream as one matmul per MXU into the accumulator rows of that line.
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "compiler/lowering/conv_emit.h"
+
+namespace tpusim::lowering::conv {
+namespace {
+
+// One cin block of tap `t`: kBase/kEnd/kAccLine address line kLineLo; kTile the weights.
+// `op` is mxu.mm (the first tap's first block) or mxu.mma.
+void EmitBlock(const ConvPlan& p, ConvAsm& a, const ConvTap& t, const std::string& op) {
+  int64_t driver = -1;  // the MXU whose address register ends the line loop
+  for (int64_t m = 0; m < p.mxus; ++m) {
+    if (!t.count[m]) continue;
+    a << "mxu.ldw m" + std::to_string(m) + ", " + R(kTile);
+    a.AddImm(kAddr + m, kBase, t.first[m] * kSlotBytes);
+    a.AddImm(kAccRow + m, kAccLine, t.first[m] - m * p.part);
+    a.Li(kRows + m, t.count[m]);
+    if (driver < 0) driver = m, a.AddImm(kTmp, kEnd, t.first[m] * kSlotBytes);
+  }
+  const std::string loop = a.NewLabel("line");
+  a.Label(loop);
+  for (int64_t m = 0; m < p.mxus; ++m)
+    if (t.count[m])
+      a << op + " m" + std::to_string(m) + ", " + R(kAddr + m) + ", " + R(kRows + m) + ", " +
+               R(kAccRow + m);
+  for (int64_t m = 0; m < p.mxus; ++m) {
+    if (!t.count[m]) continue;
+    a.AddImm(kAddr + m, kAddr + m, p.row_bytes);
+    a.AddImm(kAccRow + m, kAccRow + m, p.acc_line);
+  }
+  a << "blt " + R(kAddr + driver) + ", " + R(kTmp) + ", " + loop;
+}
+
+// Advances kTile, kBase and kEnd to the next cin block.
+void NextBlock(const ConvPlan& p, ConvAsm& a) {
+  a.AddImm(kTile, kTile, kTileBytes);
+  a.AddImm(kBase, kBase, p.cin_block_bytes);
+  a.AddImm(kEnd, kEnd, p.cin_block_bytes);
+}
+
+void EmitTap(const ConvPlan& p, ConvAsm& a, const ConvTap& t, bool first) {
+  bool any = false;
+  for (int64_t c : t.count) any = any || c > 0;
+  if (!any) return;  // no output column reads an input column through this tap
+  const std::string done = a.NewLabel("tap_done");
+  a << "# tap dy=" + std::to_string(t.dy) + " dx=" + std::to_string(t.dx);
+  a << "sld " + R(kLineLo) + ", " + R(kKindTable) + ", " + std::to_string(8 * t.dy);
+  a << "sld " + R(kLineHi) + ", " + R(kKindTable) + ", " + std::to_string(8 * t.dy + 4);
+  a << "bge " + R(kLineLo) + ", " + R(kLineHi) + ", " + done;
+  // Input of position 0, line l: slot, row l * stride + dy, column offset, image 0.
+  const int64_t offset =
+      t.slot * p.slot_bytes + t.row_offset * p.row_bytes + t.column_offset * p.imgs * kSlotBytes;
+  for (auto [reg, line] : {std::pair{kBase, kLineLo}, std::pair{kEnd, kLineHi}}) {
+    a.MulImm(reg, line, p.row_bytes);
+    a << "add " + R(reg) + ", " + R(reg) + ", " + R(kInCur);
+    a.AddImm(reg, reg, offset);
+  }
+  a.MulImm(kAccLine, kLineLo, p.acc_line);
+  a << "add " + R(kAccLine) + ", " + R(kAccLine) + ", " + R(kAcc);
+  a.AddImm(kTile, kWeights, t.index * p.cinb * kTileBytes);
+  int64_t from = 0;
+  if (first) {
+    EmitBlock(p, a, t, "mxu.mm");
+    from = 1;
+    if (p.cinb > 1) NextBlock(p, a);
+  }
+  if (from < p.cinb) {
+    const std::string loop = a.NewLabel("cin");
+    a.Li(kCount, from);
+    a.Label(loop);
+    EmitBlock(p, a, t, "mxu.mma");
+    NextBlock(p, a);
+    a << "addi " + R(kCount) + ", " + R(kCount) + ", 1";
+    a.Li(kTmp2, p.cinb);
+    a << "blt " + R(kCount) + ", " + R(kTmp2) + ", " + loop;
+  }
+  a.Label(done);
+}
+
+}  // namespace
+
+void EmitTaps(const ConvPlan& p, ConvAsm& a) {
+  for (size_t i = 0; i < p.taps.size(); ++i) EmitTap(p, a, p.taps[i], i == 0);
+}
+
+void EmitDrain(const ConvPlan& p, ConvAsm& a) {
+  const std::string odd = a.NewLabel("odd_out"), ready = a.NewLabel("out_ready");
+  a << "bne " + R(kParity) + ", r0, " + odd << "wait seq, " + F(kOutFree) + ", 1"
+    << "jmp " + ready;
+  a.Label(odd);
+  a << "wait seq, " + F(kOutFree + 1) + ", 1";
+  a.Label(ready);
+  for (int64_t m = 0; m < p.mxus; ++m) {
+    a.AddImm(kAddr + m, kOutBuf, m * p.part * kAccRowBytes);
+    a.Li(kRows + m, std::min(p.part, p.line - m * p.part));
+  }
+  a << "mov " + R(kAccLine) + ", " + R(kAcc);
+  a.Li(kCount, 0);
+  a.Li(kTmp2, p.band);
+  const std::string loop = a.NewLabel("pop");
+  a.Label(loop);
+  for (int64_t m = 0; m < p.mxus; ++m)
+    a << "mxu.pop m" + std::to_string(m) + ", " + R(kAddr + m) + ", " + R(kAccLine) + ", " +
+             R(kRows + m);
+  for (int64_t m = 0; m < p.mxus; ++m) a.AddImm(kAddr + m, kAddr + m, p.line * kAccRowBytes);
+  a.AddImm(kAccLine, kAccLine, p.acc_line);
+  a << "addi " + R(kCount) + ", " + R(kCount) + ", 1"
+    << "blt " + R(kCount) + ", " + R(kTmp2) + ", " + loop;
+  for (int64_t m = 0; m < p.mxus; ++m)
+    a << "signal mxu" + std::to_string(m) + ", " + F(kPopped + m) + ", 1";
+  for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kPopped + m) + ", 1";
+  // Output rows are (line, column, image); HBM wants (image, line, column).
+  auto out_desc = [&](int64_t channels) {
+    return a.Desc({p.band * p.ow, channels * 4, p.imgs * kAccRowBytes, p.out_pixel_bytes(), p.imgs,
+                   kAccRowBytes, p.oh * p.ow * p.out_pixel_bytes()});
+  };
+  const int64_t tail = p.s.cout - (p.coutb - 1) * kMxuEdge;
+  const std::string full = out_desc(kMxuEdge), last = out_desc(tail);
+  const std::string odd_copy = a.NewLabel("odd_copy"), copied = a.NewLabel("copied");
+  auto copy = [&](int64_t parity) {
+    const std::string flag = F(kOutFree + parity);
+    if (tail == kMxuEdge) {
+      a << "dma.vh " + R(kOutCo) + ", " + R(kOutBuf) + ", " + full + ", " + flag;
+      return;
+    }
+    const std::string not_last = a.NewLabel("not_last"), sent = a.NewLabel("sent");
+    a.Li(kTmp, p.coutb - 1);
+    a << "bne " + R(kCo) + ", " + R(kTmp) + ", " + not_last
+      << "dma.vh " + R(kOutCo) + ", " + R(kOutBuf) + ", " + last + ", " + flag << "jmp " + sent;
+    a.Label(not_last);
+    a << "dma.vh " + R(kOutCo) + ", " + R(kOutBuf) + ", " + full + ", " + flag;
+    a.Label(sent);
+  };
+  a << "bne " + R(kParity) + ", r0, " + odd_copy;
+  copy(0);
+  a << "jmp " + copied;
+  a.Label(odd_copy);
+  copy(1);
+  a.Label(copied);
+}
+
+}  // namespace tpusim::lowering::conv
