@@ -94,10 +94,12 @@ INSTANTIATE_TEST_SUITE_P(Models, EveryModel,
 
 // Five training steps on two replicas through the evaluator, new weights and optimizer state
 // fed back each step: the loss (the same batch each time) goes down.
-void ExpectLossDecreases(const std::string& model, Optimizer optimizer) {
+void ExpectLossDecreases(const std::string& model, Optimizer optimizer,
+                         PrimitiveType dtype = PrimitiveType::kF32) {
   constexpr int kReplicas = 2, kSteps = 5;
   BuiltModel built = BuildModel(*FindModel(model), {.global_batch = 8,
                                                     .replicas = kReplicas,
+                                                    .dtype = dtype,
                                                     .optimizer = optimizer,
                                                     .train = true,
                                                     .tiny = true});
@@ -140,6 +142,10 @@ TEST(ModelTraining, MlpAdamLowersLoss) { ExpectLossDecreases("mlp", Optimizer::k
 TEST(ModelTraining, MnistCnnAdamLowersLoss) { ExpectLossDecreases("mnist-cnn", Optimizer::kAdam); }
 TEST(ModelTraining, MnistCnnMomentumLowersLoss) {
   ExpectLossDecreases("mnist-cnn", Optimizer::kMomentum);
+}
+
+TEST(ModelTraining, MnistCnnBf16SgdLowersLoss) {
+  ExpectLossDecreases("mnist-cnn", Optimizer::kSgd, PrimitiveType::kBF16);
 }
 
 TEST(ModelBuild, BatchMustDivideOverReplicas) {
