@@ -36,7 +36,7 @@ int ModelCommand(const std::vector<std::string>& argv) {
   std::string name, out_path, dtype = "f32", optimizer;
   int64_t batch = 0, replicas = 8;  // the v3-8 board's cores
   po::options_description opts(
-      "usage: tpusim model NAME [options] -o FILE.hlo\n"
+      "usage: tpusim model NAME [options] [-o FILE.hlo]\n"
       "Writes a model's data-parallel training step (--train) or forward pass as an XLA HLO\n"
       "module, one program per replica (docs/models.md). tpusim model --list shows the models.\n"
       "example: tpusim model mnist-cnn --train -o out/mnist-cnn.hlo\n\n"
