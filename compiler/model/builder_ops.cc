@@ -202,6 +202,8 @@ Op AllReduceSum(Builder& b, const std::vector<Op>& operands,
   std::vector<Shape> shapes;
   std::vector<int> ids;
   for (Op op : operands) {
+    Check(op.builder == &b && op.type() == operands[0].type(),
+          "all-reduce operands share one reducer, so one element type");
     shapes.push_back(op.shape());
     ids.push_back(op.id);
   }

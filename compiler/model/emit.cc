@@ -3,7 +3,7 @@
 
 #include <charconv>
 #include <cmath>
-#include <map>
+#include <set>
 
 #include "compiler/hlo/printer.h"
 
@@ -39,7 +39,7 @@ class Reducers {
   std::string Need(const std::string& role, PrimitiveType t) {
     const std::string type(hlo::PrimitiveTypeName(t));
     const std::string name = "%" + role + "." + type;
-    if (!done_.emplace(name, true).second) return name;
+    if (!done_.insert(name).second) return name;
     const std::string result = role == "ge" ? "pred[]" : type + "[]";
     const std::string body = role == "sum"   ? "add(%x, %y)"
                              : role == "max" ? "maximum(%x, %y)"
@@ -49,7 +49,7 @@ class Reducers {
              body + "\n}\n\n";
     return name;
   }
-  std::map<std::string, bool> done_;
+  std::set<std::string> done_;
   std::string text_;
 };
 
