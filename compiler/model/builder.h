@@ -109,10 +109,11 @@ Op Pow(Op a, Op b);
 Op Compare(Op a, Op b, std::string direction);  // EQ NE LT LE GT GE; pred result
 Op Select(Op pred, Op on_true, Op on_false);
 Op ConvertTo(Op x, PrimitiveType type);  // returns x itself when the type already matches
-Op StopGradient(Op x);                   // marks x; autodiff sends no gradient through it
+Op StopGradient(Op x);  // marks x itself: no use of x passes a gradient back through it
 
 // Shapes.
-// Operand dimension i becomes output dimension `mapping[i]` (XLA broadcast dimensions).
+// Operand dimension i becomes output dimension `mapping[i]` (XLA broadcast dimensions),
+// increasing, each of the same size as the operand's.
 Op Broadcast(Op x, std::vector<int64_t> out_dims, std::vector<int64_t> mapping);
 Op BroadcastScalar(Op scalar, std::vector<int64_t> out_dims);
 Op Reshape(Op x, std::vector<int64_t> dims);
