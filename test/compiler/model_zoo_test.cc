@@ -106,16 +106,23 @@ void ExpectLossDecreases(const std::string& model, Optimizer optimizer,
   hlo::HloModule m = ParseAndVerify(built.hlo);
   ASSERT_NE(m.entry(), nullptr);
   const auto params = m.entry()->parameters();
+  // The inputs come first (per replica data), then the weights and optimizer state.
+  const std::map<std::string, int64_t> kIntegerBounds = {
+      {"labels", 2}, {"tokens", 12}, {"segment_ids", 2}, {"masked_positions", 4}};
+  size_t inputs = 0;
   std::vector<std::vector<eval::Value>> args(kReplicas);
-  for (int r = 0; r < kReplicas; ++r) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      const std::string& name = params[i]->name();
-      eval::Value v = eval::Value::Random(params[i]->shape(), i < 2 ? 100 * r + i : i);
-      if (name.starts_with("labels")) {
-        for (size_t e = 0; e < v.data.size(); ++e) v.data[e] = double((e + r) % 4);
-      } else if (name.find("_adam_") != std::string::npos || name.starts_with("adam_step")) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string& full = params[i]->name();
+    const std::string name = full.substr(0, full.rfind('.'));  // without the ".ID" suffix
+    const bool input = name == "images" || name == "activations" || kIntegerBounds.count(name);
+    if (input) inputs = i + 1;
+    for (int r = 0; r < kReplicas; ++r) {
+      eval::Value v = eval::Value::Random(params[i]->shape(), input ? 100 * r + i : i);
+      if (auto bound = kIntegerBounds.find(name); bound != kIntegerBounds.end()) {
+        for (size_t e = 0; e < v.data.size(); ++e) v.data[e] = double((e + r) % bound->second);
+      } else if (name.find("_adam_") != std::string::npos || name == "adam_step") {
         v = eval::Value::Zeros(params[i]->shape());
-      } else if (i >= 2) {
+      } else if (!input) {
         for (double& x : v.data) x *= 0.5;  // modest initial weights
       }
       args[r].push_back(v);
@@ -128,8 +135,7 @@ void ExpectLossDecreases(const std::string& model, Optimizer optimizer,
     losses.push_back((*out)[0][0].scalar());
     EXPECT_EQ((*out)[0][0].scalar(), (*out)[1][0].scalar()) << "replicas disagree on the loss";
     for (int r = 0; r < kReplicas; ++r) {
-      for (size_t k = 1; k < (*out)[r].size(); ++k)
-        args[r][1 + k] = (*out)[r][k];  // after inputs, labels
+      for (size_t k = 1; k < (*out)[r].size(); ++k) args[r][inputs + k - 1] = (*out)[r][k];
     }
   }
   for (int step = 1; step <= kSteps; ++step) {
@@ -146,6 +152,11 @@ TEST(ModelTraining, MnistCnnMomentumLowersLoss) {
 
 TEST(ModelTraining, MnistCnnBf16SgdLowersLoss) {
   ExpectLossDecreases("mnist-cnn", Optimizer::kSgd, PrimitiveType::kBF16);
+}
+
+TEST(ModelTraining, BertTinyAdamLowersLoss) { ExpectLossDecreases("bert-base", Optimizer::kAdam); }
+TEST(ModelTraining, ResNetTinyMomentumLowersLoss) {
+  ExpectLossDecreases("resnet50", Optimizer::kMomentum);
 }
 
 TEST(ModelBuild, BatchMustDivideOverReplicas) {
