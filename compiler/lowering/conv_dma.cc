@@ -1,5 +1,5 @@
-// Data movement of the convolution program: the preamble (zero fills, weight tiles, band
-// tables) and the input copies of a chunk into its VMEM layout (conv_plan.h).
+// The preamble of the convolution program: flags, band tables in SMEM, zero fills and
+// the weight tiles, resident in VMEM for the whole run.
 #include <algorithm>
 #include <string>
 
@@ -7,8 +7,6 @@
 
 namespace tpusim::lowering::conv {
 namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
 // Zero-fills [dst, dst + bytes) from the zero block; the copy adds 1 to kZeroFill.
 void ZeroFill(const ConvPlan& p, ConvAsm& a, int64_t dst, int64_t bytes) {
@@ -66,20 +64,6 @@ void EmitTables(const ConvPlan& p, ConvAsm& a) {
     }
 }
 
-// Calls `copy(cb, slot, first phase row, phase rows)` for every copy group of `kind`.
-template <typename Fn>
-void ForEachCopy(const ConvPlan& p, int64_t kind, Fn copy) {
-  const ConvBandKind& k = p.kinds[kind];
-  const int64_t st = p.s.stride;
-  for (int64_t cb = 0; cb < p.cinb; ++cb)
-    for (int64_t slot = 0; slot < p.slots; ++slot) {
-      const int64_t py = p.slot_phase[slot] / st;
-      const int64_t lo = std::max<int64_t>(0, CeilDiv(k.row_lo - py, st));
-      const int64_t hi = std::min(p.phase_rows, CeilDiv(k.row_hi - py, st));
-      if (hi > lo) copy(cb, slot, lo, hi - lo);
-    }
-}
-
 }  // namespace
 
 void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
@@ -88,7 +72,6 @@ void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
          out_free = f == kOutFree || f == kOutFree + 1;
     a << "sflag " + F(f) + ", " + std::to_string(per_mxu_free ? 2 : out_free ? 1 : 0);
   }
-  a.Li(kOne, 1);
   EmitTables(p, a);
   if (p.needs_zero_fill()) {
     a << "vmovi v0, 0.0";
@@ -102,41 +85,6 @@ void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
   }
   const int64_t copies = EmitWeightCopies(p, a);
   a << "wait seq, " + F(kSetup) + ", " + std::to_string(copies);
-}
-
-int64_t InputCopies(const ConvPlan& p, int64_t kind) {
-  int64_t n = 0;
-  ForEachCopy(p, kind,
-              [&](int64_t, int64_t, int64_t, int64_t) { n += p.s.stride > 1 ? p.imgs : 1; });
-  return n;
-}
-
-int64_t EmitInputCopies(const ConvPlan& p, ConvAsm& a, int64_t kind) {
-  const ConvShape& s = p.s;
-  const int64_t st = s.stride, pixel = s.cin * 2, row = p.hbm_row_bytes();
-  const int64_t dst_pixel = p.imgs * kSlotBytes;
-  ForEachCopy(p, kind, [&](int64_t cb, int64_t slot, int64_t first, int64_t rows) {
-    const int64_t py = p.slot_phase[slot] / st, px = p.slot_phase[slot] % st;
-    const int64_t shift = s.cin % 2 ? px % 2 : 0;
-    const int64_t src =
-        (first * st + py - s.pad_lo) * row + px * pixel + cb * kSlotBytes - shift * 2;
-    const int64_t dst = cb * p.cin_block_bytes + slot * p.slot_bytes + first * p.row_bytes;
-    const int64_t bytes = p.copy_bytes(cb);
-    // Stride 1: (row, column) is one run of pixels, images are planes. Otherwise one copy
-    // per image: rows are planes, a phase's columns are the rows.
-    const DescShape d =
-        st == 1
-            ? DescShape{rows * p.phase_cols, bytes,     pixel, dst_pixel, p.imgs,
-                        p.hbm_image_bytes(), kSlotBytes}
-            : DescShape{p.phase_cols, bytes, st * pixel, dst_pixel, rows, st * row, p.row_bytes};
-    const std::string desc = a.Desc(d);
-    for (int64_t img = 0; img < (st == 1 ? 1 : p.imgs); ++img) {
-      a.AddImm(kTmp, kInNext, dst + img * kSlotBytes);
-      a.AddImm(kTmp2, kNextSrc, src + img * p.hbm_image_bytes());
-      a << "dma.hv " + R(kTmp) + ", " + R(kTmp2) + ", " + desc + ", " + F(kInLoaded);
-    }
-  });
-  return InputCopies(p, kind);
 }
 
 }  // namespace tpusim::lowering::conv

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "compiler/lowering/conv_asm.h"
 #include "compiler/lowering/conv_plan.h"
@@ -11,37 +12,35 @@ namespace tpusim::lowering::conv {
 
 // Scalar registers (r0 stays 0). Long-lived state first, then per-tap temporaries.
 enum Reg : int {
-  kChunk = 1,     // chunk index
-  kBand,          // SMEM offset (8 x band) of the current chunk's band
-  kNextBand,      // the same for the next chunk
-  kNextSrc,       // HBM: input row 0 of the next chunk's band, first image of the chunk
-  kOutPtr,        // HBM: output pixel 0 of the current chunk
-  kInCur,         // VMEM input buffer of the current chunk
-  kInNext,        // VMEM input buffer of the next chunk
-  kCo,            // cout block
-  kParity,        // alternates per cout block: accumulator region and output buffer
-  kAcc,           // first accumulator row of the region
-  kOutBuf,        // VMEM output buffer
-  kWeights,       // VMEM weight tiles of this cout block
-  kKindTable,     // SMEM: line ranges of the current band kind
-  kOutCo,         // HBM: output of this cout block
-  kOne,           // 1
-  kLineLo = 16,   // first line of a tap
-  kLineHi,        // end line of a tap
-  kBase,          // VMEM: a tap's input at position 0 of line kLineLo
-  kEnd,           // VMEM: the loop-end address of the MXU whose address drives the loop
-  kAccLine,       // accumulator row of position 0 of line kLineLo
-  kTile,          // VMEM: weight tile
-  kCount,         // loop counter
-  kTmp,           //
-  kTmp2,          //
+  kChunk = 1,    // chunk index
+  kBand,         // SMEM offset (8 x band) of the current chunk's band
+  kNextBand,     // the same for the next chunk
+  kNextSrc,      // HBM: input row 0 of the next chunk's band, first image of the chunk
+  kOutPtr,       // HBM: output pixel 0 of the current chunk
+  kInCur,        // VMEM input buffer of the current chunk
+  kInNext,       // VMEM input buffer of the next chunk
+  kCo,           // cout block
+  kParity,       // alternates per cout block: accumulator region and output buffer
+  kAcc,          // first accumulator row of the region
+  kOutBuf,       // VMEM output buffer
+  kWeights,      // VMEM weight tiles of this cout block
+  kKindTable,    // SMEM: line ranges of the current band kind
+  kLineLo = 16,  // first line of a tap; when draining, the HBM output address
+  kLineHi,       // end line of a tap
+  kBase,         // VMEM: a tap's input at position 0 of line kLineLo
+  kEnd,          // VMEM: the loop-end address of the MXU whose address drives the loop
+  kAccLine,      // accumulator row of position 0 of line kLineLo
+  kTile,         // VMEM: weight tile
+  kCount,        // loop counter
+  kTmp,          // temporaries
+  kTmp2,
   kAddr = 25,     // + MXU: LHS address
   kAccRow = 27,   // + MXU: accumulator row
   kRows = 29,     // + MXU: rows per matmul or pop
   kScratch = 31,  // ConvAsm's
 };
 
-// Sync flags (kernels own f0..f15, asm_util.h of the lowering).
+// Sync flags (in a lowered program, kernels own f0..f15).
 enum Flag : int {
   kInLoaded = 0,  // input copies of a chunk landed (seq waits for all of them)
   kInFree = 1,    // + MXU: the MXU finished reading a chunk's buffer
@@ -53,13 +52,18 @@ enum Flag : int {
 
 // Zero block and fills, weight tiles, the band tables in SMEM, flag values.
 void EmitPreamble(const ConvPlan& p, ConvAsm& a);
-// Copies the chunk whose band kind is `kind` from kNextSrc into kInNext, each copy
-// adding 1 to kInLoaded; returns how many copies.
-int64_t EmitInputCopies(const ConvPlan& p, ConvAsm& a, int64_t kind);
-int64_t InputCopies(const ConvPlan& p, int64_t kind);
+// One copy of a chunk's input: offsets from kNextSrc (HBM) and kInNext (VMEM).
+struct InputCopy {
+  DescShape desc;
+  int64_t vmem_offset = 0, hbm_offset = 0;
+};
+// The copies of a chunk whose band kind is `kind`.
+std::vector<InputCopy> InputCopies(const ConvPlan& p, int64_t kind);
+// Issues part `group` of `groups` equal parts of those copies; each adds 1 to kInLoaded.
+void EmitInputCopies(const ConvPlan& p, ConvAsm& a, int64_t kind, int64_t group, int64_t groups);
 // Every tap of one cout block into the accumulator region at kAcc.
 void EmitTaps(const ConvPlan& p, ConvAsm& a);
-// Pops the region into kOutBuf and copies it to kOutCo.
+// Pops the region into kOutBuf and copies it to the cout block's place in the output.
 void EmitDrain(const ConvPlan& p, ConvAsm& a);
 
 }  // namespace tpusim::lowering::conv

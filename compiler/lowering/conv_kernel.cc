@@ -3,6 +3,7 @@
 // buffers alternate, so pops and copies out overlap the next block's matmuls.
 #include "compiler/lowering/conv_kernel.h"
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,11 +35,37 @@ void PerKind(const ConvPlan& p, ConvAsm& a, int kind_reg,
   a.Label(done);
 }
 
-// Copies the next chunk into kInNext once every MXU is done with that buffer.
-void EmitPrefetch(const ConvPlan& p, ConvAsm& a) {
-  for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kInFree + m) + ", 1";
+// Part `group` of `groups` of the next chunk's copies into kInNext; the first part waits
+// until every MXU is done with that buffer.
+void EmitPrefetch(const ConvPlan& p, ConvAsm& a, int64_t group, int64_t groups) {
+  if (group == 0)
+    for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kInFree + m) + ", 1";
   a << "sld " + R(kTmp) + ", " + R(kNextBand) + ", 4";
-  PerKind(p, a, kTmp, [&](int64_t k) { EmitInputCopies(p, a, k); });
+  PerKind(p, a, kTmp, [&](int64_t k) { EmitInputCopies(p, a, k, group, groups); });
+}
+
+// Copies queue behind the DMA unit's waits; spread over the cout blocks, a chunk's copies
+// never fill the queue, so the sequencer keeps feeding the MXUs.
+int64_t PrefetchGroups(const ConvPlan& p) {
+  int64_t most = 1;
+  for (size_t k = 0; k < p.kinds.size(); ++k)
+    most = std::max<int64_t>(most, InputCopies(p, static_cast<int64_t>(k)).size());
+  return std::min(p.coutb, most);
+}
+
+// At cout block g of a chunk that has a next one: part g of the next chunk's copies.
+void EmitSpreadPrefetch(const ConvPlan& p, ConvAsm& a) {
+  const int64_t groups = PrefetchGroups(p);
+  for (int64_t g = 0; g < groups; ++g) {
+    const std::string skip = a.NewLabel("no_prefetch");
+    a.Li(kTmp, g);
+    a << "bne " + R(kCo) + ", " + R(kTmp) + ", " + skip
+      << "addi " + R(kTmp) + ", " + R(kChunk) + ", 1";
+    a.Li(kTmp2, p.chunks);
+    a << "bge " + R(kTmp) + ", " + R(kTmp2) + ", " + skip;
+    EmitPrefetch(p, a, g, groups);
+    a.Label(skip);
+  }
 }
 
 // kNextBand/kNextSrc move to the chunk after the next.
@@ -62,11 +89,11 @@ void EmitCoutBlocks(const ConvPlan& p, ConvAsm& a) {
   a.AddImm(kOutBuf, kOutBuf, p.out_buf[0]);
   a.MulImm(kWeights, kCo, taps * p.cinb * kTileBytes);
   a.AddImm(kWeights, kWeights, p.weights);
-  a << "shli " + R(kTmp) + ", " + R(kCo) + ", 9"  // 128 f32 channels per block
-    << "add " + R(kOutCo) + ", " + R(kOutPtr) + ", " + R(kTmp);
+  EmitSpreadPrefetch(p, a);
   EmitTaps(p, a);
   EmitDrain(p, a);
-  a << "xor " + R(kParity) + ", " + R(kParity) + ", " + R(kOne)
+  a << "li " + R(kTmp) + ", 1"
+    << "xor " + R(kParity) + ", " + R(kParity) + ", " + R(kTmp)
     << "addi " + R(kCo) + ", " + R(kCo) + ", 1";
   a.Li(kTmp, p.coutb);
   a << "blt " + R(kCo) + ", " + R(kTmp) + ", cout_block";
@@ -98,7 +125,7 @@ std::string ConvKernel(const ConvShape& shape) {
   a.Li(kNextSrc, static_cast<int64_t>(s.input));
   a.Li(kOutPtr, static_cast<int64_t>(s.output));
   a.Li(kInNext, p.in_buf[0]);
-  EmitPrefetch(p, a);
+  EmitPrefetch(p, a, 0, 1);
   a << "mov " + R(kBand) + ", " + R(kNextBand);
   AdvanceNext(p, a);
   a.Li(kInCur, p.in_buf[0]);
@@ -108,14 +135,9 @@ std::string ConvKernel(const ConvShape& shape) {
   a.Label("chunk");
   a << "sld " + R(kTmp) + ", " + R(kBand) + ", 4";
   PerKind(p, a, kTmp, [&](int64_t k) {
-    a << "wait seq, " + F(kInLoaded) + ", " + std::to_string(InputCopies(p, k));
+    a << "wait seq, " + F(kInLoaded) + ", " + std::to_string(InputCopies(p, k).size());
   });
-  a << "sld " + R(kKindTable) + ", " + R(kBand) + ", 0"
-    << "addi " + R(kTmp) + ", " + R(kChunk) + ", 1";
-  a.Li(kTmp2, p.chunks);
-  a << "bge " + R(kTmp) + ", " + R(kTmp2) + ", last_chunk";
-  EmitPrefetch(p, a);
-  a.Label("last_chunk");
+  a << "sld " + R(kKindTable) + ", " + R(kBand) + ", 0";
   EmitCoutBlocks(p, a);
   for (int64_t m = 0; m < p.mxus; ++m)
     a << "signal mxu" + std::to_string(m) + ", " + F(kInFree + m) + ", 1";

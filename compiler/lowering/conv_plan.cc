@@ -55,8 +55,6 @@ bool TryChunk(ConvPlan& p, int64_t imgs, int64_t band) {
   int64_t base = (p.needs_zero_fill() ? 4096 : 0) + p.weight_bytes;
   p.in_buf[0] = base, p.in_buf[1] = base + p.in_buf_bytes;
   p.out_buf[0] = base + 2 * p.in_buf_bytes, p.out_buf[1] = p.out_buf[0] + p.out_buf_bytes;
-  // Strided input (one DMA per image): keep a chunk's copies within a queue's reach.
-  if (s.stride > 1 && imgs > 1 && imgs * p.cinb * p.slots > 32) return false;
   return p.out_buf[1] + p.out_buf_bytes <= s.vmem_bytes;
 }
 

@@ -124,18 +124,20 @@ void EmitDrain(const ConvPlan& p, ConvAsm& a) {
   auto copy = [&](int64_t parity) {
     const std::string flag = F(kOutFree + parity);
     if (tail == kMxuEdge) {
-      a << "dma.vh " + R(kOutCo) + ", " + R(kOutBuf) + ", " + full + ", " + flag;
+      a << "dma.vh " + R(kLineLo) + ", " + R(kOutBuf) + ", " + full + ", " + flag;
       return;
     }
     const std::string not_last = a.NewLabel("not_last"), sent = a.NewLabel("sent");
     a.Li(kTmp, p.coutb - 1);
     a << "bne " + R(kCo) + ", " + R(kTmp) + ", " + not_last
-      << "dma.vh " + R(kOutCo) + ", " + R(kOutBuf) + ", " + last + ", " + flag << "jmp " + sent;
+      << "dma.vh " + R(kLineLo) + ", " + R(kOutBuf) + ", " + last + ", " + flag << "jmp " + sent;
     a.Label(not_last);
-    a << "dma.vh " + R(kOutCo) + ", " + R(kOutBuf) + ", " + full + ", " + flag;
+    a << "dma.vh " + R(kLineLo) + ", " + R(kOutBuf) + ", " + full + ", " + flag;
     a.Label(sent);
   };
-  a << "bne " + R(kParity) + ", r0, " + odd_copy;
+  a << "shli " + R(kLineLo) + ", " + R(kCo) + ", 9"  // 128 f32 channels per block
+    << "add " + R(kLineLo) + ", " + R(kOutPtr) + ", " + R(kLineLo)
+    << "bne " + R(kParity) + ", r0, " + odd_copy;
   copy(0);
   a << "jmp " + copied;
   a.Label(odd_copy);
