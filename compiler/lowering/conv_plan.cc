@@ -44,7 +44,10 @@ bool TryChunk(ConvPlan& p, int64_t imgs, int64_t band) {
   p.mxus = std::min<int64_t>(s.mxus, p.line);
   p.part = CeilDiv(p.line, p.mxus);
   p.acc_line = RoundUp(p.part, 8);
-  if (band * p.acc_line > p.acc_region) return false;
+  // Two accumulator halves alternate between cout blocks when a chunk fits in one; a
+  // larger chunk reuses all rows, each line's next matmul waiting for that line's pop.
+  if (band * p.acc_line > s.acc_rows) return false;
+  p.acc_region = 2 * band * p.acc_line <= s.acc_rows ? s.acc_rows / 2 : 0;
   p.buffer_rows = (band - 1) * s.stride + s.kh;
   p.phase_rows = CeilDiv(p.buffer_rows, s.stride);
   p.row_bytes = p.phase_cols * imgs * kSlotBytes;
@@ -127,7 +130,6 @@ ConvPlan PlanConv(const ConvShape& shape) {
   p.oh = ConvOutputSize(s);
   p.ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
   p.cinb = CeilDiv(s.cin, kMxuEdge), p.coutb = CeilDiv(s.cout, kMxuEdge);
-  p.acc_region = s.acc_rows / 2;
   p.phase_cols = s.w / s.stride;
   for (int64_t dy = 0; dy < s.kh; ++dy)
     for (int64_t dx = 0; dx < s.kw; ++dx) {

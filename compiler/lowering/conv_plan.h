@@ -41,7 +41,8 @@ struct ConvPlan {
   ConvShape s;
   int64_t oh = 0, ow = 0, cinb = 0, coutb = 0, mxus = 0;
   int64_t imgs = 0, band = 0, bands = 0, chunks = 0;
-  int64_t line = 0, part = 0, acc_line = 0, acc_region = 0;  // positions; acc rows
+  int64_t line = 0, part = 0, acc_line = 0;  // positions of a line, of an MXU's part; acc rows
+  int64_t acc_region = 0;  // accumulator rows between the alternating regions (0: one region)
   int64_t buffer_rows = 0, phase_rows = 0, phase_cols = 0, slots = 0;
   std::vector<int64_t> slot_phase;                             // slot -> py * stride + px
   int64_t row_bytes = 0, slot_bytes = 0, cin_block_bytes = 0;  // VMEM input layout
