@@ -126,6 +126,26 @@ TEST(ConvKernel, Resnet3x3At28KeepsMxusBusyAtLeast70Percent) {
             70.0);
 }
 
+TEST(ConvKernel, ResnetDownsampling1x1Stride2KeepsMxusBusy) {
+  EXPECT_GE(MxuBusyPercent(lowering::ConvKernel(Shape(128, 14, 1024, 2048, 1, 2, 0, 0)),
+                           "1x1 s2 1024->2048 14x14 batch 128"),
+            85.0);
+}
+
+// cin 3 and cout 64 padded to 128: the MXUs stream all the time, at most 3/128 x 64/128
+// of it useful. Batch 8 keeps the run short.
+TEST(ConvKernel, ResnetStemRunsWithPaddedChannels) {
+  const ConvShape s = Shape(8, 224, 3, 64, 7, 2, 3, 3);
+  SingleCoreRun run(lowering::ConvKernel(s), /*functional=*/false);
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const double peak = 2.0 * 128 * 128 * run.board.core.mxus;
+  const double useful = 100.0 * lowering::ConvFlops(s) / (peak * r.cycles);
+  std::cout << "stem 7x7 s2 3->64 224x224 batch 8: " << r.cycles << " cycles, useful " << useful
+            << "% of the MXUs\n";
+  EXPECT_GT(useful, 0.9 * 100.0 * 3 / 128 * 64 / 128);
+}
+
 TEST(ConvKernel, Dot8192KeepsMxusBusyAtLeast90Percent) {
   EXPECT_GE(MxuBusyPercent(lowering::MatmulKernel(8192), "dot 8192^3"), 90.0);
 }
