@@ -10,7 +10,7 @@ namespace {
 
 // Zero-fills [dst, dst + bytes) from the zero block; the copy adds 1 to kZeroFill.
 void ZeroFill(const ConvPlan& p, ConvAsm& a, int64_t dst, int64_t bytes) {
-  const std::string desc = a.Desc({bytes / 4096, 4096, 0, 4096});
+  const std::string desc = a.Desc({bytes / kZeroBlockBytes, kZeroBlockBytes, 0, kZeroBlockBytes});
   a.Li(kTmp, dst);
   a.Li(kTmp2, p.zero_block);
   a << "dma.vv " + R(kTmp) + ", " + R(kTmp2) + ", " + desc + ", " + F(kZeroFill);

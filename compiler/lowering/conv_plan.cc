@@ -53,9 +53,9 @@ bool TryChunk(ConvPlan& p, int64_t imgs, int64_t band) {
   p.row_bytes = p.phase_cols * imgs * kSlotBytes;
   p.slot_bytes = p.phase_rows * p.row_bytes;
   p.cin_block_bytes = p.slots * p.slot_bytes;
-  p.in_buf_bytes = RoundUp(p.cinb * p.cin_block_bytes, 4096);
-  p.out_buf_bytes = RoundUp(band * p.line * kAccRowBytes, 4096);
-  int64_t base = (p.needs_zero_fill() ? 4096 : 0) + p.weight_bytes;
+  p.in_buf_bytes = RoundUp(p.cinb * p.cin_block_bytes, kZeroBlockBytes);
+  p.out_buf_bytes = RoundUp(band * p.line * kAccRowBytes, kZeroBlockBytes);
+  const int64_t base = p.weights + p.weight_bytes;
   p.in_buf[0] = base, p.in_buf[1] = base + p.in_buf_bytes;
   p.out_buf[0] = base + 2 * p.in_buf_bytes, p.out_buf[1] = p.out_buf[0] + p.out_buf_bytes;
   return p.out_buf[1] + p.out_buf_bytes <= s.vmem_bytes;
@@ -142,6 +142,7 @@ ConvPlan PlanConv(const ConvShape& shape) {
   p.slots = static_cast<int64_t>(p.slot_phase.size());
   p.weight_bytes = p.coutb * s.kh * s.kw * p.cinb * kTileBytes;
   if (s.cin % kMxuEdge || s.cout % kMxuEdge) p.zero_block = 0;
+  p.weights = p.needs_zero_fill() ? kZeroBlockBytes : 0;
   PlanChunks(p);
   PlanBands(p);
   p.taps.push_back(PlanTap(p, s.pad_lo, s.pad_lo));  // sees every output pixel

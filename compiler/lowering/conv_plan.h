@@ -21,6 +21,7 @@ inline constexpr int64_t kMxuEdge = 128;                      // ISA: 128x128 MX
 inline constexpr int64_t kSlotBytes = kMxuEdge * 2;           // one bf16 LHS row
 inline constexpr int64_t kTileBytes = kMxuEdge * kSlotBytes;  // one bf16 weight tile
 inline constexpr int64_t kAccRowBytes = kMxuEdge * 4;         // one popped f32 row
+inline constexpr int64_t kZeroBlockBytes = 8 * kMxuEdge * 4;  // one vst of an f32[8,128] vreg
 
 // One kernel tap and the part of a line each MXU computes for it.
 struct ConvTap {
