@@ -33,13 +33,12 @@ ConvShape Shape(int64_t batch, int64_t hw, int64_t cin, int64_t cout, int64_t k,
   return s;
 }
 
-int64_t OutSize(const ConvShape& s) { return lowering::ConvOutputSize(s); }
-
 // Runs `s` with random bf16 input and kernel; checks every output against a direct
 // convolution (exact bf16 products summed in double; the MXU sums in f32).
 void ExpectMatchesReference(const ConvShape& s) {
   SingleCoreRun run(lowering::ConvKernel(s));
-  const int64_t oh = OutSize(s);
+  const int64_t oh = lowering::ConvOutputSize(s),
+                ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
   auto in = RandomBf16Values(s.batch * s.h * s.w * s.cin, 11);
   auto k = RandomBf16Values(s.kh * s.kw * s.cin * s.cout, 12);
   auto in_bits = ToBf16Bits(in), k_bits = ToBf16Bits(k);
@@ -47,12 +46,12 @@ void ExpectMatchesReference(const ConvShape& s) {
   run.core->hbm().Write(s.kernel, k_bits.data(), k_bits.size() * 2);
   RunReport r = run.Run();
   ASSERT_TRUE(r.ok) << r.error;
-  std::vector<float> out(s.batch * oh * oh * s.cout);
+  std::vector<float> out(s.batch * oh * ow * s.cout);
   run.core->hbm().Read(s.output, out.data(), out.size() * 4);
   std::vector<double> ref(s.cout), mag(s.cout);
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t y = 0; y < oh; ++y)
-      for (int64_t x = 0; x < oh; ++x) {
+      for (int64_t x = 0; x < ow; ++x) {
         std::fill(ref.begin(), ref.end(), 0.0), std::fill(mag.begin(), mag.end(), 0.0);
         for (int64_t dy = 0; dy < s.kh; ++dy)
           for (int64_t dx = 0; dx < s.kw; ++dx) {
@@ -66,7 +65,7 @@ void ExpectMatchesReference(const ConvShape& s) {
             }
           }
         for (int64_t co = 0; co < s.cout; ++co)
-          ASSERT_NEAR(out[((n * oh + y) * oh + x) * s.cout + co], ref[co], 1e-5 * mag[co] + 1e-6)
+          ASSERT_NEAR(out[((n * oh + y) * ow + x) * s.cout + co], ref[co], 1e-5 * mag[co] + 1e-6)
               << "output [" << n << "," << y << "," << x << "," << co << "]";
       }
 }
@@ -105,6 +104,13 @@ TEST(ConvKernel, PaddedChannelsMatchReference) {
 
 TEST(ConvKernel, OddInputChannelsStride2MatchReference) {
   ExpectMatchesReference(Shape(1, 16, 3, 64, 7, 2, 3, 3));  // the ResNet stem, small
+}
+
+TEST(ConvKernel, ChannelTailsAndNonSquareImagesMatchReference) {
+  ConvShape s = Shape(3, 5, 192, 130, 3, 1, 1, 1);  // cin and cout not multiples of 128
+  s.w = 7;
+  s.output = s.kernel + (uint64_t{1} << 20);
+  ExpectMatchesReference(s);
 }
 
 TEST(ConvKernel, BandsOfLinesMatchReference) {
