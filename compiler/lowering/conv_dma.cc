@@ -70,7 +70,10 @@ void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
   for (int f = kInLoaded; f <= kSetup; ++f) {
     bool per_mxu_free = f == kInFree || f == kInFree + 1,
          out_free = f == kOutFree || f == kOutFree + 1;
-    a << "sflag " + F(f) + ", " + std::to_string(per_mxu_free ? 2 : out_free ? 1 : 0);
+    a << "sflag " + F(f) + ", " +
+             std::to_string(per_mxu_free ? 2
+                            : out_free   ? p.blocks_per_step()
+                                         : 0);
   }
   EmitTables(p, a);
   if (p.needs_zero_fill()) {

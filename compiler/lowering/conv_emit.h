@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "compiler/lowering/conv_asm.h"
@@ -61,8 +62,9 @@ struct InputCopy {
 std::vector<InputCopy> InputCopies(const ConvPlan& p, int64_t kind);
 // Issues part `group` of `groups` equal parts of those copies; each adds 1 to kInLoaded.
 void EmitInputCopies(const ConvPlan& p, ConvAsm& a, int64_t kind, int64_t group, int64_t groups);
-// Every tap of one cout block into the accumulator region at kAcc.
-void EmitTaps(const ConvPlan& p, ConvAsm& a);
+// Every tap of one cout step into the accumulator region at kAcc; `before_tap(i)` emits
+// code to run before the i-th tap.
+void EmitTaps(const ConvPlan& p, ConvAsm& a, const std::function<void(int64_t)>& before_tap);
 // Pops the region into kOutBuf and copies it to the cout block's place in the output.
 void EmitDrain(const ConvPlan& p, ConvAsm& a);
 

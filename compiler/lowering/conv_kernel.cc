@@ -44,21 +44,22 @@ void EmitPrefetch(const ConvPlan& p, ConvAsm& a, int64_t group, int64_t groups) 
   PerKind(p, a, kTmp, [&](int64_t k) { EmitInputCopies(p, a, k, group, groups); });
 }
 
-// Copies queue behind the DMA unit's waits; spread over the cout blocks, a chunk's copies
-// never fill the queue, so the sequencer keeps feeding the MXUs.
+// Copies queue behind the DMA unit's waits; spread over the taps of the cout steps, a
+// chunk's copies never fill the queue, so the sequencer keeps feeding the MXUs.
 int64_t PrefetchGroups(const ConvPlan& p) {
   int64_t most = 1;
   for (size_t k = 0; k < p.kinds.size(); ++k)
     most = std::max<int64_t>(most, InputCopies(p, static_cast<int64_t>(k)).size());
-  return std::min(p.coutb, most);
+  return std::min(p.cout_steps() * static_cast<int64_t>(p.taps.size()), most);
 }
 
-// At cout block g of a chunk that has a next one: part g of the next chunk's copies.
-void EmitSpreadPrefetch(const ConvPlan& p, ConvAsm& a) {
-  const int64_t groups = PrefetchGroups(p);
-  for (int64_t g = 0; g < groups; ++g) {
+// Before tap `tap` of cout step g / taps, in a chunk that has a next one: part g of the
+// next chunk's copies, for every g with g % taps == tap.
+void EmitSpreadPrefetch(const ConvPlan& p, ConvAsm& a, int64_t tap) {
+  const int64_t groups = PrefetchGroups(p), taps = static_cast<int64_t>(p.taps.size());
+  for (int64_t g = tap; g < groups; g += taps) {
     const std::string skip = a.NewLabel("no_prefetch");
-    a.Li(kTmp, g);
+    a.Li(kTmp, g / taps);
     a << "bne " + R(kCo) + ", " + R(kTmp) + ", " + skip
       << "addi " + R(kTmp) + ", " + R(kChunk) + ", 1";
     a.Li(kTmp2, p.chunks);
@@ -87,15 +88,14 @@ void EmitCoutBlocks(const ConvPlan& p, ConvAsm& a) {
   a.MulImm(kAcc, kParity, p.acc_region);
   a.MulImm(kOutBuf, kParity, p.out_buf_bytes);
   a.AddImm(kOutBuf, kOutBuf, p.out_buf[0]);
-  a.MulImm(kWeights, kCo, taps * p.cinb * kTileBytes);
+  a.MulImm(kWeights, kCo, p.blocks_per_step() * taps * p.cinb * kTileBytes);
   a.AddImm(kWeights, kWeights, p.weights);
-  EmitSpreadPrefetch(p, a);
-  EmitTaps(p, a);
+  EmitTaps(p, a, [&](int64_t tap) { EmitSpreadPrefetch(p, a, tap); });
   EmitDrain(p, a);
   a << "li " + R(kTmp) + ", 1"
     << "xor " + R(kParity) + ", " + R(kParity) + ", " + R(kTmp)
     << "addi " + R(kCo) + ", " + R(kCo) + ", 1";
-  a.Li(kTmp, p.coutb);
+  a.Li(kTmp, p.cout_steps());
   a << "blt " + R(kCo) + ", " + R(kTmp) + ", cout_block";
 }
 

@@ -37,12 +37,12 @@ void Validate(const ConvShape& s) {
 }
 
 // Fills the chunking-dependent sizes of `p`; false if the chunk does not fit.
-bool TryChunk(ConvPlan& p, int64_t imgs, int64_t band) {
+bool TryChunkAs(ConvPlan& p, int64_t imgs, int64_t band, bool split_cout) {
   const ConvShape& s = p.s;
-  p.imgs = imgs, p.band = band;
+  p.imgs = imgs, p.band = band, p.split_cout = split_cout;
   p.line = p.ow * imgs;
-  p.mxus = std::min<int64_t>(s.mxus, p.line);
-  p.part = CeilDiv(p.line, p.mxus);
+  p.mxus = split_cout ? s.mxus : std::min<int64_t>(s.mxus, p.line);
+  p.part = split_cout ? p.line : CeilDiv(p.line, p.mxus);
   p.acc_line = RoundUp(p.part, 8);
   // Two accumulator halves alternate between cout blocks when a chunk fits in one; a
   // larger chunk reuses all rows, each line's next matmul waiting for that line's pop.
@@ -54,11 +54,20 @@ bool TryChunk(ConvPlan& p, int64_t imgs, int64_t band) {
   p.slot_bytes = p.phase_rows * p.row_bytes;
   p.cin_block_bytes = p.slots * p.slot_bytes;
   p.in_buf_bytes = RoundUp(p.cinb * p.cin_block_bytes, kZeroBlockBytes);
-  p.out_buf_bytes = RoundUp(band * p.line * kAccRowBytes, kZeroBlockBytes);
+  p.out_buf_bytes = RoundUp(p.blocks_per_step() * band * p.line * kAccRowBytes, kZeroBlockBytes);
   const int64_t base = p.weights + p.weight_bytes;
   p.in_buf[0] = base, p.in_buf[1] = base + p.in_buf_bytes;
   p.out_buf[0] = base + 2 * p.in_buf_bytes, p.out_buf[1] = p.out_buf[0] + p.out_buf_bytes;
   return p.out_buf[1] + p.out_buf_bytes <= s.vmem_bytes;
+}
+
+// Cout blocks per MXU when parts of lines would leave weight loads exposed.
+bool TryChunk(ConvPlan& p, int64_t imgs, int64_t band) {
+  const int64_t m = p.s.mxus;
+  if (m > 1 && p.coutb % m == 0 && CeilDiv(p.ow * imgs, m) < kMxuEdge &&
+      TryChunkAs(p, imgs, band, true))
+    return true;
+  return TryChunkAs(p, imgs, band, false);
 }
 
 void PlanChunks(ConvPlan& p) {
@@ -107,8 +116,8 @@ ConvTap PlanTap(const ConvPlan& p, int64_t dy, int64_t dx) {
   const int64_t x_lo = std::max<int64_t>(0, CeilDiv(-cx, s.stride));
   const int64_t x_hi = std::min(p.ow, FloorDiv(s.w - 1 - cx, s.stride) + 1);
   for (int64_t m = 0; m < p.mxus; ++m) {
-    int64_t lo = std::max(x_lo * p.imgs, m * p.part);
-    int64_t hi = std::min({x_hi * p.imgs, (m + 1) * p.part, p.line});
+    int64_t lo = std::max(x_lo * p.imgs, p.part_base(m));
+    int64_t hi = std::min({x_hi * p.imgs, p.part_base(m) + p.part, p.line});
     t.first.push_back(lo);
     t.count.push_back(std::max<int64_t>(0, hi - lo));
   }

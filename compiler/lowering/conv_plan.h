@@ -7,9 +7,12 @@
 //   [cin block][phase slot][row / stride][column / stride][image] x 256 bytes
 // (a phase is (row % stride, column % stride); only phases some tap reads get a slot), so
 // the pixels one tap needs for one line are consecutive 256-byte rows: one mxu.mma each.
-// The positions of a line (column x image) are split between the MXUs in equal parts.
+// The MXUs share the work in one of two ways: each takes a part of every line's positions
+// (column x image) with the same weights, or, when those parts would be shorter than a
+// weight load (128 rows) and cout allows, each takes whole lines for its own cout block.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -50,6 +53,7 @@ struct ConvPlan {
   // VMEM byte addresses; zero_block < 0 when nothing needs zero-filling.
   int64_t zero_block = -1, weights = 0, in_buf[2] = {}, out_buf[2] = {};
   int64_t in_buf_bytes = 0, out_buf_bytes = 0, weight_bytes = 0;
+  bool split_cout = false;    // MXUs take cout blocks (else parts of lines)
   std::vector<ConvTap> taps;  // taps[0] writes every position of every line (mxu.mm)
   std::vector<ConvBandKind> kinds;
   std::vector<int64_t> band_kind;  // per band of an image
@@ -59,6 +63,16 @@ struct ConvPlan {
   // Bytes of cin block `cb` each input pixel copy moves (odd cin: with the shift).
   int64_t copy_bytes(int64_t cb) const;
   bool needs_zero_fill() const { return zero_block >= 0; }
+  // Cout blocks per step of the cout loop, and the steps.
+  int64_t blocks_per_step() const { return split_cout ? mxus : 1; }
+  int64_t cout_steps() const { return coutb / blocks_per_step(); }
+  // MXU m's positions of a line start at line position part_base(m); it pops part_rows(m).
+  int64_t part_base(int64_t m) const { return split_cout ? 0 : m * part; }
+  int64_t part_rows(int64_t m) const { return split_cout ? line : std::min(part, line - m * part); }
+  // Byte offset of MXU m's first popped row in an output buffer.
+  int64_t out_offset(int64_t m) const {
+    return (split_cout ? m * band * line : m * part) * kAccRowBytes;
+  }
 };
 
 // Validates `shape` and plans it; throws std::invalid_argument saying why it cannot.

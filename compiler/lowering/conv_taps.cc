@@ -1,6 +1,7 @@
 // The inner loops: per tap and cin block, the weight tile goes into every MXU, then each
 // line's positions stream as one matmul per MXU into the accumulator rows of that line.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -13,11 +14,13 @@ namespace {
 // `op` is mxu.mm (the first tap's first block) or mxu.mma.
 void EmitBlock(const ConvPlan& p, ConvAsm& a, const ConvTap& t, const std::string& op) {
   int64_t driver = -1;  // the MXU whose address register ends the line loop
+  const int64_t cout_block_bytes = p.s.kh * p.s.kw * p.cinb * kTileBytes;
   for (int64_t m = 0; m < p.mxus; ++m) {
     if (!t.count[m]) continue;
-    a << "mxu.ldw m" + std::to_string(m) + ", " + R(kTile);
+    if (p.split_cout) a.AddImm(kTmp2, kTile, m * cout_block_bytes);  // MXU m's cout block
+    a << "mxu.ldw m" + std::to_string(m) + ", " + R(p.split_cout ? kTmp2 : kTile);
     a.AddImm(kAddr + m, kBase, t.first[m] * kSlotBytes);
-    a.AddImm(kAccRow + m, kAccLine, t.first[m] - m * p.part);
+    a.AddImm(kAccRow + m, kAccLine, t.first[m] - p.part_base(m));
     a.Li(kRows + m, t.count[m]);
     if (driver < 0) driver = m, a.AddImm(kTmp, kEnd, t.first[m] * kSlotBytes);
   }
@@ -81,22 +84,66 @@ void EmitTap(const ConvPlan& p, ConvAsm& a, const ConvTap& t, bool first) {
   a.Label(done);
 }
 
+// Copies the popped cout block(s) to HBM, adding 1 to the parity's kOutFree each: rows
+// are (line, column, image) in VMEM, (image, line, column) in HBM.
+void EmitOutputCopies(const ConvPlan& p, ConvAsm& a) {
+  auto out_desc = [&](int64_t channels) {
+    return a.Desc({p.band * p.ow, channels * 4, p.imgs * kAccRowBytes, p.out_pixel_bytes(), p.imgs,
+                   kAccRowBytes, p.oh * p.ow * p.out_pixel_bytes()});
+  };
+  const int64_t tail = p.s.cout - (p.coutb - 1) * kMxuEdge;
+  const std::string full = out_desc(kMxuEdge), last = out_desc(tail);
+  const std::string odd_copy = a.NewLabel("odd_copy"), copied = a.NewLabel("copied");
+  // kLineLo: HBM address of the step's first cout block.
+  a.MulImm(kLineLo, kCo, p.blocks_per_step() * kAccRowBytes);
+  a << "add " + R(kLineLo) + ", " + R(kOutPtr) + ", " + R(kLineLo);
+  auto copy = [&](int64_t parity) {
+    const std::string flag = F(kOutFree + parity);
+    for (int64_t m = 0; m < p.blocks_per_step(); ++m) {
+      a.AddImm(kTmp, kLineLo, m * kAccRowBytes);
+      a.AddImm(kTmp2, kOutBuf, p.split_cout ? p.out_offset(m) : 0);
+      const std::string dma = "dma.vh " + R(kTmp) + ", " + R(kTmp2) + ", ";
+      if (tail == kMxuEdge || m + 1 < p.blocks_per_step()) {
+        a << dma + full + ", " + flag;
+        continue;
+      }
+      const std::string not_last = a.NewLabel("not_last"), sent = a.NewLabel("sent");
+      a.Li(kScratch, p.cout_steps() - 1);
+      a << "bne " + R(kCo) + ", " + R(kScratch) + ", " + not_last << dma + last + ", " + flag
+        << "jmp " + sent;
+      a.Label(not_last);
+      a << dma + full + ", " + flag;
+      a.Label(sent);
+    }
+  };
+  a << "bne " + R(kParity) + ", r0, " + odd_copy;
+  copy(0);
+  a << "jmp " + copied;
+  a.Label(odd_copy);
+  copy(1);
+  a.Label(copied);
+}
+
 }  // namespace
 
-void EmitTaps(const ConvPlan& p, ConvAsm& a) {
-  for (size_t i = 0; i < p.taps.size(); ++i) EmitTap(p, a, p.taps[i], i == 0);
+void EmitTaps(const ConvPlan& p, ConvAsm& a, const std::function<void(int64_t)>& before_tap) {
+  for (size_t i = 0; i < p.taps.size(); ++i) {
+    before_tap(static_cast<int64_t>(i));
+    EmitTap(p, a, p.taps[i], i == 0);
+  }
 }
 
 void EmitDrain(const ConvPlan& p, ConvAsm& a) {
   const std::string odd = a.NewLabel("odd_out"), ready = a.NewLabel("out_ready");
-  a << "bne " + R(kParity) + ", r0, " + odd << "wait seq, " + F(kOutFree) + ", 1"
+  const std::string copies = std::to_string(p.blocks_per_step());
+  a << "bne " + R(kParity) + ", r0, " + odd << "wait seq, " + F(kOutFree) + ", " + copies
     << "jmp " + ready;
   a.Label(odd);
-  a << "wait seq, " + F(kOutFree + 1) + ", 1";
+  a << "wait seq, " + F(kOutFree + 1) + ", " + copies;
   a.Label(ready);
   for (int64_t m = 0; m < p.mxus; ++m) {
-    a.AddImm(kAddr + m, kOutBuf, m * p.part * kAccRowBytes);
-    a.Li(kRows + m, std::min(p.part, p.line - m * p.part));
+    a.AddImm(kAddr + m, kOutBuf, p.out_offset(m));
+    a.Li(kRows + m, p.part_rows(m));
   }
   a << "mov " + R(kAccLine) + ", " + R(kAcc);
   a.Li(kCount, 0);
@@ -113,36 +160,7 @@ void EmitDrain(const ConvPlan& p, ConvAsm& a) {
   for (int64_t m = 0; m < p.mxus; ++m)
     a << "signal mxu" + std::to_string(m) + ", " + F(kPopped + m) + ", 1";
   for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kPopped + m) + ", 1";
-  // Output rows are (line, column, image); HBM wants (image, line, column).
-  auto out_desc = [&](int64_t channels) {
-    return a.Desc({p.band * p.ow, channels * 4, p.imgs * kAccRowBytes, p.out_pixel_bytes(), p.imgs,
-                   kAccRowBytes, p.oh * p.ow * p.out_pixel_bytes()});
-  };
-  const int64_t tail = p.s.cout - (p.coutb - 1) * kMxuEdge;
-  const std::string full = out_desc(kMxuEdge), last = out_desc(tail);
-  const std::string odd_copy = a.NewLabel("odd_copy"), copied = a.NewLabel("copied");
-  auto copy = [&](int64_t parity) {
-    const std::string flag = F(kOutFree + parity);
-    if (tail == kMxuEdge) {
-      a << "dma.vh " + R(kLineLo) + ", " + R(kOutBuf) + ", " + full + ", " + flag;
-      return;
-    }
-    const std::string not_last = a.NewLabel("not_last"), sent = a.NewLabel("sent");
-    a.Li(kTmp, p.coutb - 1);
-    a << "bne " + R(kCo) + ", " + R(kTmp) + ", " + not_last
-      << "dma.vh " + R(kLineLo) + ", " + R(kOutBuf) + ", " + last + ", " + flag << "jmp " + sent;
-    a.Label(not_last);
-    a << "dma.vh " + R(kLineLo) + ", " + R(kOutBuf) + ", " + full + ", " + flag;
-    a.Label(sent);
-  };
-  a << "shli " + R(kLineLo) + ", " + R(kCo) + ", 9"  // 128 f32 channels per block
-    << "add " + R(kLineLo) + ", " + R(kOutPtr) + ", " + R(kLineLo)
-    << "bne " + R(kParity) + ", r0, " + odd_copy;
-  copy(0);
-  a << "jmp " + copied;
-  a.Label(odd_copy);
-  copy(1);
-  a.Label(copied);
+  EmitOutputCopies(p, a);
 }
 
 }  // namespace tpusim::lowering::conv
