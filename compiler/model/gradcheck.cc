@@ -56,7 +56,7 @@ hlo::Status CheckGradients(Builder& builder, Op loss, const std::vector<Op>& wrt
     const int64_t n = args.at(p).size();
     const int64_t count = std::min(n, options.entries_per_parameter);
     for (int64_t k = 0; k < count; ++k) {
-      const size_t e = static_cast<size_t>(count == 1 ? 0 : k * (n - 1) / (count - 1));
+      const size_t e = static_cast<size_t>(count == 1 ? n / 2 : k * (n - 1) / (count - 1));
       std::vector<eval::Value> plus = args, minus = args;
       plus[p].data[e] += options.step;
       minus[p].data[e] -= options.step;

@@ -13,7 +13,7 @@
 namespace tpusim::model {
 
 struct GradCheckOptions {
-  int64_t entries_per_parameter = 8;  // checked entries, spread evenly over each parameter
+  int64_t entries_per_parameter = 8;  // checked entries: first to last evenly (one: the middle)
   double step = 1e-5;                 // central difference step h: (f(x+h) - f(x-h)) / 2h
   double tolerance = 1e-6;            // on |analytic - numeric| / max(1, |numeric|)
 };
