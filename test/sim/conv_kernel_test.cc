@@ -9,6 +9,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "compiler/eval/evaluator.h"
 #include "compiler/lowering/matmul_kernel.h"
 #include "kernel_test_util.h"
 #include "sim_test_util.h"
@@ -80,6 +81,35 @@ double MxuBusyPercent(const std::string& program, const std::string& what) {
     if (u.name == "mxu0" || u.name == "mxu1") busy = std::min(busy, u.busy_percent);
   std::cout << what << ": " << r.cycles << " cycles, MXU busy " << busy << "%\n";
   return busy;
+}
+
+// The project's ground truth: the HLO evaluator on the same convolution (f32 operands at
+// DEFAULT precision are rounded to bf16, as the MXU reads them; sums in f32).
+TEST(ConvKernel, MatchesReferenceEvaluator) {
+  const ConvShape s = Shape(2, 6, 128, 128, 3, 2, 1, 1);
+  SingleCoreRun run(lowering::ConvKernel(s));
+  auto in = RandomBf16Values(2 * 6 * 6 * 128, 21), k = RandomBf16Values(3 * 3 * 128 * 128, 22);
+  auto in_bits = ToBf16Bits(in), k_bits = ToBf16Bits(k);
+  run.core->hbm().Write(s.input, in_bits.data(), in_bits.size() * 2);
+  run.core->hbm().Write(s.kernel, k_bits.data(), k_bits.size() * 2);
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  std::vector<float> out(2 * 3 * 3 * 128);
+  run.core->hbm().Read(s.output, out.data(), out.size() * 4);
+  const std::string hlo =
+      "HloModule conv\nENTRY %e {\n  %i = f32[2,6,6,128] parameter(0)\n"
+      "  %k = f32[3,3,128,128] parameter(1)\n"
+      "  ROOT %c = f32[2,3,3,128] convolution(%i, %k), window={size=3x3 stride=2x2 "
+      "pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n}\n";
+  auto as_value = [](const std::vector<float>& v, std::vector<int64_t> dims) {
+    return eval::Value::FromVector(hlo::PrimitiveType::kF32, std::move(dims),
+                                   std::vector<double>(v.begin(), v.end()));
+  };
+  auto ref = eval::EvaluateText(hlo, {as_value(in, {2, 6, 6, 128}), as_value(k, {3, 3, 128, 128})});
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+  const std::vector<double>& want = ref.value().at(0).data;
+  ASSERT_EQ(want.size(), out.size());
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-3) << "element " << i;
 }
 
 TEST(ConvKernel, Same3x3MatchesReference) {
