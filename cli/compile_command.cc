@@ -3,10 +3,10 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "cli/board_target.h"
 #include "cli/commands.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
-#include "compiler/lowering/lower.h"
 #include "compiler/passes/pipeline.h"
 #include "sim/config.h"
 #include "traces/atomic_file.h"
@@ -54,9 +54,15 @@ int CompileCommand(const std::vector<std::string>& argv) {
   std::string text;
   if (emit == "isa") {
     sim::BoardConfig board = sim::LoadConfig(config);
-    auto lowered = lowering::LowerDot(parsed.value(), board.cores(), -1, board.core.mxus);
-    if (!lowered.ok()) throw CliError(lowered.status().message());
-    text = lowered->programs[0];
+    CompileTarget target = TargetFor(board);
+    target.dump_dir = dump_dir;
+    auto compiled = CompileForBoard(ReadFileOrThrow(module_path), module_path, target);
+    if (!compiled.ok()) throw CliError(compiled.status().message());
+    const lowering::LoweredModule& low = compiled.value()->lowered;
+    text = "# " + module_path + ": core 0 of " + std::to_string(low.programs.size()) + "\n";
+    for (const lowering::LoweredOp& op : low.ops)
+      if (!op.note.empty()) text += "# %" + op.name + ": " + op.note + "\n";
+    text += low.programs[0];
   } else {
     passes::CompileOptions options;
     options.dump_dir = dump_dir;

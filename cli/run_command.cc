@@ -5,13 +5,17 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/board_target.h"
 #include "cli/commands.h"
+#include "cli/run_report.h"
+#include "cli/run_values.h"
+#include "compiler/collectives/ring_allreduce.h"
+#include "compiler/compile.h"
 #include "compiler/eval/evaluator.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
-#include "compiler/lowering/lower.h"
-#include "compiler/passes/pipeline.h"
+#include "compiler/lowering/asm_util.h"
 #include "isa/assembler.h"
 #include "isa/bf16.h"
 #include "profiler/report.h"
@@ -34,51 +38,6 @@ struct RunArgs {
   double infeed_rate = 0;  // examples per second; 0 = unbounded
   double monitor_interval_us = 100;
 };
-
-std::vector<uint16_t> Bf16Rows(const eval::Value& v, int64_t first_row, int64_t rows) {
-  const int64_t cols = v.shape.dims[1];
-  std::vector<uint16_t> out(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows * cols; ++i)
-    out[i] = isa::F32ToBf16(static_cast<float>(v.data[first_row * cols + i]));
-  return out;
-}
-
-// Fills HBM with the parameters, each core its rows of the lhs. Returns the inputs.
-std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const hlo::HloModule& module,
-                                    const lowering::LoweredDot& d, uint64_t seed) {
-  std::vector<eval::Value> args;
-  for (const hlo::HloInstruction* p : module.entry()->parameters())
-    args.push_back(eval::Value::Random(p->shape(), seed + args.size()));
-  const eval::Value &lhs = args[d.lhs_parameter], &rhs = args[d.rhs_parameter];
-  const int64_t rows = d.m / d.cores;
-  std::vector<uint16_t> b = Bf16Rows(rhs, 0, d.k);
-  for (int c = 0; c < d.cores; ++c) {
-    std::vector<uint16_t> a = Bf16Rows(lhs, c * rows, rows);
-    sim.core(c).hbm().Write(d.lhs_address, a.data(), a.size() * 2);
-    sim.core(c).hbm().Write(d.rhs_address, b.data(), b.size() * 2);
-  }
-  return args;
-}
-
-// Largest |simulated - reference| over the result, relative to the largest |reference|.
-double CompareWithEvaluator(sim::Simulation& sim, const hlo::HloModule& module,
-                            const lowering::LoweredDot& d, const std::vector<eval::Value>& args) {
-  auto ref = eval::Evaluate(module, args);
-  if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
-  const eval::Value& want = ref.value()[0];
-  const int64_t rows = d.m / d.cores;
-  double worst = 0, scale = 1e-30;
-  std::vector<float> got(static_cast<size_t>(rows * d.n));
-  for (int c = 0; c < d.cores; ++c) {
-    sim.core(c).hbm().Read(d.out_address, got.data(), got.size() * 4);
-    for (int64_t i = 0; i < rows * d.n; ++i) {
-      double w = want.data[c * rows * d.n + i];
-      worst = std::max(worst, std::fabs(got[i] - w));
-      scale = std::max(scale, std::fabs(w));
-    }
-  }
-  return worst / scale;
-}
 
 }  // namespace
 
@@ -125,31 +84,27 @@ int RunCommand(const std::vector<std::string>& argv) {
   if (a.module_path.empty()) throw CliError("missing MODULE.hlo (see tpusim run --help)", 2);
   a.timing = vm.count("timing"), a.monitor = vm.count("monitor");
 
-  auto parsed = hlo::ParseHlo(ReadFileOrThrow(a.module_path), a.module_path);
-  if (!parsed.ok()) throw CliError(parsed.status().message());
-  hlo::HloModule& module = parsed.value();
-  if (auto st = hlo::VerifyModule(module); !st.ok()) throw CliError(st.message());
-  sim::BoardConfig board = sim::LoadConfig(a.config);
-  auto optimized = hlo::ParseHlo(hlo::PrintModule(module), a.module_path);
-  passes::CompileOptions copts;
-  copts.hbm_capacity_bytes = static_cast<int64_t>(board.core.hbm_bytes);
-  auto compiled = passes::CompileToHlo(optimized.value(), copts);
-  if (!compiled.ok()) throw CliError(compiled.status().message());
   if (a.monitor_interval_us <= 0) throw CliError("--monitor-interval-us must be > 0", 2);
   if (a.steps < 1 || a.steps_per_execution < 1 || a.infeed_rate < 0)
     throw CliError("--steps and --steps-per-execution must be >= 1, --infeed-rate >= 0", 2);
-  constexpr int kInfeedFlag = 31;
-  auto lowered = lowering::LowerDot(module, board.cores(), kInfeedFlag, board.core.mxus);
-  if (!lowered.ok()) throw CliError(lowered.status().message());
-  const lowering::LoweredDot& d = lowered.value();
+  sim::BoardConfig board = sim::LoadConfig(a.config);
+  CompileTarget target = TargetFor(board);
+  auto compiled_or = CompileForBoard(ReadFileOrThrow(a.module_path), a.module_path, target);
+  if (!compiled_or.ok()) throw CliError(compiled_or.status().message());
+  const CompiledModule& compiled = *compiled_or.value();
+  const lowering::LoweredModule& low = compiled.lowered;
+  if (!a.timing && !low.exact)
+    std::printf("note: values are checked only when every op's kernel computes them; %s\n",
+                "this module runs timing-only (see tpusim compile --emit isa)");
+  const bool values = !a.timing && low.exact;
 
   // Samples every simulated microsecond (the recorder widens them on long runs).
   profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = board.cores(),
                                                         .mxus_per_core = board.core.mxus,
                                                         .sample_interval_fs = 1'000'000'000});
-  sim::Simulation simulation(board, {.functional = !a.timing, .sink = &recorder});
+  sim::Simulation simulation(board, {.functional = values, .sink = &recorder});
   for (int c = 0; c < board.cores(); ++c) {
-    auto program = isa::Assemble(d.programs[c], a.module_path + ".core" + std::to_string(c));
+    auto program = isa::Assemble(low.programs[c], a.module_path + ".core" + std::to_string(c));
     if (!program.ok()) throw CliError("internal: generated program: " + program.error().message);
     recorder.SetTags(c, program->tags);
     simulation.AddCore(*program);
@@ -158,14 +113,14 @@ int RunCommand(const std::vector<std::string>& argv) {
   sim::TrainingLoop loop;
   loop.steps = a.steps;
   loop.steps_per_execution = a.steps_per_execution;
-  loop.global_batch = d.m;
-  loop.example_bytes = static_cast<uint64_t>(d.k) * 2;
+  loop.global_batch = static_cast<uint64_t>(std::max<int64_t>(low.global_batch, board.cores()));
+  loop.example_bytes = std::max<uint64_t>(low.example_bytes, 1);
   loop.input_examples_per_s = a.infeed_rate;
-  loop.infeed_hbm_address = d.lhs_address;
-  loop.infeed_flag = kInfeedFlag;
+  loop.infeed_hbm_address = low.infeed_address;
+  loop.infeed_flag = lowering::kInfeedFlag;
   simulation.SetTrainingLoop(loop);
   std::vector<eval::Value> args;
-  if (!a.timing) args = LoadInputs(simulation, module, d, a.seed);
+  if (values) args = LoadInputs(simulation, compiled, a.seed);
   sim::RunReport r = simulation.Run();
   if (!r.ok) throw CliError(r.error);
   recorder.Finish();
@@ -178,11 +133,11 @@ int RunCommand(const std::vector<std::string>& argv) {
   peaks.hbm_capacity_bytes_per_core = board.core.hbm_bytes;
   profiler::RunContext ctx;
   ctx.tpu_type = board.name.rfind("v2", 0) == 0 ? "TPU v2" : "TPU v3";
-  ctx.batch_per_core = static_cast<int>(d.m / board.cores());
-  ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled->peak_hbm_bytes);
-  ctx.compilations = 1;
+  ctx.batch_per_core = static_cast<int>(low.batch_per_core);
+  ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled.report.peak_hbm_bytes);
+  ctx.compilations = CompilationCount();
   ctx.steps_per_execution = a.steps_per_execution;
-  for (const auto& op : compiled->padding.ops) {
+  for (const auto& op : compiled.report.padding.ops) {
     profiler::PaddingInfo info;
     info.op = op.name;
     info.padded_bytes = static_cast<uint64_t>(op.padded_bytes);
@@ -191,27 +146,9 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   profiler::Report report = profiler::BuildReport(recorder, peaks, ctx);
 
-  const profiler::Metrics& m = report.metrics;
-  const profiler::StepBreakdown& b = m.step_breakdown;
-  std::printf("%s on %s (%d cores): %s [%lldx%lld] x [%lldx%lld], batch %lld per core\n",
-              a.module_path.c_str(), board.name.c_str(), board.cores(), d.op.c_str(),
-              static_cast<long long>(d.m), static_cast<long long>(d.k), static_cast<long long>(d.k),
-              static_cast<long long>(d.n), static_cast<long long>(d.m / board.cores()));
-  std::printf("steps: %d (%d per execution)   simulated time: %.3f ms\n", a.steps,
-              a.steps_per_execution, r.time_us / 1e3);
-  std::printf("step time: %.4f ms (avg), %.4f ms (min), %.4f ms (max)   %.0f examples/s\n",
-              m.step_time_ms.avg, m.step_time_ms.min, m.step_time_ms.max,
-              a.steps * static_cast<double>(d.m) / (r.time_us * 1e-6));
-  std::printf("MXU: %.1f%%   idle: %.1f%%   %.1f TFLOP/s per step   HBM peak per core: %.1f MiB\n",
-              m.mxu_utilization_percent, m.device_idle_time_percent,
-              m.step_time_ms.avg > 0 ? d.flops() / (m.step_time_ms.avg * 1e-3) / 1e12 : 0,
-              compiled->peak_hbm_bytes / 1048576.0);
-  std::printf(
-      "step breakdown (ms): compute %.4f, infeed %.4f, all-reduce %.4f, outfeed %.4f, "
-      "host overhead %.4f\n",
-      b.compute_ms, b.infeed_ms, b.all_reduce_ms, b.outfeed_ms, b.host_overhead_ms);
-  if (!a.timing) {
-    double err = CompareWithEvaluator(simulation, module, d, args);
+  PrintResult(RunShape{a.module_path, a.steps, a.steps_per_execution}, board, compiled, r, report);
+  if (values) {
+    double err = CompareWithEvaluator(simulation, compiled, args);
     std::printf("values: max |simulated - reference| = %.2e of the largest |reference| (%s)\n", err,
                 err < 1e-3 ? "match" : "MISMATCH");
     if (err >= 1e-3) throw CliError("simulated values differ from the reference evaluator");

@@ -120,7 +120,7 @@ int OperandBits(OperandKind k) {
     case OperandKind::kMxu:
       return 2;
     case OperandKind::kDesc:
-      return 8;
+      return 16;
     default:
       return 32;  // kImm, kLabel, kFimm
   }

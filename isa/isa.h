@@ -44,7 +44,7 @@ inline constexpr int kNumSregs = 32;
 inline constexpr int kNumVregs = 32;
 inline constexpr int kNumFlags = 32;
 inline constexpr int kMaxMxus = 4;
-inline constexpr int kMaxDescriptors = 256;
+inline constexpr int kMaxDescriptors = 65536;  // a whole lowered model in one program
 
 struct OpInfo {
   Opcode opcode;

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/lowering/asm_util.h"
+
 namespace tpusim::collectives {
 namespace {
 
@@ -40,8 +42,9 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
   std::vector<int> backward(spec.ring.rbegin(), spec.ring.rend());
   const int back_pos = static_cast<int>(n - 1 - position);
   std::ostringstream s;
-  RingEmitter fwd(s, spec.ring, position, c);
-  RingEmitter bwd(s, backward, back_pos, c, RingRegisters{"r23", "r26", 8, "badd"});
+  const int fb = spec.flag_base, bb = spec.flag_base + 8;  // each ring's flags
+  RingEmitter fwd(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb, "add"});
+  RingEmitter bwd(s, backward, back_pos, c, RingRegisters{"r23", "r26", bb, "badd"});
   s << "# bidirectional ring all-reduce of " << spec.bytes << " bytes over " << n
     << " cores; ring position " << position << "\n"
     << ".desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n"
@@ -52,10 +55,11 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
   s << "    li r26, " << kSetBytes << "\n";  // the backward ring's buffers
   fwd.Vmem(1, data);
   bwd.Vmem(2, data);
-  s << "    li r8, " << spec.hbm_address << "\n    li r9, " << spec.hbm_address + half << "\n"
-    << "    dma.hv r1, r8, half, f" << kFlagInput << "\n    dma.hv r2, r9, half, f"
-    << kFlagInput + 8 << "\n    wait seq, f" << kFlagInput << ", 1\n    wait seq, f"
-    << kFlagInput + 8 << ", 1\n";
+  s << lowering::LoadAddress(8, spec.hbm_address, 9) << lowering::LoadAddress(9, half, 10)
+    << "    add r9, r9, r8\n"
+    << "    dma.hv r1, r8, half, f" << fb + kFlagInput << "\n    dma.hv r2, r9, half, f"
+    << bb + kFlagInput << "\n    wait seq, f" << fb + kFlagInput << ", 1\n    wait seq, f"
+    << bb + kFlagInput << ", 1\n";
   for (int64_t st = 0; st < n - 1; ++st) {
     fwd.ReduceScatterSend(data, slots, 0, st);
     bwd.ReduceScatterSend(data, slots, 0, st);
@@ -72,8 +76,8 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
   bwd.AllGatherEnd();
   fwd.Vmem(1, out);
   bwd.Vmem(2, out);
-  s << "    dma.vh r8, r1, half, f" << kFlagStored << "\n    dma.vh r9, r2, half, f"
-    << kFlagStored + 8 << "\n    halt\n";
+  s << "    dma.vh r8, r1, half, f" << fb + kFlagStored << "\n    dma.vh r9, r2, half, f"
+    << bb + kFlagStored << "\n    halt\n";
   return s.str();
 }
 
@@ -83,8 +87,6 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const int64_t n = static_cast<int64_t>(spec.ring.size());
   if (n < 2) throw std::invalid_argument("a ring all-reduce needs at least 2 cores");
   if (position < 0 || position >= n) throw std::invalid_argument("position outside the ring");
-  if (spec.hbm_address + spec.bytes > 0x7fffffffull)
-    throw std::invalid_argument("the array must lie in the first 2 GiB of HBM");
   if (spec.bidirectional) return BidirectionalProgram(spec, position);
   // One segment up to 4 MiB (one buffer set fits VMEM); beyond, 2 MiB segments.
   const uint64_t seg = spec.bytes <= kSingleSegmentBytes ? spec.bytes : kSegmentBytes;
@@ -94,7 +96,8 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const uint64_t c = seg / n, segments = spec.bytes / seg;
   const uint64_t data = 0, slots = seg, out = seg + (n - 1) * c;  // VMEM layout of a set
   std::ostringstream s;
-  RingEmitter ring(s, spec.ring, position, c);
+  const int fb = spec.flag_base;
+  RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb, "add"});
   s << "# ring all-reduce (" << (spec.op == ReduceOp::kSum ? "sum" : "max") << ") of " << spec.bytes
     << " bytes over " << n << " cores in " << segments << " segment(s); ring "
     << "position " << position << "\n"
@@ -102,17 +105,18 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
     << ".desc segment rows=1 row_bytes=" << seg << " src_stride=0 dst_stride=0\n"
     << ".tag \"" << spec.tag << "\"\n";
   ring.EmitRingRegisters();
-  s << "    li r28, 0\n    li r27, " << segments << "\n"  // r28 segment, r27 count
+  s << lowering::LoadAddress(19, spec.hbm_address, 18)    // r19: the array in HBM
+    << "    li r28, 0\n    li r27, " << segments << "\n"  // r28 segment, r27 count
     << "segment:\n"
     << "    andi r29, r28, 1\n    muli r29, r29, " << kSetBytes << "\n"  // buffer set
-    << "    muli r30, r28, " << seg << "\n    addi r30, r30, " << spec.hbm_address << "\n";
+    << "    muli r30, r28, " << seg << "\n    add r30, r30, r19\n";
   ring.Vmem(1, data);
-  s << "    dma.hv r1, r30, segment, f" << kFlagInput << "\n    wait seq, f" << kFlagInput
+  s << "    dma.hv r1, r30, segment, f" << fb + kFlagInput << "\n    wait seq, f" << fb + kFlagInput
     << ", 1\n";
   ring.ReduceScatter(data, slots, /*shift=*/0, spec.op);
   ring.AllGather(data, out, ring.Chunk(position + 1), kFlagAdded);
   ring.Vmem(2, out);
-  s << "    dma.vh r30, r2, segment, f" << kFlagStored << "\n"
+  s << "    dma.vh r30, r2, segment, f" << fb + kFlagStored << "\n"
     << "    addi r28, r28, 1\n    blt r28, r27, segment\n    halt\n";
   return s.str();
 }

@@ -21,6 +21,7 @@ struct RingAllReduceSpec {
   // (arrays up to 4 MiB, multiples of 8192 x ring size).
   bool bidirectional = false;
   std::string tag = "all-reduce";  // provenance tag of the emitted instructions
+  int flag_base = 0;  // the program uses flags flag_base.. (+8 more when bidirectional)
 };
 
 // The assembly of the program of ring position `position`. Throws std::invalid_argument

@@ -76,21 +76,22 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   };
   std::ostringstream s;
   Header(s, "reduce-scatter", part, spec.input_bytes, spec.tag);
-  RingEmitter e(s, ring, p, part);
+  const int fb = spec.flag_base;
+  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb, "add"});
   e.EmitRingRegisters();
   // VMEM: chunk k (ring order) holds group part index_of(ring[k]); gather them from HBM.
   const uint64_t data = 0, slots = spec.input_bytes;
   for (int k = 0; k < n; ++k) {
     e.Vmem(1, data + k * part);
     s << "    li r2, " << spec.input_address + index_of(ring[k]) * part << "\n"
-      << "    dma.hv r1, r2, chunk, f" << kFlagInput << "\n";
+      << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
   }
-  s << "    wait seq, f" << kFlagInput << ", " << n << "\n";
+  s << "    wait seq, f" << fb + kFlagInput << ", " << n << "\n";
   e.ReduceScatter(data, slots, /*shift=*/-1, spec.op);  // ends with chunk p reduced
-  s << "    wait dma, f" << kFlagAdded << ", 1\n";
+  s << "    wait dma, f" << fb + kFlagAdded << ", 1\n";
   e.Vmem(2, data + p * part);
   s << "    li r1, " << spec.output_address << "\n"
-    << "    dma.vh r1, r2, chunk, f" << kFlagStored << "\n    halt\n";
+    << "    dma.vh r1, r2, chunk, f" << fb + kFlagStored << "\n    halt\n";
   return s.str();
 }
 
@@ -109,20 +110,21 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
     if (std::find(g.begin(), g.end(), core) != g.end()) group = g;
   std::ostringstream s;
   Header(s, "all-gather", part, part * n, spec.tag);
-  RingEmitter e(s, ring, p, part);
+  const int fb = spec.flag_base;
+  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb, "add"});
   e.EmitRingRegisters();
   // Chunks in ring order in VMEM; the output is written part by part in group order.
   const uint64_t data = 0, out = part * n;
   e.Vmem(1, data + p * part);
   s << "    li r2, " << spec.input_address << "\n"
-    << "    dma.hv r1, r2, chunk, f" << kFlagInput << "\n";
+    << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
   e.AllGather(data, out, static_cast<uint64_t>(p), kFlagInput);
   for (int k = 0; k < n; ++k) {
     uint64_t index =
         static_cast<uint64_t>(std::find(group.begin(), group.end(), ring[k]) - group.begin());
     e.Vmem(2, out + k * part);
     s << "    li r1, " << spec.output_address + index * part << "\n"
-      << "    dma.vh r1, r2, chunk, f" << kFlagStored << "\n";
+      << "    dma.vh r1, r2, chunk, f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";
   return s.str();
@@ -130,7 +132,7 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
 
 std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pairs,
                                      uint64_t input_address, uint64_t output_address,
-                                     uint64_t bytes, int core, const std::string& tag) {
+                                     uint64_t bytes, int core, const std::string& tag, int fb) {
   if (bytes == 0 || bytes % 4 || input_address + bytes > 0x7fffffffull ||
       output_address + bytes > 0x7fffffffull)
     throw std::invalid_argument(
@@ -145,20 +147,20 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
     if (src != core) continue;
     s << "    li r1, " << dst << "\n    shli r1, r1, 56\n    li r2, " << output_address
       << "\n    or r1, r1, r2\n    li r3, " << core << "\n    shli r3, r3, 56\n    li r4, "
-      << input_address << "\n    or r3, r3, r4\n    dma.g r1, r3, whole, f" << kFlagGathered
+      << input_address << "\n    or r3, r3, r4\n    dma.g r1, r3, whole, f" << fb + kFlagGathered
       << "\n";
   }
   if (incoming > 1)
     throw std::invalid_argument("core " + std::to_string(core) + " is the target of " +
                                 std::to_string(incoming) + " pairs");
   if (incoming) {
-    s << "    wait seq, f" << kFlagGathered << ", 1\n";
+    s << "    wait seq, f" << fb + kFlagGathered << ", 1\n";
   } else {  // nobody sends here: the output is zeros
     s << "    vmovi v0, 0.0\n    li r5, 0\n    li r6, " << (bytes + 4095) / 4096 * 4096
       << "\nzero:\n    vst v0, r5\n    addi r5, r5, 4096\n    blt r5, r6, zero\n"
-      << "    signal vpu, f" << kFlagLocalCopy << ", 1\n    wait dma, f" << kFlagLocalCopy
+      << "    signal vpu, f" << fb + kFlagLocalCopy << ", 1\n    wait dma, f" << fb + kFlagLocalCopy
       << ", 1\n    li r1, " << output_address << "\n    li r2, 0\n"
-      << "    dma.vh r1, r2, whole, f" << kFlagStored << "\n";
+      << "    dma.vh r1, r2, whole, f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";
   return s.str();

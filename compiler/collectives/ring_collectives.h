@@ -22,6 +22,7 @@ struct RingCollectiveSpec {
   uint64_t input_bytes = 0;  // per core; all-gather: one part; reduce-scatter: n parts
   ReduceOp op = ReduceOp::kSum;
   std::string tag;
+  int flag_base = 0;  // the programs use flags flag_base..flag_base+5
 };
 
 // The program of `core`. Throws std::invalid_argument when the core is in no group, the
@@ -33,7 +34,8 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core);
 // (source, target) pair; a core that is nobody's target gets zeros, as in XLA.
 std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pairs,
                                      uint64_t input_address, uint64_t output_address,
-                                     uint64_t bytes, int core, const std::string& tag = "");
+                                     uint64_t bytes, int core, const std::string& tag = "",
+                                     int flag_base = 0);
 
 // The members of the group holding `core`, in board-ring order, and core's position.
 std::pair<std::vector<int>, int> GroupRing(const RingCollectiveSpec& spec, int core);

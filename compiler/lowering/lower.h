@@ -1,8 +1,10 @@
-// Lowering of an HLO module onto the ISA for a board of cores, data parallel: the batch
-// (leading) dimension of the lhs is split evenly over the cores, the rhs is replicated.
-// Today this lowers a module whose result is one 2-D dot of parameters (optionally through
-// convert), onto the MXU kernel of matmul_kernel.h; any other module gets an error that
-// names the op not lowered yet.
+// Lowering of an optimized HLO module onto the ISA: one program per core of the board.
+// Every instruction of the entry computation becomes a kernel (MXU matmul, VPU stream,
+// DMA copy or ring collective; docs/compiler.md), kernels run one after another separated
+// by a drain barrier, while loops become counted ISA loops. A module with
+// replica_count = cores runs as written on every core; a single-replica module is made
+// data parallel (data_parallel.h): its batch is split over the cores and every value
+// reduced over the batch is all-reduced.
 #pragma once
 
 #include <cstdint>
@@ -11,22 +13,50 @@
 
 #include "compiler/hlo/ir.h"
 #include "compiler/hlo/status.h"
+#include "compiler/passes/memory.h"
 
 namespace tpusim::lowering {
 
-struct LoweredDot {
-  std::string op;               // the dot's HLO name (instruction tag)
-  int64_t m = 0, k = 0, n = 0;  // global shape; each core computes m / cores rows
-  int cores = 0;
-  int lhs_parameter = 0, rhs_parameter = 1;
-  uint64_t lhs_address = 0, rhs_address = 0, out_address = 0;  // per core, in HBM
-  std::vector<std::string> programs;                           // assembly, one per core
-  double flops() const { return 2.0 * m * k * n; }
+struct LowerOptions {
+  int cores = 8;
+  int mxus_per_core = 2;
+  std::vector<int> ring;  // every core in torus ring order (collectives::TorusRing)
+  bool infeed = true;     // each step first waits for its input batch (sim/host.h)
 };
 
-// infeed_flag >= 0: each step first waits for its input batch on that sync flag (the
-// host's infeed, sim/host.h), which lands where the lhs rows live.
-hlo::Result<LoweredDot> LowerDot(const hlo::HloModule& module, int cores, int infeed_flag = -1,
-                                 int mxus_per_core = 2);
+enum class KernelKind { kNone, kMxu, kVpu, kDma, kCollective };
+
+struct LoweredOp {
+  std::string name, opcode;
+  KernelKind kind = KernelKind::kNone;
+  double flops = 0;        // useful FLOPs per core per execution
+  uint64_t hbm_bytes = 0;  // bytes the kernel moves through HBM per core
+  int64_t executions = 1;  // trip count of the loops around it
+  bool exact = false;      // the kernel computes the op's values (not only its timing)
+  std::string note;        // padding, data-parallel all-reduce, approximations
+};
+
+struct OutputBuffer {  // one leaf of the entry's result
+  std::string name;
+  uint64_t address = 0;  // HBM, on every core
+  bool split = false;    // each core holds its share of the batch (rows of dim 0)
+};
+
+struct LoweredModule {
+  std::vector<std::string> programs;  // assembly, one per core
+  std::vector<LoweredOp> ops;
+  int replicas = 1;            // the module's replica_count
+  bool data_parallel = false;  // single-replica module split over the cores
+  int64_t global_batch = 0, batch_per_core = 0;
+  std::vector<std::string> batch_parameters;  // the inputs the host feeds each step
+  uint64_t example_bytes = 0;                 // bytes per example of those inputs
+  uint64_t infeed_address = 0;                // where the step's batch lands in HBM
+  std::vector<OutputBuffer> outputs;
+  double flops_per_step_per_core = 0;
+  bool exact = false;  // every kernel computes values: results can be checked
+};
+
+hlo::Result<LoweredModule> LowerModule(const hlo::HloModule& module, const passes::MemoryPlan& plan,
+                                       const LowerOptions& options);
 
 }  // namespace tpusim::lowering

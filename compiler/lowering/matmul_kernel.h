@@ -14,9 +14,13 @@ struct MatmulShape {
   uint64_t a = 0, b = 0, c = 0;  // HBM addresses
   std::string tag;               // the HLO op the instructions come from
   int mxus = 2;                  // MXUs per core (v3: 2, v2: 1)
+  int64_t rows_per_pass = 0;     // accumulator rows per pass (<= 2048, divides m); 0: min(m, 2048)
+  int64_t batch = 1;             // independent matmuls, each `*_stride` bytes after the last
+  uint64_t a_stride = 0, b_stride = 0, c_stride = 0;
 };
 
-// Throws std::invalid_argument for shapes the kernel does not tile.
+// Throws std::invalid_argument for shapes the kernel does not tile. Addresses may lie
+// anywhere in HBM (they are built in registers r24..r26).
 std::string MatmulKernel(const MatmulShape& shape);
 
 // The square N^3 kernel of the benchmarks: A at 0, B at N*N*2, C at 2*N*N*2.

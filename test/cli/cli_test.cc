@@ -97,11 +97,37 @@ TEST(Cli, RunOnV2UsesItsSingleMxu) {
   EXPECT_THAT(o.text, HasSubstr("(match)"));
 }
 
-TEST(Cli, RunOfAModuleNotLoweredYetIsOneClearLine) {
-  Output o = Tpusim("run examples/hlo/mlp_train_step.hlo --timing");
+TEST(Cli, RunEveryShippedHloExample) {
+  for (const char* name :
+       {"mlp_train_step", "conv_bn_relu", "while_loop", "fusion_tiled", "allreduce_replicas"}) {
+    Output o = Tpusim(std::string("run examples/hlo/") + name + ".hlo --timing");
+    ASSERT_EQ(o.status, 0) << name << ": " << o.text;
+    EXPECT_THAT(o.text, HasSubstr("MXU: ")) << name;
+    EXPECT_THAT(o.text, HasSubstr("step breakdown (ms): ")) << name;
+  }
+}
+
+TEST(Cli, RunElementwiseModuleMatchesTheEvaluator) {
+  Output o = Tpusim("run examples/hlo/elementwise_f32.hlo");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("kernels: 0 MXU, 1 VPU, 0 DMA, 0 collective"));
+  EXPECT_THAT(o.text, HasSubstr("(match)"));
+}
+
+TEST(Cli, RunOfAModuleWithADynamicLoopIsOneClearLine) {
+  std::string text = Slurp("examples/hlo/while_loop.hlo");
+  const size_t cfg = text.find(", backend_config");
+  text.erase(cfg, text.find("}}", cfg) + 2 - cfg);
+  const std::string limit = "%limit = s32[] constant(10)";
+  text.replace(text.find(limit), limit.size(),
+               "%limit = s32[] get-tuple-element((s32[], f32[16,16]{1,0}) %state), index=0");
+  const std::string path = Temp("dyn.hlo");
+  std::ofstream(path) << text;
+  Output o = Tpusim("run " + path + " --timing");
   EXPECT_EQ(o.status, 1);
-  EXPECT_THAT(o.text, HasSubstr("not lowered to the ISA yet"));
+  EXPECT_THAT(o.text, HasSubstr("%while (while): the trip count is not static"));
   EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << o.text;
+  std::remove(path.c_str());
 }
 
 TEST(Cli, BadInputsAreOneLineErrorsWithNonZeroStatus) {

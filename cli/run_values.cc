@@ -1,0 +1,86 @@
+#include "cli/run_values.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cli/commands.h"
+#include "compiler/eval/evaluator.h"
+#include "isa/bf16.h"
+
+namespace tpusim::cli {
+namespace {
+
+// Elements [first, first + count) of `v` in the element type of its shape, as bytes.
+std::vector<uint8_t> Encode(const eval::Value& v, int64_t first, int64_t count) {
+  const bool bf16 = v.shape.type == hlo::PrimitiveType::kBF16;
+  std::vector<uint8_t> out(static_cast<size_t>(count) * (bf16 ? 2 : 4));
+  for (int64_t i = 0; i < count; ++i) {
+    const float f = static_cast<float>(v.data[static_cast<size_t>(first + i)]);
+    if (bf16) {
+      const uint16_t b = isa::F32ToBf16(f);
+      std::copy_n(reinterpret_cast<const uint8_t*>(&b), 2, out.data() + 2 * i);
+    } else {
+      std::copy_n(reinterpret_cast<const uint8_t*>(&f), 4, out.data() + 4 * i);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& compiled,
+                                    uint64_t seed) {
+  const lowering::LoweredModule& low = compiled.lowered;
+  std::vector<eval::Value> args;
+  for (const hlo::HloInstruction* p : compiled.original.entry()->parameters())
+    args.push_back(eval::Value::Random(p->shape(), seed + args.size()));
+  const int cores = static_cast<int>(low.programs.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const hlo::HloInstruction* p = compiled.original.entry()->parameters()[i];
+    const passes::BufferInfo* buf = compiled.report.memory.Find(p->name());
+    if (!buf || !p->shape().IsArray()) continue;
+    const bool split = low.data_parallel && std::count(low.batch_parameters.begin(),
+                                                       low.batch_parameters.end(), p->name());
+    const int64_t n = p->shape().ElementCount(), share = split ? n / cores : n;
+    for (int c = 0; c < cores; ++c) {
+      std::vector<uint8_t> bytes = Encode(args[i], split ? c * share : 0, share);
+      sim.core(c).hbm().Write(static_cast<uint64_t>(buf->offset), bytes.data(), bytes.size());
+    }
+  }
+  return args;
+}
+
+double CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
+                            const std::vector<eval::Value>& args) {
+  auto ref = eval::Evaluate(compiled.original, args);
+  if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
+  const lowering::LoweredModule& low = compiled.lowered;
+  const int cores = static_cast<int>(low.programs.size());
+  double worst = 0, scale = 1e-30;
+  for (size_t o = 0; o < low.outputs.size() && o < ref.value().size(); ++o) {
+    const eval::Value& want = ref.value()[o];
+    const bool bf16 = want.shape.type == hlo::PrimitiveType::kBF16;
+    const int64_t n = want.shape.ElementCount();
+    const int64_t share = low.outputs[o].split ? n / cores : n;
+    std::vector<uint8_t> got(static_cast<size_t>(share) * (bf16 ? 2 : 4));
+    for (int c = 0; c < (low.outputs[o].split ? cores : 1); ++c) {
+      sim.core(c).hbm().Read(low.outputs[o].address, got.data(), got.size());
+      for (int64_t i = 0; i < share; ++i) {
+        float g;
+        if (bf16) {
+          uint16_t b;
+          std::copy_n(got.data() + 2 * i, 2, reinterpret_cast<uint8_t*>(&b));
+          g = isa::Bf16ToF32(b);
+        } else {
+          std::copy_n(got.data() + 4 * i, 4, reinterpret_cast<uint8_t*>(&g));
+        }
+        const double w = want.data[static_cast<size_t>(c * share + i)];
+        worst = std::max(worst, std::fabs(g - w));
+        scale = std::max(scale, std::fabs(w));
+      }
+    }
+  }
+  return worst / scale;
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,155 @@
+#include "compiler/lowering/collective_kernels.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "compiler/collectives/ring_allreduce.h"
+#include "compiler/collectives/ring_collectives.h"
+#include "compiler/lowering/asm_util.h"
+#include "compiler/lowering/op_kernels.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::Opcode;
+
+constexpr uint64_t kVreg = 4096, kSegment = 2 << 20, kSingleSegment = 4 << 20;
+
+// The all-reduce size the ring program takes for `bytes` over `n` cores.
+uint64_t AllReduceBytes(uint64_t bytes, int n) {
+  const uint64_t granule = kVreg * static_cast<uint64_t>(n);
+  uint64_t padded = (bytes + granule - 1) / granule * granule;
+  if (padded > kSingleSegment) padded = (bytes + kSegment - 1) / kSegment * kSegment;
+  return padded;
+}
+
+std::vector<std::vector<int>> Groups(const HloInstruction& instr, int cores) {
+  std::vector<std::vector<int>> groups;
+  if (const hlo::ReplicaGroups* g = instr.replica_groups())
+    for (const auto& group : g->groups) groups.emplace_back(group.begin(), group.end());
+  if (groups.empty() || (groups.size() == 1 && groups[0].empty())) {
+    groups.assign(1, {});
+    for (int c = 0; c < cores; ++c) groups[0].push_back(c);
+  }
+  return groups;
+}
+
+// Ring order of the group holding `core`: its members in board-ring order.
+std::vector<int> RingOf(const std::vector<std::vector<int>>& groups, const std::vector<int>& ring,
+                        int core) {
+  for (const auto& g : groups)
+    if (std::find(g.begin(), g.end(), core) != g.end()) {
+      std::vector<int> out;
+      for (int c : ring)
+        if (std::find(g.begin(), g.end(), c) != g.end()) out.push_back(c);
+      return out;
+    }
+  return {core};
+}
+
+std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
+                                   uint64_t bytes, const std::string& tag,
+                                   const std::vector<int>& ring, int cores,
+                                   collectives::ReduceOp reduce, LoweredOp& op) {
+  std::vector<std::string> programs;
+  for (int c = 0; c < cores; ++c) {
+    const std::vector<int> members = RingOf(groups, ring, c);
+    if (members.size() < 2) {
+      programs.emplace_back();
+      continue;
+    }
+    collectives::RingAllReduceSpec spec;
+    spec.ring = members;
+    spec.hbm_address = address;
+    spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()));
+    spec.op = reduce;
+    spec.tag = tag;
+    spec.flag_base = kCollectiveFlagBase;
+    if (spec.bytes != bytes && op.note.empty())
+      op.note = "ring granule: " + std::to_string(bytes) + " bytes padded to " +
+                std::to_string(spec.bytes);
+    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
+    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
+    op.hbm_bytes = 2 * spec.bytes;
+  }
+  op.kind = KernelKind::kCollective;
+  return programs;
+}
+
+bool IsMaxReduction(const HloInstruction& instr) {
+  const hlo::HloComputation* f = instr.to_apply();
+  return f && f->root()->opcode() == Opcode::kMaximum;
+}
+
+}  // namespace
+
+std::vector<std::string> DataParallelAllReduce(uint64_t address, uint64_t bytes,
+                                               const std::string& tag, const std::vector<int>& ring,
+                                               int cores, LoweredOp& op) {
+  std::vector<std::vector<int>> all(1);
+  for (int c = 0; c < cores; ++c) all[0].push_back(c);
+  return AllReduce(all, address, bytes, tag, ring, cores, collectives::ReduceOp::kSum, op);
+}
+
+std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
+                                           const CollectiveContext& ctx, LoweredOp& op) {
+  const auto groups = Groups(instr, ctx.cores);
+  const uint64_t in_bytes = BytesPerCore(instr.operand(0)->shape(), 0, 1);
+  const uint64_t out_bytes = BytesPerCore(instr.shape(), 0, 1);
+  const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
+  op.kind = KernelKind::kCollective;
+  switch (instr.opcode()) {
+    case Opcode::kAllReduce: {
+      uint64_t bytes = 0;
+      for (const HloInstruction* o : instr.operands()) bytes += BytesPerCore(o->shape(), 0, 1);
+      auto programs = AllReduce(
+          groups, in, bytes, instr.name(), ctx.ring, ctx.cores,
+          IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, op);
+      op.exact = instr.operand_count() == 1 && op.note.empty() &&
+                 instr.shape().type == hlo::PrimitiveType::kF32 && in == out;
+      return programs;
+    }
+    case Opcode::kAllGather:
+    case Opcode::kReduceScatter: {
+      const bool gather = instr.opcode() == Opcode::kAllGather;
+      collectives::RingCollectiveSpec spec;
+      for (const auto& g : groups) spec.replica_groups.emplace_back(g.begin(), g.end());
+      spec.board_ring = ctx.ring;
+      spec.input_address = in, spec.output_address = out;
+      spec.input_bytes = (in_bytes + kVreg - 1) / kVreg * kVreg;
+      if (!gather) {
+        const uint64_t n = groups[0].size(), part = (in_bytes / n + kVreg - 1) / kVreg * kVreg;
+        spec.input_bytes = part * n;
+      }
+      spec.op = IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum;
+      spec.tag = instr.name();
+      spec.flag_base = kCollectiveFlagBase;
+      op.exact = spec.input_bytes == in_bytes && instr.shape().type == hlo::PrimitiveType::kF32;
+      if (!op.exact) op.note = "parts padded to 4 KiB";
+      op.hbm_bytes = in_bytes + out_bytes;
+      std::vector<std::string> programs;
+      for (int c = 0; c < ctx.cores; ++c)
+        programs.push_back(gather ? collectives::AllGatherProgram(spec, c)
+                                  : collectives::ReduceScatterProgram(spec, c));
+      return programs;
+    }
+    case Opcode::kCollectivePermute: {
+      std::vector<std::pair<int, int>> pairs;
+      if (const hlo::PairList* p = instr.source_target_pairs())
+        for (const auto& [s, t] : *p) pairs.emplace_back(static_cast<int>(s), static_cast<int>(t));
+      const uint64_t bytes = (in_bytes + 3) / 4 * 4;
+      op.exact = bytes == in_bytes;
+      op.hbm_bytes = 2 * bytes;
+      std::vector<std::string> programs;
+      for (int c = 0; c < ctx.cores; ++c)
+        programs.push_back(collectives::CollectivePermuteProgram(
+            pairs, in, out, bytes, c, instr.name(), kCollectiveFlagBase));
+      return programs;
+    }
+    default:
+      throw std::invalid_argument("not a collective");
+  }
+}
+
+}  // namespace tpusim::lowering

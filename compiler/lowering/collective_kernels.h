@@ -1,0 +1,31 @@
+// Collectives of an HLO module as per-core ring programs (compiler/collectives/), on the
+// flags reserved for them (asm_util.h), padded to the ring programs' granules.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/ir.h"
+#include "compiler/lowering/lower.h"
+
+namespace tpusim::lowering {
+
+struct CollectiveContext {
+  std::function<uint64_t(const hlo::HloInstruction*)> address;
+  std::vector<int> ring;  // every core in torus ring order
+  int cores = 8;
+};
+
+// One program per core for an all-reduce, all-gather, reduce-scatter or
+// collective-permute (replica i runs on core i). Throws std::invalid_argument.
+std::vector<std::string> CollectiveKernels(const hlo::HloInstruction& instr,
+                                           const CollectiveContext& ctx, LoweredOp& op);
+
+// A sum all-reduce of `bytes` at `address` over every core (data parallelism).
+std::vector<std::string> DataParallelAllReduce(uint64_t address, uint64_t bytes,
+                                               const std::string& tag, const std::vector<int>& ring,
+                                               int cores, LoweredOp& op);
+
+}  // namespace tpusim::lowering

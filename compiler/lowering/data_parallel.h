@@ -1,0 +1,32 @@
+// Which values of a single-replica module carry the batch, for data parallelism over the
+// board's cores. Weights are the parameters that feed the weight operand of a dot or
+// convolution; the batch is the leading dimension of the last other entry parameter
+// (inputs follow the weights in JAX and TF steps), and every non-weight parameter with
+// that leading dimension is an input. A value carries the batch when an operand does and its shape
+// still has a dimension of that size; a value computed from carrying operands that no
+// longer has one (a weight gradient, the loss) is reduced over the batch: each core holds
+// a partial sum that must be all-reduced.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/ir.h"
+
+namespace tpusim::lowering {
+
+struct BatchAnalysis {
+  int64_t batch = 0;  // 0: nothing to split
+  std::vector<const hlo::HloInstruction*> inputs;
+  std::set<const hlo::HloInstruction*> carrying, reduced;
+  std::string why_not;  // when batch == 0: why the module runs whole on every core
+};
+
+BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores);
+
+// Whether `shape` (any tuple leaf) has a dimension of size `batch`.
+bool HasDim(const hlo::Shape& shape, int64_t batch);
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,29 @@
+// Dot and convolution as MXU work: the [batch] x [m,k] x [k,n] matmul a core performs,
+// padded to the MXU kernel's tiles (matmul_kernel.h). A convolution is an implicit GEMM:
+// m = output batch x spatial, n = output features, k = taps x input features per group.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/hlo/ir.h"
+
+namespace tpusim::lowering {
+
+struct MxuWork {
+  int64_t batch = 1, m = 0, k = 0, n = 0;  // per core, before padding
+  int passes = 1;      // bf16 passes: operand_precision DEFAULT 1, HIGH 3, HIGHEST 6
+  double flops = 0;    // useful: 2 * batch * m * k * n
+  bool exact = false;  // a plain [M,K] x [K,N] bf16 dot the kernel computes exactly
+  std::string note;
+};
+
+// `split`: the data-parallel batch size to divide by `cores` wherever it appears (0: none).
+MxuWork DotWork(const hlo::HloInstruction& dot, int64_t split, int cores);
+MxuWork ConvolutionWork(const hlo::HloInstruction& conv, int64_t split, int cores);
+
+// The kernel for `w` with operands at HBM a, b and the result at c (padding noted in w).
+std::string MxuKernel(MxuWork& w, uint64_t a, uint64_t b, uint64_t c, const std::string& tag,
+                      int mxus);
+
+}  // namespace tpusim::lowering

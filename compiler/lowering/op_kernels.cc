@@ -1,0 +1,228 @@
+#include "compiler/lowering/op_kernels.h"
+
+#include <algorithm>
+
+#include "compiler/hlo/opcode.h"
+#include "compiler/lowering/asm_util.h"
+#include "compiler/lowering/conv_kernel.h"
+#include "compiler/lowering/mxu_ops.h"
+#include "compiler/lowering/vpu_body.h"
+#include "compiler/lowering/vpu_stream.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::OpCategory;
+using hlo::Opcode;
+
+int64_t ElementsPerCore(const hlo::Shape& s, int64_t split, int cores) {
+  if (s.IsTuple()) {
+    int64_t n = 0;
+    for (const hlo::Shape& t : s.tuple_shapes) n += ElementsPerCore(t, split, cores);
+    return n;
+  }
+  int64_t n = s.ElementCount();
+  if (split > 0 && std::find(s.dims.begin(), s.dims.end(), split) != s.dims.end()) n /= cores;
+  return n;
+}
+
+int ElemBytes(const hlo::Shape& s) {
+  const hlo::Shape* leaf = &s;
+  while (leaf->IsTuple() && !leaf->tuple_shapes.empty()) leaf = &leaf->tuple_shapes[0];
+  return std::max(1, hlo::PrimitiveTypeBits(leaf->type) / 8);
+}
+
+bool FloatOrBf16(const hlo::Shape& s) {
+  return s.IsArray() && (s.type == hlo::PrimitiveType::kF32 || s.type == hlo::PrimitiveType::kBF16);
+}
+
+const HloInstruction* FusedContraction(const HloInstruction& fusion) {
+  if (!fusion.fused_computation()) return nullptr;
+  for (const auto& i : fusion.fused_computation()->instructions())
+    if (i->opcode() == Opcode::kDot || i->opcode() == Opcode::kConvolution) return i.get();
+  return nullptr;
+}
+
+StreamOperand Operand(const HloInstruction* v, const OpContext& c) {
+  return StreamOperand{c.address(v), ElemBytes(v->shape()),
+                       BytesPerCore(v->shape(), c.split, c.cores)};
+}
+
+std::string Stream(const HloInstruction& instr, const OpContext& c, LoweredOp& op,
+                   std::vector<const HloInstruction*> inputs, const VpuBody* body,
+                   int ops_per_vreg) {
+  VpuStream st;
+  st.tag = instr.name();
+  int64_t iter = ElementsPerCore(instr.shape(), c.split, c.cores);
+  for (const HloInstruction* in : inputs) {
+    if (!in->shape().IsArray()) continue;
+    iter = std::max(iter, body ? 0 : ElementsPerCore(in->shape(), c.split, c.cores));
+    if (st.inputs.size() < 6) st.inputs.push_back(Operand(in, c));
+  }
+  st.output = Operand(&instr, c);
+  st.vregs = std::max<int64_t>(1, (iter + kVregElements - 1) / kVregElements);
+  if (body) {
+    st.prologue = body->prologue, st.body = body->body, st.result = body->result;
+  } else {  // a reduction-like op: ops_per_vreg folds into an accumulator
+    st.prologue = {"vmovi v31, 0.0"};
+    for (int k = 0; k < ops_per_vreg; ++k) st.body.push_back("vadd v31, v31, v0");
+    st.result = 31;
+    st.store_every_vreg = st.output.bytes * 2 >= static_cast<uint64_t>(iter) * st.output.elem_bytes;
+    if (st.store_every_vreg) st.result = 31;
+  }
+  op.kind = KernelKind::kVpu;
+  op.hbm_bytes = st.output.bytes;
+  for (const StreamOperand& o : st.inputs) op.hbm_bytes += o.bytes;
+  return VpuStreamKernel(st);
+}
+
+bool AllFullSize(const VpuBody& b, const HloInstruction& instr) {
+  if (!FloatOrBf16(instr.shape()) || instr.shape().ElementCount() % kVregElements) return false;
+  return std::all_of(b.inputs.begin(), b.inputs.end(), [&](const HloInstruction* in) {
+    return FloatOrBf16(in->shape()) && in->shape().ElementCount() == instr.shape().ElementCount();
+  });
+}
+
+std::string Mxu(MxuWork w, const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  op.kind = KernelKind::kMxu;
+  op.flops = w.flops;
+  std::string k = MxuKernel(w, c.address(instr.operand(0)), c.address(instr.operand(1)),
+                            c.address(&instr), instr.name(), c.mxus);
+  op.exact = w.exact;
+  op.note = w.note;
+  op.hbm_bytes = static_cast<uint64_t>(w.batch * (w.m * w.k * 2 + w.k * w.n * 2 + w.m * w.n * 4));
+  return k;
+}
+
+// A 2-D convolution in NHWC form (any kernel layout) on the implicit-GEMM kernel of
+// conv_kernel.h; empty when the shape is not one it takes (dilations, groups, other layouts).
+std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  const hlo::ConvDims* cd = instr.conv_dims();
+  const hlo::Window* win = instr.window();
+  if (!cd || !win || win->dims.size() != 2 ||
+      instr.GetInt("feature_group_count").value_or(1) != 1 ||
+      instr.GetInt("batch_group_count").value_or(1) != 1 || cd->input_batch != 0 ||
+      cd->input_feature != 3 || cd->output_batch != 0 || cd->output_feature != 3)
+    return "";
+  const hlo::WindowDim &y = win->dims[0], &x = win->dims[1];
+  if (y.stride != x.stride || y.pad_low != x.pad_low || y.pad_high != x.pad_high ||
+      y.lhs_dilate != 1 || x.lhs_dilate != 1 || y.rhs_dilate != 1 || x.rhs_dilate != 1)
+    return "";
+  const auto& in = instr.operand(0)->shape().dims;
+  const auto& ker = instr.operand(1)->shape().dims;
+  ConvShape s;
+  s.batch = in[0], s.h = in[1], s.w = in[2];
+  if (c.split > 0 && s.batch == c.split) s.batch /= c.cores;
+  s.cin = ker[static_cast<size_t>(cd->kernel_input_feature)];
+  s.cout = ker[static_cast<size_t>(cd->kernel_output_feature)];
+  s.kh = y.size, s.kw = x.size, s.stride = y.stride, s.pad_lo = y.pad_low, s.pad_hi = y.pad_high;
+  s.input = c.address(instr.operand(0)), s.kernel = c.address(instr.operand(1));
+  s.output = c.address(&instr);
+  s.tag = instr.name();
+  s.mxus = c.mxus;
+  s.smem_bytes = kKernelSmemBytes;
+  std::string k;
+  try {
+    k = ConvKernel(s);
+  } catch (const std::invalid_argument&) {
+    return "";  // the GEMM fallback takes it
+  }
+  op.kind = KernelKind::kMxu;
+  op.flops = static_cast<double>(ConvFlops(s));
+  const int64_t o = ConvOutputSize(s);
+  op.hbm_bytes = static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * 2 + o * o * s.cout * 4) +
+                                       s.kh * s.kw * s.cin * s.cout * 2);
+  op.exact = cd->labels == "b01f_01io->b01f" &&
+             instr.operand(0)->shape().type == hlo::PrimitiveType::kBF16 &&
+             instr.operand(1)->shape().type == hlo::PrimitiveType::kBF16 &&
+             instr.shape().type == hlo::PrimitiveType::kF32;
+  if (cd->labels != "b01f_01io->b01f")
+    op.note = "kernel layout " + cd->labels + ": timing of the 01io form";
+  return k;
+}
+
+}  // namespace
+
+uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores) {
+  if (shape.IsTuple()) {
+    uint64_t n = 0;
+    for (const hlo::Shape& t : shape.tuple_shapes) n += BytesPerCore(t, split, cores);
+    return n;
+  }
+  return static_cast<uint64_t>(ElementsPerCore(shape, split, cores)) * ElemBytes(shape);
+}
+
+std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  const Opcode code = instr.opcode();
+  const OpCategory cat = hlo::GetOpcodeInfo(code).category;
+  switch (code) {
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kBitcast:
+    case Opcode::kReshape:
+      op.exact = true;
+      return "";
+    case Opcode::kDot:
+      return Mxu(DotWork(instr, c.split, c.cores), instr, c, op);
+    case Opcode::kConvolution:
+      if (std::string k = ConvolutionKernel(instr, c, op); !k.empty()) return k;
+      return Mxu(ConvolutionWork(instr, c.split, c.cores), instr, c, op);
+    case Opcode::kFusion:
+      if (const HloInstruction* mm = FusedContraction(instr)) {  // MXU work, then the epilogue
+        MxuWork w = mm->opcode() == Opcode::kDot ? DotWork(*mm, c.split, c.cores)
+                                                 : ConvolutionWork(*mm, c.split, c.cores);
+        std::string k = Mxu(w, instr, c, op);
+        LoweredOp epilogue;
+        k += Stream(instr, c, epilogue, {&instr}, nullptr, 2);
+        op.note += (op.note.empty() ? "" : "; ") + std::string("fused epilogue on the VPU");
+        op.exact = false;
+        return k;
+      }
+      [[fallthrough]];
+    default:
+      break;
+  }
+  if (cat == OpCategory::kElementwiseUnary || cat == OpCategory::kElementwiseBinary ||
+      cat == OpCategory::kElementwiseTernary || code == Opcode::kFusion) {
+    VpuBody body = BuildVpuBody(instr);
+    std::string k = Stream(instr, c, op, body.inputs, &body, 0);
+    op.exact = body.exact && AllFullSize(body, instr) && body.inputs.size() <= 6;
+    return k;
+  }
+  switch (cat) {
+    case OpCategory::kReduction:
+    case OpCategory::kNormalization:
+      return Stream(instr, c, op, {instr.operands().begin(), instr.operands().end()}, nullptr,
+                    VpuOpsPerVreg(instr));
+    case OpCategory::kSource:
+    case OpCategory::kDataMovement:
+      if (code == Opcode::kSort)
+        return Stream(instr, c, op, {instr.operands().begin(), instr.operands().end()}, nullptr,
+                      VpuOpsPerVreg(instr));
+      if (code == Opcode::kBroadcast || code == Opcode::kIota || code == Opcode::kRng ||
+          code == Opcode::kRngBitGenerator) {
+        VpuBody fill;
+        fill.body = {"vmovi v6, 0.0"}, fill.result = 6;
+        for (const HloInstruction* o : instr.operands()) fill.inputs.push_back(o);
+        fill.inputs.resize(std::min<size_t>(fill.inputs.size(), 6));
+        return Stream(instr, c, op, fill.inputs, &fill, 0);
+      }
+      {
+        const bool update = code == Opcode::kDynamicUpdateSlice || code == Opcode::kScatter;
+        const HloInstruction* moved =
+            update ? instr.operand(code == Opcode::kScatter ? 2 : 1) : &instr;
+        const uint64_t bytes =
+            std::max<uint64_t>(BytesPerCore(moved->shape(), c.split, c.cores), 512);
+        op.kind = KernelKind::kDma;
+        op.hbm_bytes = 2 * bytes;
+        return DmaCopyKernel(c.address(instr.operand(0)), c.address(&instr), bytes, instr.name());
+      }
+    default:
+      throw std::invalid_argument("no kernel for this op on the TensorCore");
+  }
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,29 @@
+// The kernel each HLO instruction becomes on one core (lower.h): which kind, its assembly
+// and what it costs. Collectives are per core (ring position) and live in lower.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "compiler/hlo/ir.h"
+#include "compiler/lowering/lower.h"
+
+namespace tpusim::lowering {
+
+struct OpContext {
+  std::function<uint64_t(const hlo::HloInstruction*)> address;  // HBM buffer of a value
+  int64_t split = 0;  // data-parallel batch to divide by cores when the op carries it (0: none)
+  int cores = 1;
+  int mxus = 2;
+};
+
+// Bytes of `shape` per core (a tuple: all leaves); `split` as in OpContext.
+uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores);
+
+// Fills `op` (kind, flops, bytes, exact, note) and returns the kernel's assembly; empty for
+// instructions that need no code (parameter, tuple, bitcast, ...). Throws
+// std::invalid_argument with the reason when the instruction cannot be lowered.
+std::string OpKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,211 @@
+#include "compiler/lowering/vpu_body.h"
+
+#include <cstdio>
+#include <map>
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::Opcode;
+
+constexpr int kMaxInputs = 6, kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, kLastConst = 30;
+
+class BodyBuilder {
+ public:
+  explicit BodyBuilder(VpuBody& b) : b_(b) {}
+
+  int ConstantReg(double v) { return Constant(v); }
+  static std::optional<double> ConstantValue(const HloInstruction* i) {
+    return ScalarConstantImpl(i);
+  }
+
+  // The vreg holding `instr`'s value, emitting what computes it.
+  int Value(const HloInstruction* instr, const std::map<const HloInstruction*, int>& bound) {
+    if (auto it = bound.find(instr); it != bound.end()) return it->second;
+    if (auto it = reg_.find(instr); it != reg_.end()) return it->second;
+    return reg_[instr] = Compute(instr, bound);
+  }
+
+ private:
+  int Temp() {
+    int r = next_temp_++;
+    if (next_temp_ > kLastTemp) next_temp_ = kFirstTemp, b_.exact = false;  // reuse: cost only
+    return r;
+  }
+  static std::optional<double> ScalarConstant(const HloInstruction* i) {
+    return ScalarConstantImpl(i);
+  }
+
+  int Constant(double v) {
+    if (auto it = consts_.find(v); it != consts_.end()) return it->second;
+    int r = next_const_ <= kLastConst ? next_const_++ : (b_.exact = false, kLastConst);
+    char text[64];
+    std::snprintf(text, sizeof text, "vmovi v%d, %.9g", r, v);
+    b_.prologue.push_back(text);
+    return consts_[v] = r;
+  }
+  int Emit(const std::string& mnemonic, std::vector<int> srcs) {
+    int d = Temp();
+    std::string line = mnemonic + " v" + std::to_string(d);
+    for (int s : srcs) line += ", v" + std::to_string(s);
+    b_.body.push_back(line);
+    ++b_.ops;
+    return d;
+  }
+  static std::optional<double> ScalarConstantImpl(const HloInstruction* i) {
+    while (i->opcode() == Opcode::kBroadcast || i->opcode() == Opcode::kReshape ||
+           i->opcode() == Opcode::kConvert || i->opcode() == Opcode::kBitcast) {
+      if (i->opcode() == Opcode::kBroadcast && !i->operand(0)->shape().IsScalar()) return {};
+      i = i->operand(0);
+    }
+    if (i->opcode() != Opcode::kConstant || !i->shape().IsScalar()) return {};
+    const hlo::Literal& l = i->literal();
+    if (!l.floats.empty()) return l.floats[0];
+    if (!l.ints.empty()) return static_cast<double>(l.ints[0]);
+    return {};
+  }
+
+  int Compute(const HloInstruction* i, const std::map<const HloInstruction*, int>& bound) {
+    if (auto c = ScalarConstant(i)) return Constant(*c);
+    auto in = [&](int k) { return Value(i->operand(k), bound); };
+    switch (i->opcode()) {
+      case Opcode::kAdd:
+        return Emit("vadd", {in(0), in(1)});
+      case Opcode::kSubtract:
+        return Emit("vsub", {in(0), in(1)});
+      case Opcode::kMultiply:
+        return Emit("vmul", {in(0), in(1)});
+      case Opcode::kDivide:
+        return Emit("vdiv", {in(0), in(1)});
+      case Opcode::kMaximum:
+        return Emit("vmax", {in(0), in(1)});
+      case Opcode::kMinimum:
+        return Emit("vmin", {in(0), in(1)});
+      case Opcode::kAbs:
+        return Emit("vabs", {in(0)});
+      case Opcode::kNegate:
+        return Emit("vneg", {in(0)});
+      case Opcode::kExp:
+        return Emit("vexp", {in(0)});
+      case Opcode::kLog:
+        return Emit("vlog", {in(0)});
+      case Opcode::kTanh:
+        return Emit("vtanh", {in(0)});
+      case Opcode::kRsqrt:
+        return Emit("vrsqrt", {in(0)});
+      case Opcode::kSqrt:
+        return Emit("vsqrt", {in(0)});
+      case Opcode::kSelect:
+        return Emit("vsel", {in(0), in(1), in(2)});
+      case Opcode::kLogistic: {  // 1 / (1 + exp(-x))
+        int one = Constant(1.0);
+        int e = Emit("vexp", {Emit("vneg", {in(0)})});
+        return Emit("vdiv", {one, Emit("vadd", {e, one})});
+      }
+      case Opcode::kExpm1:
+        return Emit("vsub", {Emit("vexp", {in(0)}), Constant(1.0)});
+      case Opcode::kLog1p:
+        return Emit("vlog", {Emit("vadd", {in(0), Constant(1.0)})});
+      case Opcode::kCompare: {
+        const std::string dir = i->GetWord("direction").value_or("");
+        if (dir == "LT") return Emit("vcmp.lt", {in(0), in(1)});
+        if (dir == "LE") return Emit("vcmp.le", {in(0), in(1)});
+        if (dir == "GT") return Emit("vcmp.lt", {in(1), in(0)});
+        if (dir == "GE") return Emit("vcmp.le", {in(1), in(0)});
+        if (dir == "EQ") return Emit("vcmp.eq", {in(0), in(1)});
+        return Emit("vcmp.ne", {in(0), in(1)});
+      }
+      case Opcode::kConvert: {
+        const hlo::PrimitiveType t = i->shape().type;
+        if (t == hlo::PrimitiveType::kBF16) return Emit("vcvt.bf16", {in(0)});
+        if (t == hlo::PrimitiveType::kF32) return in(0);
+        b_.exact = false;
+        return in(0);
+      }
+      case Opcode::kCopy:
+      case Opcode::kBitcast:
+      case Opcode::kReshape:
+        return in(0);
+      case Opcode::kBroadcast:  // a scalar fills the vreg; anything else is costed only
+        if (!i->operand(0)->shape().IsScalar()) b_.exact = false;
+        return in(0);
+      case Opcode::kPower:  // exp(y * log(x)): the cost of the VPU sequence
+        b_.exact = false;
+        return Emit("vexp", {Emit("vmul", {in(1), Emit("vlog", {in(0)})})});
+      default: {  // sine, floor, clamp, bitwise, ...: one or two ALU operations' cost
+        b_.exact = false;
+        int r = in(0);
+        for (size_t k = 1; k < i->operand_count(); ++k)
+          r = Emit("vmax", {r, in(static_cast<int>(k))});
+        return i->operand_count() > 1 ? r : Emit("vabs", {r});
+      }
+    }
+  }
+
+  VpuBody& b_;
+  std::map<const HloInstruction*, int> reg_;
+  std::map<double, int> consts_;
+  int next_temp_ = kFirstTemp, next_const_ = kFirstConst;
+};
+
+}  // namespace
+
+VpuBody BuildVpuBody(const HloInstruction& op) {
+  VpuBody b;
+  BodyBuilder builder(b);
+  std::map<const HloInstruction*, int> bound;  // values that arrive from HBM
+  const HloInstruction* root = &op;
+  auto bind = [&](const HloInstruction* local, const HloInstruction* outside) {
+    int slot = static_cast<int>(b.inputs.size());
+    if (slot >= kMaxInputs)
+      slot = kMaxInputs - 1, b.exact = false;  // merged: cost only
+    else
+      b.inputs.push_back(outside);
+    bound[local] = slot;
+  };
+  if (op.opcode() == Opcode::kFusion && op.fused_computation()) {
+    root = op.fused_computation()->root();
+    for (const HloInstruction* p : op.fused_computation()->parameters()) {
+      const HloInstruction* outside = op.operand(static_cast<size_t>(p->parameter_number()));
+      if (auto c = BodyBuilder::ConstantValue(outside))
+        bound[p] = builder.ConstantReg(*c);
+      else
+        bind(p, outside);
+    }
+  } else {
+    for (const HloInstruction* o : op.operands()) bind(o, o);
+  }
+  b.result = builder.Value(root, bound);
+  if (b.body.empty())
+    b.body.push_back("vadd v" + std::to_string(b.result) + ", v" + std::to_string(b.result) +
+                     ", v31"),
+        b.exact = false;
+  return b;
+}
+
+int VpuOpsPerVreg(const HloInstruction& op) {
+  switch (op.opcode()) {
+    case Opcode::kBatchNormTraining:
+      return 8;  // mean, variance, normalise, scale, shift
+    case Opcode::kBatchNormGrad:
+      return 10;
+    case Opcode::kBatchNormInference:
+      return 4;
+    case Opcode::kSelectAndScatter:
+      return 4;  // compare, select, add per window element
+    case Opcode::kSort:
+      return 16;  // bitonic steps on 8 sublanes
+    case Opcode::kReduceWindow: {
+      const hlo::Window* w = op.window();
+      int64_t taps = 1;
+      if (w)
+        for (const hlo::WindowDim& d : w->dims) taps *= d.size;
+      return static_cast<int>(std::min<int64_t>(taps, 64));
+    }
+    default:
+      return 1;  // reduce: one add or max per vreg
+  }
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,39 @@
+// The streaming VPU kernel every elementwise, fused or reducing op is lowered to: operands
+// flow HBM -> VMEM in chunks of up to 32 vregs, double-buffered by DMA, the VPU runs the
+// same instruction list on each vreg, and results flow back to HBM. Values are exact when
+// the body is (vpu_body.h) and every operand is full-size and tile-aligned.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpusim::lowering {
+
+inline constexpr int64_t kVregElements = 8 * 128;  // one f32[8,128] vector register
+
+struct StreamOperand {
+  uint64_t address = 0;  // HBM
+  int elem_bytes = 4;    // 4: vld/vst (f32); 2 or less: vld.bf16/vst.bf16
+  uint64_t bytes = 0;    // what the kernel moves for this operand, per core
+};
+
+struct VpuStream {
+  std::vector<StreamOperand> inputs;  // loaded into v0, v1, ... before the body (at most 6)
+  StreamOperand output;
+  int64_t vregs = 0;                  // iterations of the body
+  std::vector<std::string> prologue;  // once, before the loop (e.g. constants into v24..)
+  std::vector<std::string> body;      // per vreg; the result is left in `result`
+  int result = 0;                     // vreg the body leaves its result in
+  bool store_every_vreg = true;       // false: a reduction, stores once per chunk
+  std::string tag;                    // the HLO op
+};
+
+// Assembly of the kernel (no halt; labels are local: wrap it with ScopeKernel).
+// Throws std::invalid_argument on more than 6 inputs or an empty iteration space.
+std::string VpuStreamKernel(const VpuStream& stream);
+
+// A plain copy of `bytes` from HBM `src` to HBM `dst` by DMA in chunks (data movement ops).
+std::string DmaCopyKernel(uint64_t src, uint64_t dst, uint64_t bytes, const std::string& tag);
+
+}  // namespace tpusim::lowering

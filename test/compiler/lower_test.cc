@@ -1,0 +1,150 @@
+// Lowering of whole modules to per-core ISA programs (compiler/lowering/lower.h): kernels,
+// while loops, data parallelism, collectives, and that every program assembles.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "compiler/collectives/ring_allreduce.h"
+#include "compiler/compile.h"
+#include "compiler/lowering/asm_util.h"
+#include "isa/assembler.h"
+
+namespace tpusim {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CompileTarget Board() {
+  CompileTarget t;
+  t.lowering.cores = 8;
+  t.lowering.mxus_per_core = 2;
+  t.lowering.ring = collectives::TorusRing(2, 2, 2);
+  return t;
+}
+
+std::shared_ptr<const CompiledModule> Compile(const std::string& text) {
+  auto c = CompileForBoard(text, "test.hlo", Board());
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? c.value() : nullptr;
+}
+
+const lowering::LoweredOp* Find(const lowering::LoweredModule& m, const std::string& name) {
+  for (const auto& op : m.ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+TEST(AsmUtil, ScopeKernelRenamesDefinitionsAndUsesButNotDescKeysOrTags) {
+  const std::string k =
+      ".desc rows rows=8 row_bytes=256 src_stride=0 dst_stride=0\n.equ N 4\n.tag \"rows\"\n"
+      "rows:\n    li r1, N\n    dma.hv r1, r2, rows, f0\n    blt r1, r2, rows  # rows\n    halt\n";
+  EXPECT_EQ(lowering::ScopeKernel(k, "k7_"),
+            ".desc k7_rows rows=8 row_bytes=256 src_stride=0 dst_stride=0\n.equ k7_N 4\n"
+            ".tag \"rows\"\nk7_rows:\n    li r1, k7_N\n    dma.hv r1, r2, k7_rows, f0\n"
+            "    blt r1, r2, k7_rows  # rows\n");
+}
+
+TEST(AsmUtil, LoadAddressBuildsValuesAbove2GiBFromPieces) {
+  EXPECT_EQ(lowering::LoadAddress(3, 4096, 9), "    li r3, 4096\n");
+  EXPECT_EQ(lowering::LoadAddress(3, (uint64_t{5} << 30) + 12, 9),
+            "    li r3, 320\n    shli r3, r3, 24\n    li r9, 12\n    or r3, r3, r9\n");
+}
+
+TEST(Lower, EveryShippedModuleLowersAndEveryProgramAssembles) {
+  for (const char* name : {"dot_bf16", "mlp_train_step", "conv_bn_relu", "while_loop",
+                           "fusion_tiled", "allreduce_replicas", "elementwise_f32"}) {
+    auto c = Compile(Slurp(std::string("examples/hlo/") + name + ".hlo"));
+    ASSERT_TRUE(c) << name;
+    ASSERT_EQ(c->lowered.programs.size(), 8u) << name;
+    for (const std::string& p : c->lowered.programs) {
+      auto program = isa::Assemble(p, name);
+      ASSERT_TRUE(program.ok()) << name << ": " << program.error().message;
+    }
+  }
+}
+
+TEST(Lower, WhileLoopRunsItsBodyTheStaticTripCountTimes) {
+  auto c = Compile(Slurp("examples/hlo/while_loop.hlo"));
+  ASSERT_TRUE(c);
+  const lowering::LoweredOp* dot = Find(c->lowered, "y");
+  ASSERT_NE(dot, nullptr);
+  EXPECT_EQ(dot->executions, 10);
+  EXPECT_EQ(dot->kind, lowering::KernelKind::kMxu);
+  EXPECT_THAT(c->lowered.programs[0], HasSubstr("li r30, 10\n    blt r31, r30, loop0"));
+}
+
+TEST(Lower, WhileWithoutStaticTripCountIsAnErrorNamingTheOp) {
+  std::string text = Slurp("examples/hlo/while_loop.hlo");
+  const size_t cfg = text.find(", backend_config");
+  text.erase(cfg, text.find("}}", cfg) + 2 - cfg);
+  const std::string limit = "%limit = s32[] constant(10)";
+  text.replace(text.find(limit), limit.size(),
+               "%limit = s32[] get-tuple-element((s32[], f32[16,16]{1,0}) %state), index=0");
+  auto c = CompileForBoard(text, "w.hlo", Board());
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("%while (while): the trip count is not static"));
+}
+
+TEST(Lower, SingleReplicaTrainStepSplitsTheBatchAndAllReducesWeightGradients) {
+  auto c = Compile(Slurp("examples/hlo/mlp_train_step.hlo"));
+  ASSERT_TRUE(c);
+  const lowering::LoweredModule& m = c->lowered;
+  EXPECT_TRUE(m.data_parallel);
+  EXPECT_EQ(m.global_batch, 32);
+  EXPECT_EQ(m.batch_per_core, 4);
+  EXPECT_THAT(m.batch_parameters, ::testing::ElementsAre("Arg_4.5", "Arg_5.6"));
+  EXPECT_EQ(m.example_bytes, (784u + 10u) * 4u);
+  int all_reduces = 0;
+  for (const auto& op : m.ops) all_reduces += op.opcode == "all-reduce";
+  EXPECT_GE(all_reduces, 4);                // both weight and both bias gradients, and the loss
+  EXPECT_NE(m.programs[0], m.programs[1]);  // ring positions differ
+}
+
+TEST(Lower, DotFlopsArePerCoreAndPaddingIsNoted) {
+  auto c = Compile(Slurp("examples/hlo/dot_bf16.hlo"));
+  ASSERT_TRUE(c);
+  const lowering::LoweredOp* dot = Find(c->lowered, "dot.3");
+  ASSERT_NE(dot, nullptr);
+  EXPECT_DOUBLE_EQ(dot->flops, 2.0 * 128 * 1024 * 1024);
+  EXPECT_TRUE(dot->exact);
+  EXPECT_TRUE(dot->note.empty());
+  auto mlp = Compile(Slurp("examples/hlo/mlp_train_step.hlo"));
+  const lowering::LoweredOp* d7 = Find(mlp->lowered, "dot.7");
+  ASSERT_NE(d7, nullptr);
+  EXPECT_THAT(d7->note, HasSubstr("padded to 8x896x256"));
+}
+
+TEST(Lower, ElementwiseFusionIsExactAndCompilationIsCached) {
+  const std::string text = Slurp("examples/hlo/elementwise_f32.hlo") + "// cache test\n";
+  const int before = CompilationCount();
+  auto c = Compile(text);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->lowered.exact);
+  auto again = Compile(text);
+  EXPECT_EQ(again.get(), c.get());
+  EXPECT_EQ(CompilationCount(), before + 1);
+}
+
+TEST(Lower, ReplicatedModuleLowersEachCollectiveOnTheCollectiveFlags) {
+  auto c = Compile(Slurp("examples/hlo/allreduce_replicas.hlo"));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->lowered.replicas, 8);
+  EXPECT_FALSE(c->lowered.data_parallel);
+  int collectives = 0;
+  for (const auto& op : c->lowered.ops) collectives += op.kind == lowering::KernelKind::kCollective;
+  EXPECT_EQ(collectives, 4);
+  EXPECT_THAT(c->lowered.programs[3], HasSubstr("f16"));
+  EXPECT_THAT(c->lowered.programs[3], ::testing::Not(HasSubstr("wait seq, f0,")));
+}
+
+}  // namespace
+}  // namespace tpusim
