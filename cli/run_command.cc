@@ -136,6 +136,9 @@ int RunCommand(const std::vector<std::string>& argv) {
   ctx.batch_per_core = static_cast<int>(low.batch_per_core);
   ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled.report.peak_hbm_bytes);
   ctx.compilations = CompilationCount();
+  ctx.steps = a.steps;
+  for (const lowering::LoweredOp& op : low.ops)
+    if (op.kind == lowering::KernelKind::kCollective) ctx.collective_ops.push_back(op.name);
   ctx.steps_per_execution = a.steps_per_execution;
   for (const auto& op : compiled.report.padding.ops) {
     profiler::PaddingInfo info;

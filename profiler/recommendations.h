@@ -39,6 +39,9 @@ struct RunContext {
   std::optional<int> compilations;
   std::optional<int> replica_count;  // else the number of cores
   std::vector<PaddingInfo> padding;
+  // HLO ops that are collectives (their op-profile time is the step's all-reduce share).
+  std::vector<std::string> collective_ops;
+  int steps = 1;
   RecommendationThresholds thresholds;
 };
 

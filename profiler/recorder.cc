@@ -15,6 +15,7 @@ Recorder::Recorder(RecorderOptions options)
       unions_(options.num_cores),
       step_by_start_(options.num_cores),
       last_step_end_(options.num_cores, 0),
+      pending_(options.num_cores),
       tag_names_(options.num_cores, std::vector<std::string>{""}),
       spans_(options.num_cores),
       timeline_(options.num_cores, options.sample_interval_fs, options.max_samples) {
@@ -104,9 +105,7 @@ void Recorder::OnBusy(const sim::BusyRecord& r) {
   BusyUnion& un = unions_[r.core];
   un.Add(r.start, r.end);
   if (un.ShouldFold()) {
-    TimeFs limit = un.Watermark();
-    if (!step_by_start_[r.core].empty()) limit = std::min(limit, last_step_end_[r.core]);
-    FoldCore(r.core, limit);
+    FoldCore(r.core, un.Watermark());
   }
   if (KeepEvent(r.step)) events_.busy.push_back(r);
 }
@@ -128,6 +127,7 @@ void Recorder::OnStep(const sim::StepRecord& r) {
   s.end = r.end;
   step_by_start_[r.core][r.start] = r.step;
   last_step_end_[r.core] = std::max(last_step_end_[r.core], r.end);
+  AssignPending(r.core);
   if (KeepEvent(r.step)) events_.steps.push_back(r);
 }
 
@@ -144,18 +144,41 @@ void Recorder::OnHost(const HostRecord& r) {
 
 void Recorder::FoldCore(int core, TimeFs limit) {
   CoreAgg& c = cores_[core];
-  const std::map<TimeFs, uint32_t>& by_start = step_by_start_[core];
+  std::vector<PendingBusy>& pending = pending_[core];
   unions_[core].Fold(limit, [&](TimeFs s, TimeFs e) {
     c.busy_union += e - s;
     timeline_.Add(core, Series::kUnionBusy, s, e);
-    auto it = by_start.upper_bound(s);
-    if (it != by_start.begin()) --it;
-    for (; it != by_start.end() && it->first < e; ++it) {
-      StepCoreAgg& st = c.steps[it->second];
-      const TimeFs lo = std::max(s, st.start), hi = std::min(e, st.end);
-      if (hi > lo) st.busy += hi - lo;
-    }
+    if (!pending.empty() && pending.back().end == s)
+      pending.back().end = e;
+    else
+      pending.push_back({s, e, s});
   });
+  AssignPending(core);
+}
+
+// Adds the pending busy time below the last reported step end to the steps it falls in.
+void Recorder::AssignPending(int core) {
+  CoreAgg& c = cores_[core];
+  const std::map<TimeFs, uint32_t>& by_start = step_by_start_[core];
+  const TimeFs reported = last_step_end_[core];
+  std::vector<PendingBusy>& pending = pending_[core];
+  size_t done = 0;
+  for (PendingBusy& p : pending) {
+    const TimeFs s = p.assigned, e = std::min(p.end, reported);
+    if (e > s) {
+      auto it = by_start.upper_bound(s);
+      if (it != by_start.begin()) --it;
+      for (; it != by_start.end() && it->first < e; ++it) {
+        StepCoreAgg& st = c.steps[it->second];
+        const TimeFs lo = std::max(s, st.start), hi = std::min(e, st.end);
+        if (hi > lo) st.busy += hi - lo;
+      }
+      p.assigned = e;
+    }
+    if (p.assigned < p.end) break;
+    ++done;
+  }
+  pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 void Recorder::Flush(TimeFs upto) {

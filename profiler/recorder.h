@@ -119,6 +119,13 @@ class Recorder : public sim::IActivitySink, public IHostSink {
   std::vector<BusyUnion> unions_;
   std::vector<std::map<TimeFs, uint32_t>> step_by_start_;  // per core
   std::vector<TimeFs> last_step_end_;                      // per core
+  // Folded busy pieces not yet fully inside reported steps (steps are reported when they
+  // end): {start, end, assigned-until}, per core, in time order.
+  struct PendingBusy {
+    TimeFs start, end, assigned;
+  };
+  std::vector<std::vector<PendingBusy>> pending_;
+  void AssignPending(int core);
   std::vector<std::vector<std::string>> tag_names_;
   std::vector<std::vector<TagSpan>> spans_;  // [core][tag]
   std::unordered_map<std::string, int> tag_slot_;
