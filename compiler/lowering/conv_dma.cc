@@ -20,7 +20,7 @@ void ZeroFill(const ConvPlan& p, ConvAsm& a, int64_t dst, int64_t bytes) {
 // cin: a tap whose input channels sit one row lower gets its weights one row lower too.
 int64_t EmitWeightCopies(const ConvPlan& p, ConvAsm& a) {
   const ConvShape& s = p.s;
-  const int64_t taps = s.kh * s.kw, tap_bytes = p.cinb * kTileBytes;
+  const int64_t taps = p.weight_taps, tap_bytes = p.cinb * kTileBytes;
   int64_t copies = 0;
   for (int64_t co = 0; co < p.coutb; ++co) {
     const int64_t cols = std::min(kMxuEdge, s.cout - co * kMxuEdge);
@@ -34,6 +34,19 @@ int64_t EmitWeightCopies(const ConvPlan& p, ConvAsm& a) {
       a << "dma.hv " + R(kTmp) + ", " + R(kTmp2) + ", " + desc + ", " + F(kSetup);
       ++copies;
     };
+    if (p.fold) {  // tap t: channel rows from (t % per block) * fold_group of block t / per block
+      for (int64_t t = 0; t < s.kh * s.kw; ++t) {
+        const int64_t dx = t % s.kw, per = p.fold_taps_per_block();
+        const int64_t row = (t / per) * kMxuEdge + (t % per) * p.fold_group +
+                            (s.cin % 2 ? ((dx - s.pad_lo) % 2 + 2) % 2 : 0);
+        a.Li(kTmp, dst + row * kSlotBytes);
+        a.Li(kTmp2, static_cast<int64_t>(src + t * s.cin * s.cout * 2));
+        const std::string desc = a.Desc({s.cin, cols * 2, s.cout * 2, kSlotBytes});
+        a << "dma.hv " + R(kTmp) + ", " + R(kTmp2) + ", " + desc + ", " + F(kSetup);
+        ++copies;
+      }
+      continue;
+    }
     if (s.cin % 2 == 0) {
       copy(0, taps, 0);
       continue;
@@ -59,8 +72,9 @@ void EmitTables(const ConvPlan& p, ConvAsm& a) {
   }
   for (size_t k = 0; k < p.kinds.size(); ++k)
     for (int64_t dy = 0; dy < kh; ++dy) {
-      store(table + 8 * (k * kh + dy), p.kinds[k].line_lo[dy]);
-      store(table + 8 * (k * kh + dy) + 4, p.kinds[k].line_hi[dy]);
+      // Folded: the one tap computes every line (padding is zeros in the staged input).
+      store(table + 8 * (k * kh + dy), p.fold ? 0 : p.kinds[k].line_lo[dy]);
+      store(table + 8 * (k * kh + dy) + 4, p.fold ? p.band : p.kinds[k].line_hi[dy]);
     }
 }
 
@@ -83,7 +97,7 @@ void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
       << "wait dma, " + F(kZeroFill) + ", 1";
     ZeroFill(p, a, p.weights, p.weight_bytes);
     int fills = 1;
-    if (p.s.cin % kMxuEdge) ZeroFill(p, a, p.in_buf[0], 2 * p.in_buf_bytes), ++fills;
+    if (p.s.cin % kMxuEdge || p.fold) ZeroFill(p, a, p.in_buf[0], 2 * p.in_buf_bytes), ++fills;
     a << "wait dma, " + F(kZeroFill) + ", " + std::to_string(fills);  // fills before copies
   }
   const int64_t copies = EmitWeightCopies(p, a);

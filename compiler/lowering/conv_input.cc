@@ -10,12 +10,39 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
+// Folded taps: for each tap, the input pixel of every output pixel whose input exists goes
+// to that tap's channels of the output pixel's slot (one copy per image).
+std::vector<InputCopy> FoldedCopies(const ConvPlan& p, int64_t kind) {
+  const ConvShape& s = p.s;
+  const int64_t st = s.stride, pixel = s.cin * 2, row = p.hbm_row_bytes();
+  std::vector<InputCopy> copies;
+  for (int64_t dy = 0; dy < s.kh; ++dy)
+    for (int64_t dx = 0; dx < s.kw; ++dx) {
+      const int64_t t = dy * s.kw + dx, per = p.fold_taps_per_block();
+      const int64_t l_lo = p.kinds[kind].line_lo[dy], l_hi = p.kinds[kind].line_hi[dy];
+      const int64_t cx = dx - s.pad_lo;
+      const int64_t x_lo = cx >= 0 ? 0 : (-cx + st - 1) / st;
+      const int64_t x_hi = std::min(p.ow, cx > s.w - 1 ? 0 : (s.w - 1 - cx) / st + 1);
+      if (l_hi <= l_lo || x_hi <= x_lo) continue;
+      const int64_t shift = s.cin % 2 ? (cx % 2 + 2) % 2 : 0;  // from the aligned word before
+      const int64_t src = (l_lo * st + dy - s.pad_lo) * row + (x_lo * st + cx) * pixel - shift * 2;
+      const int64_t dst = (t / per) * p.cin_block_bytes + l_lo * p.row_bytes +
+                          x_lo * p.imgs * kSlotBytes + (t % per) * p.fold_group * 2;
+      const DescShape d{x_hi - x_lo, p.copy_bytes(0), st * pixel, p.imgs * kSlotBytes,
+                        l_hi - l_lo, st * row,        p.row_bytes};
+      for (int64_t i = 0; i < p.imgs; ++i)
+        copies.push_back({d, dst + i * kSlotBytes, src + i * p.hbm_image_bytes()});
+    }
+  return copies;
+}
+
 }  // namespace
 
 // Stride 1: a cin block's (row, column) pixels are one strided run in HBM, images are
 // planes: one copy. Otherwise a phase's columns are every stride-th pixel: one copy per
 // image (rows as planes) or per row (images as planes), whichever makes fewer.
 std::vector<InputCopy> InputCopies(const ConvPlan& p, int64_t kind) {
+  if (p.fold) return FoldedCopies(p, kind);
   const ConvShape& s = p.s;
   const ConvBandKind& k = p.kinds[kind];
   const int64_t st = s.stride, pixel = s.cin * 2, row = p.hbm_row_bytes();

@@ -38,8 +38,18 @@ void PerKind(const ConvPlan& p, ConvAsm& a, int kind_reg,
 // Part `group` of `groups` of the next chunk's copies into kInNext; the first part waits
 // until every MXU is done with that buffer.
 void EmitPrefetch(const ConvPlan& p, ConvAsm& a, int64_t group, int64_t groups) {
-  if (group == 0)
+  if (group == 0) {
     for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kInFree + m) + ", 1";
+    // Folded, what no copy writes is padding and must be zero. With one or two bands per
+    // image each buffer always holds the same band, so the preamble's zeros stay put.
+    if (p.fold && p.bands > 2) {
+      a.Li(kTmp2, p.zero_block);
+      const int64_t rows = p.in_buf_bytes / kZeroBlockBytes;
+      a << "dma.vv " + R(kInNext) + ", " + R(kTmp2) + ", " +
+               a.Desc({rows, kZeroBlockBytes, 0, kZeroBlockBytes}) + ", " + F(kZeroFill)
+        << "wait dma, " + F(kZeroFill) + ", 1";
+    }
+  }
   a << "sld " + R(kTmp) + ", " + R(kNextBand) + ", 4";
   PerKind(p, a, kTmp, [&](int64_t k) { EmitInputCopies(p, a, k, group, groups); });
 }
@@ -82,7 +92,7 @@ void AdvanceNext(const ConvPlan& p, ConvAsm& a) {
 }
 
 void EmitCoutBlocks(const ConvPlan& p, ConvAsm& a) {
-  const int64_t taps = p.s.kh * p.s.kw;
+  const int64_t taps = p.weight_taps;
   a << "li " + R(kCo) + ", 0";
   a.Label("cout_block");
   a.MulImm(kAcc, kParity, p.acc_region);

@@ -48,8 +48,8 @@ bool TryChunkAs(ConvPlan& p, int64_t imgs, int64_t band, bool split_cout) {
   // larger chunk reuses all rows, each line's next matmul waiting for that line's pop.
   if (band * p.acc_line > s.acc_rows) return false;
   p.acc_region = 2 * band * p.acc_line <= s.acc_rows ? s.acc_rows / 2 : 0;
-  p.buffer_rows = (band - 1) * s.stride + s.kh;
-  p.phase_rows = CeilDiv(p.buffer_rows, s.stride);
+  p.buffer_rows = p.fold ? band : (band - 1) * s.stride + s.kh;
+  p.phase_rows = p.fold ? band : CeilDiv(p.buffer_rows, s.stride);
   p.row_bytes = p.phase_cols * imgs * kSlotBytes;
   p.slot_bytes = p.phase_rows * p.row_bytes;
   p.cin_block_bytes = p.slots * p.slot_bytes;
@@ -90,7 +90,7 @@ void PlanBands(ConvPlan& p) {
     const int64_t first_row = b * p.band * s.stride - s.pad_lo;  // input row of buffer row 0
     ConvBandKind k;
     k.row_lo = std::max<int64_t>(0, -first_row);
-    k.row_hi = std::min(p.buffer_rows, s.h - first_row);
+    k.row_hi = std::min((p.band - 1) * s.stride + s.kh, s.h - first_row);
     for (int64_t dy = 0; dy < s.kh; ++dy) {
       k.line_lo.push_back(std::max<int64_t>(0, CeilDiv(k.row_lo - dy, s.stride)));
       k.line_hi.push_back(std::min(p.band, CeilDiv(k.row_hi - dy, s.stride)));
@@ -124,9 +124,20 @@ ConvTap PlanTap(const ConvPlan& p, int64_t dy, int64_t dx) {
   return t;
 }
 
+// The one tap over a folded input: every position of every line.
+ConvTap FoldedTap(const ConvPlan& p) {
+  ConvTap t;
+  for (int64_t m = 0; m < p.mxus; ++m) {
+    t.first.push_back(p.part_base(m));
+    t.count.push_back(std::min(p.part, p.line - p.part_base(m)));
+  }
+  return t;
+}
+
 }  // namespace
 
 int64_t ConvPlan::copy_bytes(int64_t cb) const {
+  if (fold) return fold_group * 2;
   if (s.cin % 2) return RoundUp(s.cin * 2 + 2, 4);
   return std::min(kMxuEdge, s.cin - cb * kMxuEdge) * 2;
 }
@@ -140,20 +151,31 @@ ConvPlan PlanConv(const ConvShape& shape) {
   p.ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
   p.cinb = CeilDiv(s.cin, kMxuEdge), p.coutb = CeilDiv(s.cout, kMxuEdge);
   p.phase_cols = s.w / s.stride;
-  for (int64_t dy = 0; dy < s.kh; ++dy)
-    for (int64_t dx = 0; dx < s.kw; ++dx) {
+  p.weight_taps = s.kh * s.kw;
+  p.fold = s.cin < kFoldBelowCin && p.weight_taps > 1;
+  if (p.fold) {  // odd cin: one channel more, for the word-aligned copies
+    p.fold_group = s.cin % 2 ? s.cin + 1 : s.cin;
+    p.cinb = CeilDiv(p.weight_taps, p.fold_taps_per_block());
+    p.weight_taps = 1, p.phase_cols = p.ow;
+  }
+  for (int64_t dy = 0; dy < (p.fold ? 1 : s.kh); ++dy)
+    for (int64_t dx = 0; dx < (p.fold ? 1 : s.kw); ++dx) {
       int64_t cx = dx - s.pad_lo, px = cx - FloorDiv(cx, s.stride) * s.stride;
-      int64_t phase = (dy % s.stride) * s.stride + px;
+      int64_t phase = p.fold ? 0 : (dy % s.stride) * s.stride + px;
       if (std::find(p.slot_phase.begin(), p.slot_phase.end(), phase) == p.slot_phase.end())
         p.slot_phase.push_back(phase);
     }
   std::sort(p.slot_phase.begin(), p.slot_phase.end());
   p.slots = static_cast<int64_t>(p.slot_phase.size());
-  p.weight_bytes = p.coutb * s.kh * s.kw * p.cinb * kTileBytes;
+  p.weight_bytes = p.coutb * p.weight_taps * p.cinb * kTileBytes;
   if (s.cin % kMxuEdge || s.cout % kMxuEdge) p.zero_block = 0;
   p.weights = p.needs_zero_fill() ? kZeroBlockBytes : 0;
   PlanChunks(p);
   PlanBands(p);
+  if (p.fold) {
+    p.taps.push_back(FoldedTap(p));
+    return p;
+  }
   p.taps.push_back(PlanTap(p, s.pad_lo, s.pad_lo));  // sees every output pixel
   for (int64_t dy = 0; dy < s.kh; ++dy)
     for (int64_t dx = 0; dx < s.kw; ++dx)

@@ -24,6 +24,7 @@ inline constexpr int64_t kMxuEdge = 128;                      // ISA: 128x128 MX
 inline constexpr int64_t kSlotBytes = kMxuEdge * 2;           // one bf16 LHS row
 inline constexpr int64_t kTileBytes = kMxuEdge * kSlotBytes;  // one bf16 weight tile
 inline constexpr int64_t kAccRowBytes = kMxuEdge * 4;         // one popped f32 row
+inline constexpr int64_t kFoldBelowCin = 16;  // fold taps into the contraction below this cin
 inline constexpr int64_t kZeroBlockBytes = 8 * kMxuEdge * 4;  // one vst of an f32[8,128] vreg
 
 // One kernel tap and the part of a line each MXU computes for it.
@@ -53,7 +54,12 @@ struct ConvPlan {
   // VMEM byte addresses; zero_block < 0 when nothing needs zero-filling.
   int64_t zero_block = -1, weights = 0, in_buf[2] = {}, out_buf[2] = {};
   int64_t in_buf_bytes = 0, out_buf_bytes = 0, weight_bytes = 0;
-  bool split_cout = false;    // MXUs take cout blocks (else parts of lines)
+  bool split_cout = false;  // MXUs take cout blocks (else parts of lines)
+  // Tiny cin: the taps fold into the contraction. The input is then staged im2col-style,
+  // each slot holding `fold_group` channels per tap, and one 1x1 tap reads it.
+  bool fold = false;
+  int64_t fold_group = 0;
+  int64_t weight_taps = 0;    // taps in the weight layout (1 when folded)
   std::vector<ConvTap> taps;  // taps[0] writes every position of every line (mxu.mm)
   std::vector<ConvBandKind> kinds;
   std::vector<int64_t> band_kind;  // per band of an image
@@ -63,6 +69,7 @@ struct ConvPlan {
   // Bytes of cin block `cb` each input pixel copy moves (odd cin: with the shift).
   int64_t copy_bytes(int64_t cb) const;
   bool needs_zero_fill() const { return zero_block >= 0; }
+  int64_t fold_taps_per_block() const { return kMxuEdge / fold_group; }
   // Cout blocks per step of the cout loop, and the steps.
   int64_t blocks_per_step() const { return split_cout ? mxus : 1; }
   int64_t cout_steps() const { return coutb / blocks_per_step(); }

@@ -14,7 +14,7 @@ namespace {
 // `op` is mxu.mm (the first tap's first block) or mxu.mma.
 void EmitBlock(const ConvPlan& p, ConvAsm& a, const ConvTap& t, const std::string& op) {
   int64_t driver = -1;  // the MXU whose address register ends the line loop
-  const int64_t cout_block_bytes = p.s.kh * p.s.kw * p.cinb * kTileBytes;
+  const int64_t cout_block_bytes = p.weight_taps * p.cinb * kTileBytes;
   for (int64_t m = 0; m < p.mxus; ++m) {
     if (!t.count[m]) continue;
     if (p.split_cout) a.AddImm(kTmp2, kTile, m * cout_block_bytes);  // MXU m's cout block

@@ -136,6 +136,12 @@ TEST(ConvKernel, OddInputChannelsStride2MatchReference) {
   ExpectMatchesReference(Shape(1, 16, 3, 64, 7, 2, 3, 3));  // the ResNet stem, small
 }
 
+TEST(ConvKernel, FoldedTapsInBandsMatchReference) {
+  ConvShape s = Shape(2, 32, 3, 64, 7, 2, 3, 3);  // the stem, taps folded into cin
+  s.acc_rows = 40;  // bands of lines: the staged input is re-zeroed per chunk
+  ExpectMatchesReference(s);
+}
+
 TEST(ConvKernel, ChannelTailsAndNonSquareImagesMatchReference) {
   ConvShape s = Shape(3, 5, 192, 130, 3, 1, 1, 1);  // cin and cout not multiples of 128
   s.w = 7;
@@ -168,8 +174,9 @@ TEST(ConvKernel, ResnetDownsampling1x1Stride2KeepsMxusBusy) {
             85.0);
 }
 
-// cin 3 and cout 64 padded to 128: the MXUs stream all the time, at most 3/128 x 64/128
-// of it useful. Batch 8 keeps the run short.
+// cin 3: the 49 taps fold into two 128-row weight tiles (4 channels each); cout 64 pads to
+// 128, so at most 49 x 3 / 256 x 64 / 128 of the MXUs' work is useful. Batch 8 keeps the
+// run short.
 TEST(ConvKernel, ResnetStemRunsWithPaddedChannels) {
   const ConvShape s = Shape(8, 224, 3, 64, 7, 2, 3, 3);
   SingleCoreRun run(lowering::ConvKernel(s), /*functional=*/false);
@@ -179,7 +186,7 @@ TEST(ConvKernel, ResnetStemRunsWithPaddedChannels) {
   const double useful = 100.0 * lowering::ConvFlops(s) / (peak * r.cycles);
   std::cout << "stem 7x7 s2 3->64 224x224 batch 8: " << r.cycles << " cycles, useful " << useful
             << "% of the MXUs\n";
-  EXPECT_GT(useful, 0.9 * 100.0 * 3 / 128 * 64 / 128);
+  EXPECT_GT(useful, 10.0);
 }
 
 TEST(ConvKernel, Dot8192KeepsMxusBusyAtLeast90Percent) {
