@@ -62,9 +62,11 @@ struct InputCopy {
 std::vector<InputCopy> InputCopies(const ConvPlan& p, int64_t kind);
 // Issues part `group` of `groups` equal parts of those copies; each adds 1 to kInLoaded.
 void EmitInputCopies(const ConvPlan& p, ConvAsm& a, int64_t kind, int64_t group, int64_t groups);
-// Every tap of one cout step into the accumulator region at kAcc; `before_tap(i)` emits
-// code to run before the i-th tap.
-void EmitTaps(const ConvPlan& p, ConvAsm& a, const std::function<void(int64_t)>& before_tap);
+// Every tap of one cout step into the accumulator region at kAcc. `at_point(j, false)`
+// emits code for point j: before cin block j of the first tap (never skipped, j < cinb),
+// or before tap j - cinb + 1. Inside the first tap's cin loop, `at_point(0, true)` emits
+// code for points 1..cinb-1 that must check kCount (the cin block) itself.
+void EmitTaps(const ConvPlan& p, ConvAsm& a, const std::function<void(int64_t, bool)>& at_point);
 // Pops the region into kOutBuf and copies it to the cout block's place in the output.
 void EmitDrain(const ConvPlan& p, ConvAsm& a);
 

@@ -54,22 +54,31 @@ void EmitPrefetch(const ConvPlan& p, ConvAsm& a, int64_t group, int64_t groups) 
   PerKind(p, a, kTmp, [&](int64_t k) { EmitInputCopies(p, a, k, group, groups); });
 }
 
-// Copies queue behind the DMA unit's waits; spread over the taps of the cout steps, a
-// chunk's copies never fill the queue, so the sequencer keeps feeding the MXUs.
+// Copies queue behind the DMA unit's waits; spread over the points of the cout steps
+// (EmitTaps), a chunk's copies never fill the queue, so the sequencer keeps feeding the MXUs.
+int64_t PrefetchPoints(const ConvPlan& p) {
+  return p.cinb + static_cast<int64_t>(p.taps.size()) - 1;
+}
+
 int64_t PrefetchGroups(const ConvPlan& p) {
   int64_t most = 1;
   for (size_t k = 0; k < p.kinds.size(); ++k)
     most = std::max<int64_t>(most, InputCopies(p, static_cast<int64_t>(k)).size());
-  return std::min(p.cout_steps() * static_cast<int64_t>(p.taps.size()), most);
+  return std::min(p.cout_steps() * PrefetchPoints(p), most);
 }
 
-// Before tap `tap` of cout step g / taps, in a chunk that has a next one: part g of the
-// next chunk's copies, for every g with g % taps == tap.
-void EmitSpreadPrefetch(const ConvPlan& p, ConvAsm& a, int64_t tap) {
-  const int64_t groups = PrefetchGroups(p), taps = static_cast<int64_t>(p.taps.size());
-  for (int64_t g = tap; g < groups; g += taps) {
+// At point `point` of cout step g / points, in a chunk that has a next one: part g of the
+// next chunk's copies, for every g with g % points == point; `in_cin_loop`: only when
+// kCount == point.
+void EmitPrefetchAt(const ConvPlan& p, ConvAsm& a, int64_t point, bool in_cin_loop) {
+  const int64_t groups = PrefetchGroups(p), points = PrefetchPoints(p);
+  for (int64_t g = point; g < groups; g += points) {
     const std::string skip = a.NewLabel("no_prefetch");
-    a.Li(kTmp, g / taps);
+    if (in_cin_loop) {
+      a.Li(kTmp, point);
+      a << "bne " + R(kCount) + ", " + R(kTmp) + ", " + skip;
+    }
+    a.Li(kTmp, g / points);
     a << "bne " + R(kCo) + ", " + R(kTmp) + ", " + skip
       << "addi " + R(kTmp) + ", " + R(kChunk) + ", 1";
     a.Li(kTmp2, p.chunks);
@@ -77,6 +86,11 @@ void EmitSpreadPrefetch(const ConvPlan& p, ConvAsm& a, int64_t tap) {
     EmitPrefetch(p, a, g, groups);
     a.Label(skip);
   }
+}
+
+void EmitSpreadPrefetch(const ConvPlan& p, ConvAsm& a, int64_t point, bool in_cin_loop) {
+  if (!in_cin_loop) return EmitPrefetchAt(p, a, point, false);
+  for (int64_t cb = 1; cb < p.cinb; ++cb) EmitPrefetchAt(p, a, cb, true);
 }
 
 // kNextBand/kNextSrc move to the chunk after the next.
@@ -100,7 +114,8 @@ void EmitCoutBlocks(const ConvPlan& p, ConvAsm& a) {
   a.AddImm(kOutBuf, kOutBuf, p.out_buf[0]);
   a.MulImm(kWeights, kCo, p.blocks_per_step() * taps * p.cinb * kTileBytes);
   a.AddImm(kWeights, kWeights, p.weights);
-  EmitTaps(p, a, [&](int64_t tap) { EmitSpreadPrefetch(p, a, tap); });
+  EmitTaps(p, a,
+           [&](int64_t point, bool in_cin_loop) { EmitSpreadPrefetch(p, a, point, in_cin_loop); });
   EmitDrain(p, a);
   a << "li " + R(kTmp) + ", 1"
     << "xor " + R(kParity) + ", " + R(kParity) + ", " + R(kTmp)

@@ -45,7 +45,8 @@ void NextBlock(const ConvPlan& p, ConvAsm& a) {
   a.AddImm(kEnd, kEnd, p.cin_block_bytes);
 }
 
-void EmitTap(const ConvPlan& p, ConvAsm& a, const ConvTap& t, bool first) {
+void EmitTap(const ConvPlan& p, ConvAsm& a, const ConvTap& t, bool first,
+             const std::function<void(bool)>& before_block) {
   bool any = false;
   for (int64_t c : t.count) any = any || c > 0;
   if (!any) return;  // no output column reads an input column through this tap
@@ -67,6 +68,7 @@ void EmitTap(const ConvPlan& p, ConvAsm& a, const ConvTap& t, bool first) {
   a.AddImm(kTile, kWeights, t.index * p.cinb * kTileBytes);
   int64_t from = 0;
   if (first) {
+    before_block(false);
     EmitBlock(p, a, t, "mxu.mm");
     from = 1;
     if (p.cinb > 1) NextBlock(p, a);
@@ -75,6 +77,7 @@ void EmitTap(const ConvPlan& p, ConvAsm& a, const ConvTap& t, bool first) {
     const std::string loop = a.NewLabel("cin");
     a.Li(kCount, from);
     a.Label(loop);
+    if (first) before_block(true);
     EmitBlock(p, a, t, "mxu.mma");
     NextBlock(p, a);
     a << "addi " + R(kCount) + ", " + R(kCount) + ", 1";
@@ -126,10 +129,10 @@ void EmitOutputCopies(const ConvPlan& p, ConvAsm& a) {
 
 }  // namespace
 
-void EmitTaps(const ConvPlan& p, ConvAsm& a, const std::function<void(int64_t)>& before_tap) {
+void EmitTaps(const ConvPlan& p, ConvAsm& a, const std::function<void(int64_t, bool)>& at_point) {
   for (size_t i = 0; i < p.taps.size(); ++i) {
-    before_tap(static_cast<int64_t>(i));
-    EmitTap(p, a, p.taps[i], i == 0);
+    if (i > 0) at_point(p.cinb + static_cast<int64_t>(i) - 1, false);
+    EmitTap(p, a, p.taps[i], i == 0, [&](bool in_loop) { at_point(0, in_loop); });
   }
 }
 
