@@ -44,14 +44,51 @@ void UpdateEntryLayout(hlo::HloModule& m) {
 
 }  // namespace
 
+namespace {
+
+Layout TiledLayout(const Shape& array, Layout l);
+
+// For a rank >= 3 array in the default (descending) order whose minor dimension wastes
+// lanes, the order with one dimension moved to be most minor that pads least, as XLA's TPU
+// layout assignment makes e.g. the batch minor for NHWC activations with 3 or 64 channels.
+std::vector<int64_t> LeastPaddedOrder(const Shape& array, std::vector<int64_t> order) {
+  const int64_t rank = array.rank();
+  if (rank < 3 || array.dims[order[0]] % kLanes == 0) return order;
+  auto padded = [&](const std::vector<int64_t>& o) {
+    Layout l;
+    l.minor_to_major = o;
+    Shape s = array;
+    s.layout = TiledLayout(array, l);
+    return PaddedBytes(s);
+  };
+  std::vector<int64_t> best = order;
+  int64_t best_bytes = padded(order);
+  for (int64_t k = 1; k < rank; ++k) {
+    std::vector<int64_t> o = order;
+    std::rotate(o.begin(), o.begin() + k, o.begin() + k + 1);  // dimension o[k] to the front
+    if (int64_t b = padded(o); b < best_bytes) best = o, best_bytes = b;
+  }
+  return best;
+}
+
+}  // namespace
+
 Layout TpuLayout(const Shape& array) {
   Layout l;
   if (array.layout) l = *array.layout;
   int64_t rank = array.rank();
-  if (static_cast<int64_t>(l.minor_to_major.size()) != rank) {
-    l.minor_to_major.clear();
-    for (int64_t d = rank - 1; d >= 0; --d) l.minor_to_major.push_back(d);
-  }
+  std::vector<int64_t> descending;
+  for (int64_t d = rank - 1; d >= 0; --d) descending.push_back(d);
+  if (static_cast<int64_t>(l.minor_to_major.size()) != rank) l.minor_to_major = descending;
+  if (l.minor_to_major == descending && l.tiles.empty())
+    l.minor_to_major = LeastPaddedOrder(array, descending);
+  return TiledLayout(array, l);
+}
+
+namespace {
+
+Layout TiledLayout(const Shape& array, Layout l) {
+  const int64_t rank = array.rank();
   l.tiles.clear();
   if (rank == 0) return l;
   if (rank == 1) {
@@ -66,6 +103,8 @@ Layout TpuLayout(const Shape& array) {
   if (bits == 8) l.tiles.push_back(hlo::Tile{{4, 1}});
   return l;
 }
+
+}  // namespace
 
 int64_t LogicalBytes(const Shape& s) {
   if (s.IsTuple()) {
