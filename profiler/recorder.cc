@@ -39,6 +39,7 @@ void Recorder::Touch(TimeFs start, TimeFs end) {
 }
 
 bool Recorder::KeepEvent(uint32_t step) {
+  if (!options_.keep_events) return false;
   if (step < options_.first_step || step > options_.last_step) return false;
   const EventLog& e = events_;
   if (e.busy.size() + e.waits.size() + e.steps.size() + e.host.size() >= options_.max_events) {

@@ -30,6 +30,7 @@ struct RecorderOptions {
   TimeFs sample_interval_fs = 100'000'000'000;  // 100 us of simulated time
   size_t max_samples = 4096;                    // buckets before the width doubles
   size_t fold_threshold = 1 << 16;              // buffered intervals per core
+  bool keep_events = true;                      // false: aggregates only (no trace will be written)
 };
 
 struct UnitAgg {

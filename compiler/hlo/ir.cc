@@ -73,6 +73,7 @@ std::vector<HloComputation*> HloInstruction::called_computations() const {
 HloInstruction* HloComputation::AddInstruction(std::unique_ptr<HloInstruction> instr) {
   instr->set_parent(this);
   instrs_.push_back(std::move(instr));
+  by_name_.emplace(instrs_.back()->name(), instrs_.back().get());
   return instrs_.back().get();
 }
 
@@ -88,10 +89,8 @@ std::vector<HloInstruction*> HloComputation::parameters() const {
 }
 
 HloInstruction* HloComputation::Find(std::string_view name) const {
-  for (const auto& i : instrs_) {
-    if (i->name() == name) return i.get();
-  }
-  return nullptr;
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : it->second;
 }
 
 HloComputation* HloModule::AddComputation(std::unique_ptr<HloComputation> c) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -126,6 +127,7 @@ class HloComputation {
   std::string name_;
   bool is_entry_ = false;
   std::vector<std::unique_ptr<HloInstruction>> instrs_;
+  std::unordered_map<std::string, HloInstruction*> by_name_;  // first of each name
   HloInstruction* root_ = nullptr;
   std::vector<Attribute> attrs_;
 };

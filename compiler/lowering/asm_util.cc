@@ -1,8 +1,10 @@
 #include "compiler/lowering/asm_util.h"
 
+#include <algorithm>
 #include <cctype>
-#include <map>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 namespace tpusim::lowering {
 namespace {
@@ -10,8 +12,8 @@ namespace {
 bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // The names a kernel defines: "name:" labels, ".desc name", ".equ name".
-std::map<std::string, bool> DefinedNames(const std::string& kernel) {
-  std::map<std::string, bool> names;
+std::unordered_set<std::string> DefinedNames(const std::string& kernel) {
+  std::unordered_set<std::string> names;
   std::istringstream in(kernel);
   for (std::string line; std::getline(in, line);) {
     size_t i = line.find_first_not_of(" \t");
@@ -19,12 +21,12 @@ std::map<std::string, bool> DefinedNames(const std::string& kernel) {
     if (line.compare(i, 6, ".desc ") == 0 || line.compare(i, 5, ".equ ") == 0) {
       size_t b = line.find(' ', i) + 1, e = b;
       while (e < line.size() && IsNameChar(line[e])) ++e;
-      names[line.substr(b, e - b)] = true;
+      names.insert(line.substr(b, e - b));
       continue;
     }
     size_t e = i;
     while (e < line.size() && IsNameChar(line[e])) ++e;
-    if (e > i && e < line.size() && line[e] == ':') names[line.substr(i, e - i)] = true;
+    if (e > i && e < line.size() && line[e] == ':') names.insert(line.substr(i, e - i));
   }
   return names;
 }
@@ -42,33 +44,39 @@ std::string LoadAddress(int rd, uint64_t value, int scratch) {
 }
 
 std::string ScopeKernel(const std::string& kernel, const std::string& prefix) {
-  const std::map<std::string, bool> names = DefinedNames(kernel);
-  std::ostringstream out;
-  std::istringstream in(kernel);
-  for (std::string line; std::getline(in, line);) {
-    size_t first = line.find_first_not_of(" \t");
-    if (first != std::string::npos && line.compare(first, 4, "halt") == 0) continue;
-    const size_t comment = line.find('#');
-    const size_t quote = line.find('"');  // .tag strings keep their text
-    const size_t end = std::min(comment, quote);
-    std::string code = line.substr(0, std::min(end, line.size()));
-    std::string rest = end < line.size() ? line.substr(end) : "";
-    std::string scoped;
-    for (size_t i = 0; i < code.size();) {
-      if (!IsNameChar(code[i]) || (i > 0 && IsNameChar(code[i - 1]))) {
-        scoped += code[i++];
+  const std::unordered_set<std::string> names = DefinedNames(kernel);
+  std::string out;
+  out.reserve(kernel.size() + kernel.size() / 8);
+  std::string word;
+  for (size_t pos = 0; pos < kernel.size();) {
+    size_t eol = kernel.find('\n', pos);
+    if (eol == std::string::npos) eol = kernel.size();
+    const std::string_view line(kernel.data() + pos, eol - pos);
+    pos = eol + 1;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first != std::string_view::npos && line.substr(first, 4) == "halt") continue;
+    // Code ends at a comment or a .tag string, whose text is kept as it is.
+    const size_t end = std::min({line.find('#'), line.find('"'), line.size()});
+    for (size_t i = 0; i < end;) {
+      if (!IsNameChar(line[i])) {
+        size_t j = i;
+        while (j < end && !IsNameChar(line[j])) ++j;
+        out.append(line.substr(i, j - i));
+        i = j;
         continue;
       }
       size_t e = i;
-      while (e < code.size() && IsNameChar(code[e])) ++e;
-      std::string word = code.substr(i, e - i);
-      const bool key = e < code.size() && code[e] == '=';  // a .desc key, never a name
-      scoped += names.count(word) && !key ? prefix + word : word;
+      while (e < end && IsNameChar(line[e])) ++e;
+      word.assign(line.substr(i, e - i));
+      const bool key = e < line.size() && line[e] == '=';  // a .desc key, never a name
+      if (!key && !names.empty() && names.count(word)) out.append(prefix);
+      out.append(word);
       i = e;
     }
-    out << scoped << rest << "\n";
+    out.append(line.substr(end));
+    out.push_back('\n');
   }
-  return out.str();
+  return out;
 }
 
 std::string DrainBarrier(int mxus) {

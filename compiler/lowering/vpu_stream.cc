@@ -53,20 +53,23 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
     for (int i = 0; i < n; ++i)
       s << "    li r" << 7 + i << ", " << slot * kSlotBytes + i * 0x20000 << "\n";
     s << "    li r13, " << slot * kSlotBytes + out_vmem << "\n";
-    s << "    li r15, 0\nvreg" << sl << ":\n";
-    for (int i = 0; i < n; ++i) {
-      const bool full = st.inputs[i].bytes >= VregBytes(st.inputs[i]) * st.vregs;
-      s << (st.inputs[i].elem_bytes >= 4 ? "    vld v" : "    vld.bf16 v") << i << ", r" << 7 + i
-        << "\n";
-      if (full)
-        s << "    addi r" << 7 + i << ", r" << 7 + i << ", " << VregBytes(st.inputs[i]) << "\n";
+    // The body is unrolled `unroll` times per trip to save loop instructions.
+    const int64_t unroll = chunk_vregs % 4 == 0 ? 4 : chunk_vregs % 2 == 0 ? 2 : 1;
+    s << "    li r15, 0\n    li r14, " << chunk_vregs << "\nvreg" << sl << ":\n";
+    for (int64_t u = 0; u < unroll; ++u) {
+      for (int i = 0; i < n; ++i) {
+        const bool full = st.inputs[i].bytes >= VregBytes(st.inputs[i]) * st.vregs;
+        s << (st.inputs[i].elem_bytes >= 4 ? "    vld v" : "    vld.bf16 v") << i << ", r" << 7 + i
+          << "\n";
+        if (full)
+          s << "    addi r" << 7 + i << ", r" << 7 + i << ", " << VregBytes(st.inputs[i]) << "\n";
+      }
+      for (const std::string& line : st.body) s << "    " << line << "\n";
+      if (st.store_every_vreg)
+        s << (st.output.elem_bytes >= 4 ? "    vst v" : "    vst.bf16 v") << st.result
+          << ", r13\n    addi r13, r13, " << VregBytes(st.output) << "\n";
     }
-    for (const std::string& line : st.body) s << "    " << line << "\n";
-    if (st.store_every_vreg)
-      s << (st.output.elem_bytes >= 4 ? "    vst v" : "    vst.bf16 v") << st.result
-        << ", r13\n    addi r13, r13, " << VregBytes(st.output) << "\n";
-    s << "    addi r15, r15, 1\n    li r14, " << chunk_vregs << "\n    blt r15, r14, vreg" << sl
-      << "\n";
+    s << "    addi r15, r15, " << unroll << "\n    blt r15, r14, vreg" << sl << "\n";
     if (!st.store_every_vreg)
       s << (st.output.elem_bytes >= 4 ? "    vst v" : "    vst.bf16 v") << st.result << ", r13\n";
     s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n"

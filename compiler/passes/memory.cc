@@ -49,10 +49,12 @@ void AssignOffsets(std::vector<BufferInfo>& bufs) {
 }  // namespace
 
 const BufferInfo* MemoryPlan::Find(const std::string& name) const {
-  for (const BufferInfo& b : buffers) {
-    if (b.name == name) return &b;
+  if (index_.size() != buffers.size()) {  // (re)build: buffers only ever grow
+    index_.clear();
+    for (size_t i = 0; i < buffers.size(); ++i) index_.emplace(buffers[i].name, i);
   }
-  return nullptr;
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &buffers[it->second];
 }
 
 std::string HumanBytes(int64_t bytes) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/passes/pass.h"
@@ -29,6 +30,9 @@ struct MemoryPlan {
   int64_t peak_bytes = 0;           // HBM the offsets span: what the program needs
   int64_t peak_live_bytes = 0;      // largest sum of simultaneously live buffers (a bound)
   const BufferInfo* Find(const std::string& name) const;
+
+ private:
+  mutable std::unordered_map<std::string, size_t> index_;  // built on first Find
 };
 
 // "512B", "1.50K", "17.20G": the byte counts of XLA's out-of-memory messages.
