@@ -172,4 +172,41 @@ TEST(Cli, AssemblyErrorsNameFileLineAndColumn) {
 }
 
 }  // namespace
+TEST(Cli, ModelListMatchesGolden) {
+  Output o = Tpusim("model --list");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_EQ(o.text, Slurp("test/cli/golden/model_list.txt"));
+}
+
+TEST(Cli, ModelWritesAModuleThatRuns) {
+  const std::string path = Temp("mlp.hlo");
+  Output o = Tpusim("model mlp --train --batch 64 -o " + path);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("training step, sgd, 8 replicas x batch 8"));
+  Output run = Tpusim("run " + path + " --timing");
+  ASSERT_EQ(run.status, 0) << run.text;
+  EXPECT_THAT(run.text, HasSubstr("8 replicas, one per core, batch 8 per core"));
+  EXPECT_THAT(run.text, HasSubstr("1 collective"));
+  std::remove(path.c_str());
+}
+
+TEST(Cli, ModelUnknownNameIsOneLineWithTheChoices) {
+  Output o = Tpusim("model nope -o " + Temp("x.hlo"));
+  EXPECT_EQ(o.status, 2);
+  EXPECT_THAT(o.text, HasSubstr("unknown model 'nope' (one of mnist-cnn, mlp,"));
+  EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << o.text;
+}
+
+TEST(Cli, RunModelWritesEveryProfilerOutput) {
+  std::string trace = Temp("m.trace.json"), summary = Temp("m.summary.json"), html = Temp("m.html");
+  Output o = Tpusim("run examples/models/mlp.hlo --timing --monitor --trace " + trace +
+                    " --summary " + summary + " --html " + html);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("Utilization of TPU Matrix Units (higher is better): "));
+  EXPECT_THAT(traces::ValidateChromeTraceFile(trace), ::testing::IsEmpty());
+  EXPECT_THAT(Slurp(summary), HasSubstr("\"step_breakdown_ms\""));
+  EXPECT_THAT(Slurp(html), HasSubstr("<html"));
+  for (const std::string& f : {trace, summary, html}) std::remove(f.c_str());
+}
+
 }  // namespace tpusim::cli
