@@ -61,7 +61,7 @@ two MXUs) or `vpu`. Units run concurrently and synchronise through 32 counting f
 
 | letter | kind | assembly | bits |
 |---|---|---|---|
-| r | sreg | scalar register `r0`..`r31` (32-bit) | 5 |
+| r | sreg | scalar register `r0`..`r31` (64-bit; immediates are 32-bit, wider values are built with shifts) | 5 |
 | v | vreg | vector register `v0`..`v31` (f32[8,128]) | 5 |
 | f | flag | sync flag `f0`..`f31` | 5 |
 | u | unit | `seq`, `dma`, `mxu0`..`mxu3`, `vpu` (encoded 0..6) | 3 |
