@@ -130,8 +130,8 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   }
   op.kind = KernelKind::kMxu;
   op.flops = static_cast<double>(ConvFlops(s));
-  const int64_t o = ConvOutputSize(s);
-  op.hbm_bytes = static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * 2 + o * o * s.cout * 4) +
+  const int64_t oh = ConvOutputSize(s), ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
+  op.hbm_bytes = static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * 2 + oh * ow * s.cout * 4) +
                                        s.kh * s.kw * s.cin * s.cout * 2);
   op.exact = cd->labels == "b01f_01io->b01f" &&
              instr.operand(0)->shape().type == hlo::PrimitiveType::kBF16 &&
