@@ -36,7 +36,7 @@ BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores) {
   const std::set<const hlo::HloInstruction*> weights = Weights(entry);
   const hlo::HloInstruction* last = nullptr;
   for (const hlo::HloInstruction* p : params)
-    if (p->shape().IsArray() && p->shape().rank() >= 1 && !weights.count(p) &&
+    if (p->shape().IsArray() && p->shape().rank() >= 2 && !weights.count(p) &&
         (!last || p->parameter_number() > last->parameter_number()))
       last = p;
   if (!last) {
