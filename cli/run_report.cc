@@ -10,8 +10,7 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
   const lowering::LoweredModule& low = compiled.lowered;
   const profiler::Metrics& m = report.metrics;
   const profiler::StepBreakdown& b = m.step_breakdown;
-  std::printf("%s on %s (%d cores), compiled in %.0f ms\n", run.module_path.c_str(),
-              board.name.c_str(), board.cores(), compiled.compile_ms);
+  std::printf("%s on %s (%d cores)\n", run.module_path.c_str(), board.name.c_str(), board.cores());
   if (low.data_parallel)
     std::printf("data parallel: global batch %lld split over %d cores (%lld per core)\n",
                 static_cast<long long>(low.global_batch), board.cores(),

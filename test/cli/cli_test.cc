@@ -45,16 +45,29 @@ std::string Temp(const std::string& name) {
   return ::testing::TempDir() + "/tpusim_cli_" + std::to_string(::getpid()) + "_" + name;
 }
 
-TEST(Cli, ExecMatmulKernelMatchesGolden) {
-  Output o = Tpusim("exec examples/kernels/matmul_db.s --timing");
-  EXPECT_EQ(o.status, 0);
-  std::string golden = Slurp("test/cli/golden/exec_matmul_db.txt");
+// Compares a command's whole output with test/cli/golden/NAME (TPUSIM_UPDATE_GOLDEN=1
+// rewrites the file).
+void ExpectGolden(const std::string& command, const std::string& name) {
+  Output o = Tpusim(command);
+  EXPECT_EQ(o.status, 0) << o.text;
+  const std::string path = "test/cli/golden/" + name;
+  std::string golden = Slurp(path);
   if (std::getenv("TPUSIM_UPDATE_GOLDEN")) {
-    std::ofstream("test/cli/golden/exec_matmul_db.txt") << o.text;
+    std::ofstream(path) << o.text;
     golden = o.text;
   }
-  EXPECT_EQ(o.text, golden);
+  EXPECT_EQ(o.text, golden) << command;
 }
+
+TEST(Cli, ExecMatmulKernelMatchesGolden) {
+  ExpectGolden("exec examples/kernels/matmul_db.s --timing", "exec_matmul_db.txt");
+}
+
+TEST(Cli, RunDotOneScreenResultMatchesGolden) {
+  ExpectGolden("run examples/hlo/dot_bf16.hlo --timing", "run_dot_bf16.txt");
+}
+
+TEST(Cli, ConfigsMatchesGolden) { ExpectGolden("configs", "configs.txt"); }
 
 TEST(Cli, ExecWritesJsonWithTheDocumentedKeys) {
   std::string json = Temp("exec.json");
