@@ -1,5 +1,7 @@
 // tpusim run MODULE.hlo: compile an HLO module for the board, simulate it on every core,
 // check values against the reference evaluator, and report as the TPU profiler would.
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -7,6 +9,7 @@
 
 #include "cli/board_target.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/run_report.h"
 #include "cli/run_values.h"
 #include "compiler/collectives/ring_allreduce.h"
@@ -102,7 +105,16 @@ int RunCommand(const std::vector<std::string>& argv) {
   profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = board.cores(),
                                                         .mxus_per_core = board.core.mxus,
                                                         .sample_interval_fs = 1'000'000'000});
-  sim::Simulation simulation(board, {.functional = values, .sink = &recorder});
+  ProgressBar progress(a.steps);  // on a terminal, once the run has lasted over a second
+  sim::RunOptions run_options{.functional = values, .sink = &recorder};
+  if (isatty(STDERR_FILENO))
+    run_options.on_progress = [&progress, steps = a.steps](const sim::RunProgress& p) {
+      char label[96];
+      std::snprintf(label, sizeof label, "step %d/%d, %.3f ms simulated", p.steps_done, steps,
+                    p.simulated_fs / 1e12);
+      progress.Update(p.steps_done, label);
+    };
+  sim::Simulation simulation(board, std::move(run_options));
   for (int c = 0; c < board.cores(); ++c) {
     auto program = isa::Assemble(low.programs[c], a.module_path + ".core" + std::to_string(c));
     if (!program.ok()) throw CliError("internal: generated program: " + program.error().message);
@@ -122,6 +134,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   std::vector<eval::Value> args;
   if (values) args = LoadInputs(simulation, compiled, a.seed);
   sim::RunReport r = simulation.Run();
+  progress.Finish();
   if (!r.ok) throw CliError(r.error);
   recorder.Finish();
 

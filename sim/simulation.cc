@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -56,9 +57,30 @@ void Simulation::SetTrainingLoop(const TrainingLoop& loop) {
   host_ = std::make_unique<Host>("host", board_, loop, cores);
 }
 
+// Same events in the same order as one sc_start(): each slice ends at the last event
+// before its end (SC_EXIT_ON_STARVATION, so time never runs past the final event) and
+// the next resumes from there. A slice ends at least at the next pending event, so gaps
+// without events cost one slice.
+void Simulation::RunInSlices() {
+  const TimeFs interval = std::max<TimeFs>(options_.progress_interval_fs, 1);
+  TimeFs slice_end = 0, next_event = 0;
+  do {
+    slice_end = std::max(slice_end + interval, next_event);
+    const TimeFs now = sc_core::sc_time_stamp().value();
+    sc_core::sc_start(sc_core::sc_time::from_value(slice_end - now),
+                      sc_core::SC_EXIT_ON_STARVATION);
+    const int steps = host_ ? static_cast<int>(host_->report().step_end_fs.size()) : 0;
+    options_.on_progress(RunProgress{sc_core::sc_time_stamp().value(), steps});
+    next_event = sc_core::sc_time_stamp().value() + sc_core::sc_time_to_pending_activity().value();
+  } while (sc_core::sc_get_status() != sc_core::SC_STOPPED && sc_core::sc_pending_activity());
+}
+
 RunReport Simulation::Run() {
   Connect();
-  sc_core::sc_start();
+  if (options_.on_progress)
+    RunInSlices();
+  else
+    sc_core::sc_start();
   RunReport r;
   r.host_events = sc_core::sc_delta_count();
   r.end_fs = sc_core::sc_time_stamp().value();

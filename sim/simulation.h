@@ -2,6 +2,7 @@
 // elaborates once per process, so a process runs one Simulation.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,9 +14,20 @@
 
 namespace tpusim::sim {
 
+// Where a run stands, as Run() reports it to RunOptions::on_progress.
+struct RunProgress {
+  TimeFs simulated_fs = 0;  // simulated time reached
+  int steps_done = 0;       // steps every core has ended (0 without a training loop)
+};
+
 struct RunOptions {
   bool functional = true;         // false: timing only, no values
   IActivitySink* sink = nullptr;  // profiler, optional
+  // Optional: Run() simulates in slices of `progress_interval_fs` (skipping spans
+  // without events) and calls this after each slice, the last one included. Results are
+  // identical with or without it.
+  std::function<void(const RunProgress&)> on_progress = nullptr;
+  TimeFs progress_interval_fs = 10'000'000'000;  // 10 simulated microseconds
 };
 
 struct UnitReport {
@@ -60,6 +72,7 @@ class Simulation {
   std::unique_ptr<IciFabric> fabric_;
   std::unique_ptr<Host> host_;
   void Connect();
+  void RunInSlices();
 };
 
 }  // namespace tpusim::sim
