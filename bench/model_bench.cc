@@ -1,0 +1,130 @@
+// Per-model benchmarks: every shipped model (and the dot example) compiled for v3-8 and
+// one training step simulated timing-only with the profiler attached, as
+// `tpusim run --timing` runs it. Simulated figures: step time, examples/s, MXU %. The
+// simulator's own cost: compile time, host seconds per simulated step, simulated
+// instructions per host second. Always v3-8 (the models are sized for it).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "cli/board_target.h"
+#include "compiler/compile.h"
+#include "compiler/lowering/asm_util.h"
+#include "isa/assembler.h"
+#include "profiler/metrics.h"
+#include "profiler/recorder.h"
+#include "sim/simulation.h"
+
+namespace tpusim::bench {
+namespace {
+
+// The module's text, read from the working directory or else from the source tree this
+// file was built from. Empty when neither has it.
+std::string ReadModule(const std::string& relative_path) {
+  namespace fs = std::filesystem;
+  const fs::path source_root = fs::path(__FILE__).parent_path().parent_path();
+  for (const fs::path& path : {fs::path(relative_path), source_root / relative_path}) {
+    std::ifstream in(path);
+    if (!in) continue;
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  return "";
+}
+
+profiler::HardwarePeaks PeaksOf(const sim::BoardConfig& board) {
+  profiler::HardwarePeaks peaks;
+  peaks.flops_per_s_per_core = PeakFlopsPerCore(board.core);
+  peaks.hbm_bytes_per_s_per_core = board.core.hbm_bandwidth_bytes_per_s;
+  peaks.clock_hz = board.core.clock_hz;
+  peaks.mxus_per_core = board.core.mxus;
+  peaks.hbm_capacity_bytes_per_core = board.core.hbm_bytes;
+  return peaks;
+}
+
+// One training step of the host loop, its batch fed by infeed as `tpusim run` feeds it.
+sim::TrainingLoop OneStep(const lowering::LoweredModule& low, const sim::BoardConfig& board) {
+  sim::TrainingLoop loop;
+  loop.steps = 1;
+  loop.steps_per_execution = 1;
+  loop.global_batch = static_cast<uint64_t>(std::max<int64_t>(low.global_batch, board.cores()));
+  loop.example_bytes = std::max<uint64_t>(low.example_bytes, 1);
+  loop.infeed_hbm_address = low.infeed_address;
+  loop.infeed_flag = lowering::kInfeedFlag;
+  return loop;
+}
+
+// Compiles the module at `path`, then simulates one step. Host time counts building the
+// simulation, running it and the profiler's aggregation, not compiling or assembling.
+void BM_Model(benchmark::State& state, const std::string& path) {
+  const std::string text = ReadModule(path);
+  if (text.empty()) return state.SkipWithError(("cannot read " + path).c_str());
+  const sim::BoardConfig board = sim::LoadConfig("v3-8");
+  for (auto _ : state) {
+    auto compiled_or = CompileForBoard(text, path, cli::TargetFor(board));
+    if (!compiled_or.ok()) return state.SkipWithError(compiled_or.status().message().c_str());
+    const CompiledModule& compiled = *compiled_or.value();
+    const lowering::LoweredModule& low = compiled.lowered;
+    std::vector<isa::Program> programs;
+    for (int c = 0; c < board.cores(); ++c) {
+      auto program = isa::Assemble(low.programs[c], path + ".core" + std::to_string(c));
+      if (!program.ok()) return state.SkipWithError(program.error().message.c_str());
+      programs.push_back(std::move(program.value()));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = board.cores(),
+                                                          .mxus_per_core = board.core.mxus,
+                                                          .sample_interval_fs = 1'000'000'000});
+    sim::Simulation simulation(board, {.functional = false, .sink = &recorder});
+    for (int c = 0; c < board.cores(); ++c) {
+      recorder.SetTags(c, programs[c].tags);
+      simulation.AddCore(programs[c]);
+    }
+    simulation.SetTrainingLoop(OneStep(low, board));
+    const sim::RunReport r = simulation.Run();
+    recorder.Finish();
+    const double host_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!r.ok) return state.SkipWithError(r.error.c_str());
+    const profiler::Metrics m = profiler::ComputeMetrics(recorder, PeaksOf(board));
+    const double step_s = m.step_time_ms.avg * 1e-3;
+    state.counters["step_time_ms"] = m.step_time_ms.avg;
+    state.counters["examples_per_s"] = step_s > 0 ? low.global_batch / step_s : 0;
+    state.counters["mxu_pct"] = m.mxu_utilization_percent;
+    state.counters["global_batch"] = static_cast<double>(low.global_batch);
+    state.counters["sim_time_us"] = r.time_us;
+    state.counters["host_s_per_sim_step"] = host_s;
+    state.counters["compile_ms"] = compiled.compile_ms;
+    state.counters["sim_instr_per_host_s"] = ExecutedInstructions(r) / host_s;
+  }
+}
+
+// Name (after "BM_Model/") and module path, from the repository root.
+const std::vector<std::pair<std::string, std::string>> kModels = {
+    {"mnist-cnn", "examples/models/mnist-cnn.hlo"},
+    {"mlp", "examples/models/mlp.hlo"},
+    {"transformer-layer", "examples/models/transformer-layer.hlo"},
+    {"bert-base", "examples/models/bert-base.hlo"},
+    {"resnet50", "examples/models/resnet50.hlo"},
+    {"dot_bf16", "examples/hlo/dot_bf16.hlo"},
+};
+
+const bool kRegistered = [] {
+  for (const auto& [name, path] : kModels)
+    benchmark::RegisterBenchmark(("BM_Model/" + name).c_str(), BM_Model, path)
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
+  return true;
+}();
+
+}  // namespace
+}  // namespace tpusim::bench
