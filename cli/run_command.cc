@@ -104,7 +104,8 @@ int RunCommand(const std::vector<std::string>& argv) {
   // Samples every simulated microsecond (the recorder widens them on long runs).
   profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = board.cores(),
                                                         .mxus_per_core = board.core.mxus,
-                                                        .sample_interval_fs = 1'000'000'000});
+                                                        .sample_interval_fs = 1'000'000'000,
+                                                        .keep_events = !a.trace.empty()});
   ProgressBar progress(a.steps);  // on a terminal, once the run has lasted over a second
   sim::RunOptions run_options{.functional = values, .sink = &recorder};
   if (isatty(STDERR_FILENO))
