@@ -8,7 +8,10 @@
 
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/compile.h"
+#include "compiler/hlo/parser.h"
 #include "compiler/lowering/asm_util.h"
+#include "compiler/lowering/vpu_body.h"
+#include "compiler/lowering/vpu_stream.h"
 #include "isa/assembler.h"
 
 namespace tpusim {
@@ -144,6 +147,47 @@ TEST(Lower, ReplicatedModuleLowersEachCollectiveOnTheCollectiveFlags) {
   EXPECT_EQ(collectives, 4);
   EXPECT_THAT(c->lowered.programs[3], HasSubstr("f16"));
   EXPECT_THAT(c->lowered.programs[3], ::testing::Not(HasSubstr("wait seq, f0,")));
+}
+
+TEST(VpuBody, FusedExpressionMapsOpByOpWithConstantsHoisted) {
+  auto c = Compile(Slurp("examples/hlo/elementwise_f32.hlo") + "// body test\n");
+  ASSERT_TRUE(c);
+  const hlo::HloInstruction* fusion = c->optimized.entry()->root();
+  ASSERT_EQ(fusion->opcode(), hlo::Opcode::kFusion);
+  lowering::VpuBody b = lowering::BuildVpuBody(*fusion);
+  EXPECT_TRUE(b.exact);
+  EXPECT_EQ(b.inputs.size(), 2u);  // x and z; the scalar constants became registers
+  EXPECT_THAT(b.prologue, ::testing::ElementsAre("vmovi v24, 1", "vmovi v25, 0"));
+  EXPECT_THAT(b.body, ::testing::ElementsAre("vmul v6, v0, v1", "vadd v7, v6, v24",
+                                             "vmax v8, v7, v25", "vtanh v9, v8"));
+  EXPECT_EQ(b.result, 9);
+}
+
+TEST(VpuBody, OpsWithoutAVpuFormAreCostedButNotExact) {
+  auto parsed = hlo::ParseHlo(
+      "HloModule m\nENTRY %e (x: f32[8,128]) -> f32[8,128] {\n"
+      "  %x = f32[8,128]{1,0} parameter(0)\n"
+      "  ROOT %s = f32[8,128]{1,0} sine(f32[8,128]{1,0} %x)\n}\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  lowering::VpuBody b = lowering::BuildVpuBody(*parsed->entry()->root());
+  EXPECT_FALSE(b.exact);
+  EXPECT_EQ(b.ops, 1);
+}
+
+TEST(VpuStream, ChunksAreDoubleBufferedAndTheTailGetsItsOwnPass) {
+  lowering::VpuStream st;
+  st.inputs = {{0, 4, 40 * 4096}};
+  st.output = {1 << 20, 4, 40 * 4096};
+  st.vregs = 40;  // one full chunk of 32 and a tail of 8
+  st.body = {"vadd v6, v0, v0"};
+  st.result = 6;
+  st.tag = "t";
+  const std::string k = lowering::VpuStreamKernel(st);
+  EXPECT_THAT(k, HasSubstr(".desc a_in0 rows=1 row_bytes=131072"));
+  EXPECT_THAT(k, HasSubstr(".desc b_in0 rows=1 row_bytes=32768"));
+  EXPECT_THAT(k, HasSubstr("wait vpu, f1, 1"));  // the second slot
+  auto program = isa::Assemble(k + "    halt\n", "stream");
+  EXPECT_TRUE(program.ok()) << program.error().message;
 }
 
 }  // namespace
