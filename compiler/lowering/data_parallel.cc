@@ -13,13 +13,13 @@ bool HasDim(const hlo::Shape& shape, int64_t batch) {
 
 namespace {
 
-// Parameters that reach the weight operand (1) of a dot or convolution through converts,
-// copies and reshapes: weights, never inputs.
-std::set<const hlo::HloInstruction*> Weights(const hlo::HloComputation& entry) {
+// Parameters that reach operand `index` of a dot or convolution through converts, copies
+// and reshapes (1: weights, never inputs; 0: activations).
+std::set<const hlo::HloInstruction*> Feeding(const hlo::HloComputation& entry, size_t index) {
   std::set<const hlo::HloInstruction*> weights;
   for (const auto& i : entry.instructions()) {
     if (i->opcode() != hlo::Opcode::kDot && i->opcode() != hlo::Opcode::kConvolution) continue;
-    const hlo::HloInstruction* w = i->operand(1);
+    const hlo::HloInstruction* w = i->operand(index);
     while (w->opcode() == hlo::Opcode::kConvert || w->opcode() == hlo::Opcode::kCopy ||
            w->opcode() == hlo::Opcode::kReshape || w->opcode() == hlo::Opcode::kBitcast)
       w = w->operand(0);
@@ -33,7 +33,15 @@ std::set<const hlo::HloInstruction*> Weights(const hlo::HloComputation& entry) {
 BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores) {
   BatchAnalysis a;
   const std::vector<hlo::HloInstruction*> params = entry.parameters();
-  const std::set<const hlo::HloInstruction*> weights = Weights(entry);
+  std::set<const hlo::HloInstruction*> weights = Feeding(entry, 1);
+  const std::set<const hlo::HloInstruction*> activations = Feeding(entry, 0);
+  // Optimizer state (momentum, Adam moments) has its weight's shape: not an input either.
+  std::set<std::vector<int64_t>> weight_shapes;
+  for (const hlo::HloInstruction* w : weights) weight_shapes.insert(w->shape().dims);
+  for (const hlo::HloInstruction* p : params)
+    if (p->shape().IsArray() && p->shape().rank() >= 2 && !activations.count(p) &&
+        weight_shapes.count(p->shape().dims))
+      weights.insert(p);
   const hlo::HloInstruction* last = nullptr;
   for (const hlo::HloInstruction* p : params)
     if (p->shape().IsArray() && p->shape().rank() >= 2 && !weights.count(p) &&

@@ -21,6 +21,13 @@ bool IsAlias(const HloInstruction& i) {
 
 // Greedy best fit, largest buffers first: each buffer takes the smallest gap between the
 // buffers already placed whose live ranges overlap its own.
+// Buffers start on DMA-friendly boundaries: every offset is a multiple of this.
+constexpr int64_t kBufferAlignment = 512;
+
+int64_t Aligned(int64_t bytes) {
+  return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
 void AssignOffsets(std::vector<BufferInfo>& bufs) {
   std::vector<size_t> order(bufs.size());
   std::iota(order.begin(), order.end(), 0);
@@ -32,13 +39,14 @@ void AssignOffsets(std::vector<BufferInfo>& bufs) {
     std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + size)
     for (size_t j : placed) {
       const BufferInfo& o = bufs[j];
-      if (o.start <= b.end && b.start <= o.end) busy.push_back({o.offset, o.offset + o.size});
+      if (o.start <= b.end && b.start <= o.end)
+        busy.push_back({o.offset, o.offset + Aligned(o.size)});
     }
     std::sort(busy.begin(), busy.end());
     int64_t best = -1, best_gap = 0, cursor = 0;
     for (const auto& [lo, hi] : busy) {
       int64_t gap = lo - cursor;
-      if (gap >= b.size && (best < 0 || gap < best_gap)) best = cursor, best_gap = gap;
+      if (gap >= Aligned(b.size) && (best < 0 || gap < best_gap)) best = cursor, best_gap = gap;
       cursor = std::max(cursor, hi);
     }
     b.offset = best >= 0 ? best : cursor;
