@@ -33,19 +33,28 @@ TimeFs UnitQueue::NextSlotFreeAt() const {
   return issue_ring_[(pushed_count_ - depth_) % depth_];
 }
 
-void UnitStats::AddBusy(TimeFs start, TimeFs end) {
+void UnitStats::AddBusy(TimeFs start, TimeFs end, TimeFs now) {
   ++instructions_;
   if (end <= start) return;
+  max_duration_ = std::max(max_duration_, end - start);
+  if (start < folded_until_) {  // reaches into folded time: count only what is new
+    ++late_;
+    if (end <= folded_until_) return;
+    start = folded_until_;
+  }
   if (!intervals_.empty() && intervals_.back().second >= start &&
       intervals_.back().first <= start) {  // common case: extends the latest interval
     intervals_.back().second = std::max(intervals_.back().second, end);
     return;
   }
   intervals_.emplace_back(start, end);
-  if (intervals_.size() > 2 * compacted_size_ + 4096) Compact();
+  if (intervals_.size() > 2 * compacted_size_ + 4096) {
+    const TimeFs margin = std::max(kFoldMargin, 4 * max_duration_);
+    Compact(now > margin ? now - margin : 0);
+  }
 }
 
-void UnitStats::Compact() {
+void UnitStats::Compact(TimeFs fold_before) {
   std::sort(intervals_.begin(), intervals_.end());
   size_t out = 0;
   for (size_t i = 1; i < intervals_.size(); ++i) {
@@ -55,12 +64,20 @@ void UnitStats::Compact() {
       intervals_[++out] = intervals_[i];
   }
   if (!intervals_.empty()) intervals_.resize(out + 1);
+  size_t folded = 0;  // the merged intervals are disjoint and sorted
+  while (folded < intervals_.size() && intervals_[folded].second <= fold_before) {
+    folded_total_ += intervals_[folded].second - intervals_[folded].first;
+    folded_until_ = intervals_[folded].second;
+    ++folded;
+  }
+  intervals_.erase(intervals_.begin(), intervals_.begin() + static_cast<std::ptrdiff_t>(folded));
+  if (folded) folded_until_ = std::max(folded_until_, fold_before);
   compacted_size_ = intervals_.size();
 }
 
 TimeFs UnitStats::BusyTotal() {
-  Compact();
-  TimeFs total = 0;
+  Compact(0);
+  TimeFs total = folded_total_;
   for (auto& [s, e] : intervals_) total += e - s;
   return total;
 }
@@ -69,7 +86,7 @@ TimeFs CoreContext::Cycles(int64_t n) const { return CyclesToFs(*cfg, n); }
 
 void CoreContext::Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs end, double flops,
                          uint64_t hbm_bytes, bool counts_as_busy) {
-  if (counts_as_busy) stats[static_cast<int>(unit)].AddBusy(start, end);
+  if (counts_as_busy) stats[static_cast<int>(unit)].AddBusy(start, end, Now());
   if (!sink) return;
   BusyRecord r;
   r.core = static_cast<uint16_t>(core);

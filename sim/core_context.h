@@ -67,17 +67,24 @@ class SyncFlags {
 // Per-unit busy accounting kept by the simulator itself (the exec report).
 // Intervals may arrive out of order (DMA engines finish out of order); they are kept
 // as a set that is merged into disjoint intervals whenever it grows.
+// A unit's busy time: the length of the union of its instructions' intervals. Memory stays
+// bounded on long runs: intervals that ended well before the present (more than
+// kFoldMargin and four of the longest instructions seen) are folded into a total; a record
+// reaching back into folded time is clipped (late_records counts them).
 class UnitStats {
  public:
-  void AddBusy(TimeFs start, TimeFs end);
+  void AddBusy(TimeFs start, TimeFs end, TimeFs now);
   TimeFs BusyTotal();  // length of the union of all intervals
   uint64_t instructions() const { return instructions_; }
+  uint64_t late_records() const { return late_; }
 
  private:
-  void Compact();
+  static constexpr TimeFs kFoldMargin = 1'000'000'000'000;  // 1 ms of simulated time
+  void Compact(TimeFs fold_before);
   std::vector<std::pair<TimeFs, TimeFs>> intervals_;
   size_t compacted_size_ = 0;
-  uint64_t instructions_ = 0;
+  uint64_t instructions_ = 0, late_ = 0;
+  TimeFs folded_total_ = 0, folded_until_ = 0, max_duration_ = 0;
 };
 
 struct CoreContext {
