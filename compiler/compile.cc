@@ -31,7 +31,8 @@ hlo::Result<std::shared_ptr<const CompiledModule>> CompileForBoard(const std::st
                                                                    const std::string& name,
                                                                    const CompileTarget& target) {
   const std::string key = CacheKey(hlo_text, target);
-  if (auto it = Cache().find(key); it != Cache().end() && target.dump_dir.empty())
+  if (auto it = Cache().find(key);
+      it != Cache().end() && target.dump_dir.empty() && target.use_cache)
     return it->second;
   const auto start = std::chrono::steady_clock::now();
   auto parsed = hlo::ParseHlo(hlo_text, name);

@@ -17,7 +17,8 @@ namespace tpusim {
 struct CompileTarget {
   lowering::LowerOptions lowering;  // cores, MXUs, ring, infeed
   int64_t hbm_bytes_per_core = passes::kDefaultHbmBytes;
-  std::string dump_dir;  // IR after each pass; empty: none
+  std::string dump_dir;   // IR after each pass; empty: none
+  bool use_cache = true;  // false: always compile (benchmarks of the compiler itself)
 };
 
 struct CompiledModule {
