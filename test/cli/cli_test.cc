@@ -69,6 +69,14 @@ TEST(Cli, RunDotOneScreenResultMatchesGolden) {
 
 TEST(Cli, ConfigsMatchesGolden) { ExpectGolden("configs", "configs.txt"); }
 
+TEST(Cli, CompileOptimizedHloMatchesGolden) {
+  ExpectGolden("compile examples/hlo/mlp_train_step.hlo", "compile_mlp_train_step.txt");
+}
+
+TEST(Cli, CompileIsaMatchesGolden) {
+  ExpectGolden("compile examples/hlo/dot_bf16.hlo --emit isa", "compile_dot_bf16.s");
+}
+
 TEST(Cli, ExecWritesJsonWithTheDocumentedKeys) {
   std::string json = Temp("exec.json");
   Output o = Tpusim("exec examples/kernels/reduce_rows.s --json " + json);
