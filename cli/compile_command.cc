@@ -5,6 +5,7 @@
 
 #include "cli/board_target.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/passes/pipeline.h"
@@ -27,23 +28,8 @@ int CompileCommand(const std::vector<std::string>& argv) {
       "dump-passes", po::value(&dump_dir), "write the IR after every pass into DIR")(
       "output,o", po::value(&out_path), "write to FILE instead of standard output")(
       "config", po::value(&config), "board for --emit isa (default v3-8)");
-  po::options_description hidden;
-  hidden.add_options()("module", po::value(&module_path));
-  po::positional_options_description pos;
-  pos.add("module", 1);
-  po::options_description all;
-  all.add(opts).add(hidden);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw CliError(std::string(e.what()) + " (see tpusim compile --help)", 2);
-  }
-  if (vm.count("help")) {
-    std::cout << opts;
-    return 0;
-  }
+  if (!ParseCommandLine(argv, opts, "compile", &module_path, &vm)) return 0;
   if (module_path.empty()) throw CliError("missing MODULE.hlo (see tpusim compile --help)", 2);
   if (emit != "ir" && emit != "isa")
     throw CliError("--emit must be ir or isa, not '" + emit + "'", 2);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "isa/assembler.h"
 #include "profiler/recorder.h"
 #include "sim/simulation.h"
@@ -39,23 +40,8 @@ int ExecCommand(const std::vector<std::string>& args) {
       "json", po::value(&json_path), "also write the figures as JSON to FILE")(
       "trace", po::value(&trace_path), "write a Chrome trace (Perfetto) to FILE")(
       "timing", "timing only: skip computing values");
-  po::options_description hidden;
-  hidden.add_options()("program", po::value(&program_path));
-  po::positional_options_description pos;
-  pos.add("program", 1);
-  po::options_description all;
-  all.add(opts).add(hidden);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw CliError(std::string(e.what()) + " (see tpusim exec --help)", 2);
-  }
-  if (vm.count("help")) {
-    std::cout << opts;
-    return 0;
-  }
+  if (!ParseCommandLine(args, opts, "exec", &program_path, &vm)) return 0;
   if (program_path.empty()) throw CliError("missing PROGRAM.s (see tpusim exec --help)", 2);
 
   sim::BoardConfig board = sim::LoadConfig(config);

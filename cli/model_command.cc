@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "compiler/model/models.h"
 #include "traces/atomic_file.h"
 
@@ -48,23 +49,8 @@ int ModelCommand(const std::vector<std::string>& argv) {
       "optimizer", po::value(&optimizer), "sgd, momentum or adam (default: the model's)")(
       "replicas", po::value(&replicas), "replica_count of the module (default 8)")(
       "output,o", po::value(&out_path), "write the module to FILE (default: standard output)");
-  po::options_description hidden;
-  hidden.add_options()("model", po::value(&name));
-  po::positional_options_description pos;
-  pos.add("model", 1);
-  po::options_description all;
-  all.add(opts).add(hidden);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw CliError(std::string(e.what()) + " (see tpusim model --help)", 2);
-  }
-  if (vm.count("help")) {
-    std::cout << opts;
-    return 0;
-  }
+  if (!ParseCommandLine(argv, opts, "model", &name, &vm)) return 0;
   if (vm.count("list")) return ListModels();
   if (name.empty()) throw CliError("missing model NAME (one of " + model::ModelNames() + ")", 2);
   const model::ModelSpec* spec = model::FindModel(name);

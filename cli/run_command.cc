@@ -9,6 +9,7 @@
 
 #include "cli/board_target.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/run_report.h"
 #include "cli/run_values.h"
@@ -67,23 +68,8 @@ int RunCommand(const std::vector<std::string>& argv) {
       "steps per host dispatch (default 1)")(
       "infeed-rate", po::value(&a.infeed_rate),
       "input pipeline rate in examples/s (default: unbounded)");
-  po::options_description hidden;
-  hidden.add_options()("module", po::value(&a.module_path));
-  po::positional_options_description pos;
-  pos.add("module", 1);
-  po::options_description all;
-  all.add(opts).add(hidden);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw CliError(std::string(e.what()) + " (see tpusim run --help)", 2);
-  }
-  if (vm.count("help")) {
-    std::cout << opts;
-    return 0;
-  }
+  if (!ParseCommandLine(argv, opts, "run", &a.module_path, &vm)) return 0;
   if (a.module_path.empty()) throw CliError("missing MODULE.hlo (see tpusim run --help)", 2);
   a.timing = vm.count("timing"), a.monitor = vm.count("monitor");
 

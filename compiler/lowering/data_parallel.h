@@ -1,12 +1,12 @@
 // Which values of a single-replica module carry the batch, for data parallelism over the
 // board's cores. Weights are the parameters that feed the weight operand of a dot or
-// convolution, and parameters of rank >= 2 shaped like one (optimizer state); the batch is the leading dimension of the last other entry parameter of
-// rank >= 2 (inputs follow the weights in JAX and TF steps; rank-1 parameters are biases
-// and scales more often than labels), and every non-weight parameter with
-// that leading dimension is an input. A value carries the batch when an operand does and its shape
-// still has a dimension of that size; a value computed from carrying operands that no
-// longer has one (a weight gradient, the loss) is reduced over the batch: each core holds
-// a partial sum that must be all-reduced.
+// convolution, and parameters of rank >= 2 shaped like one (optimizer state); the batch is the
+// leading dimension of the last other entry parameter of rank >= 2 (inputs follow the weights in
+// JAX and TF steps; rank-1 parameters are biases and scales more often than labels), and every
+// non-weight parameter with that leading dimension is an input. A value carries the batch when an
+// operand does and its shape still has a dimension of that size; a value computed from carrying
+// operands that no longer has one (a weight gradient, the loss) is reduced over the batch: each
+// core holds a partial sum that must be all-reduced.
 #pragma once
 
 #include <cstdint>
