@@ -11,34 +11,11 @@
 #include <sstream>
 #include <string>
 
+#include "test/cli/cli_test_util.h"
+
 namespace tpusim::cli {
 namespace {
 using ::testing::HasSubstr;
-
-struct Output {
-  int status = -1;
-  std::string text;  // stdout and stderr
-};
-
-// `env` (e.g. "VAR=value ") prefixes the command.
-Output Tpusim(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + std::string(TPUSIM_BINARY) + " " + args + " 2>&1";
-  Output out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
-  int raw = pclose(pipe);
-  out.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return out;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 #define SKIP_WITHOUT_BENCH_BINARY() \
   if (!TPUSIM_BENCH_BUILT) GTEST_SKIP() << "configured with -DTPUSIM_BENCH=OFF"

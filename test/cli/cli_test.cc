@@ -11,35 +11,13 @@
 #include <sstream>
 #include <string>
 
+#include "test/cli/cli_test_util.h"
+
 #include "traces/trace_validator.h"
 
 namespace tpusim::cli {
 namespace {
 using ::testing::HasSubstr;
-
-struct Output {
-  int status = -1;
-  std::string text;  // stdout and stderr
-};
-
-Output Tpusim(const std::string& args) {
-  std::string cmd = std::string(TPUSIM_BINARY) + " " + args + " 2>&1";
-  Output out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
-  int raw = pclose(pipe);
-  out.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return out;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Temp(const std::string& name) {
   return ::testing::TempDir() + "/tpusim_cli_" + std::to_string(::getpid()) + "_" + name;
