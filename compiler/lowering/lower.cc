@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/collective_kernels.h"
@@ -104,9 +105,22 @@ class Lowerer {
   }
 
   uint64_t Address(const HloInstruction* v) const {
-    while (v->opcode() == Opcode::kBitcast || v->opcode() == Opcode::kReshape ||
-           v->opcode() == Opcode::kGetTupleElement)
+    int64_t element = 0;  // of a tuple-shaped op's result (see passes::ElementBufferName)
+    for (;;) {
+      if (v->opcode() == Opcode::kGetTupleElement) {
+        element = v->GetInt("index").value_or(0);
+      } else if (v->opcode() == Opcode::kTuple &&
+                 element < static_cast<int64_t>(v->operand_count())) {
+        v = v->operand(static_cast<size_t>(std::exchange(element, 0)));
+        continue;
+      } else if (v->opcode() != Opcode::kBitcast && v->opcode() != Opcode::kReshape) {
+        break;
+      }
       v = v->operand(0);
+    }
+    const std::string name = passes::ElementBufferName(v->name(), element);
+    if (const passes::BufferInfo* b = plan_.Find(name); b && v->parent() == module_.entry())
+      return static_cast<uint64_t>(b->offset);
     if (const passes::BufferInfo* b = plan_.Find(v->name()); b && v->parent() == module_.entry())
       return static_cast<uint64_t>(b->offset);
     return scratch_;  // values inside loops and calls share a scratch area (timing only)

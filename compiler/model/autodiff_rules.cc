@@ -47,8 +47,12 @@ void BackpropElementwise(const Backprop& s, Op g) {
       Send(s, 0, [&] { return g / Operand(s, 1); });
       Send(s, 1, [&] { return -(g * y) / Operand(s, 1); });
       return;
-    case Opcode::kMaximum: {  // ties go to the first operand
-      const Op first = Compare(a, Operand(s, 1), "GE");
+    case Opcode::kMaximum: {
+      // Against a bound that takes no gradient (ReLU's zero) the mask reads the output, as
+      // TensorFlow's ReluGrad does (ties get no gradient), so the input need not be kept for
+      // the backward pass. Otherwise ties go to the first operand.
+      const Op first =
+          s.needs(1) ? Compare(a, Operand(s, 1), "GE") : Compare(y, Operand(s, 1), "GT");
       const Op zero = FullLike(g, 0);
       Send(s, 0, [&] { return Select(first, g, zero); });
       Send(s, 1, [&] { return Select(first, zero, g); });

@@ -46,7 +46,14 @@ std::vector<HloComputation*> FusionTargets(const hlo::HloModule& m) {
   return out;
 }
 
-// Groups of `c` to fuse, each listed in instruction order (root last).
+// A broadcast is cheap to recompute: every group that reads it gets its own copy (as XLA
+// duplicates broadcasts into each consumer fusion), so the full-size value never lives in HBM.
+bool IsDuplicable(const HloInstruction& i) {
+  return i.opcode() == Opcode::kBroadcast && i.shape().IsArray();
+}
+
+// Groups of `c` to fuse, each listed in instruction order (root last). Duplicable producers
+// may sit in several groups and are never assigned to one.
 std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c) {
   UserMap users = ComputeUsers(c);
   std::unordered_map<const HloInstruction*, size_t> group_of;
@@ -62,6 +69,11 @@ std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c) {
     size_t g = group_of[i];
     for (HloInstruction* p : i->operands()) {
       if (group_of.count(p) || !IsFusibleProducer(*p) || p == c.root()) continue;
+      if (IsDuplicable(*p)) {
+        auto& members = groups[g];
+        if (std::find(members.begin(), members.end(), p) == members.end()) members.push_back(p);
+        continue;
+      }
       if (users[p].size() != 1) continue;  // fusing would compute p twice
       group_of[p] = g;
       groups[g].push_back(p);
@@ -108,8 +120,22 @@ void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction
   fusion->SetAttr("kind", hlo::Word{"kLoop"});
   fusion->SetAttr("calls", hlo::ComputationRefs{{fused->name()}, {fused}, false});
   edits.replace[root] = fusion;
-  for (HloInstruction* i : group) {
-    if (i != root) edits.remove.insert(i);
+  for (HloInstruction* i : group) {  // duplicated broadcasts: see RemoveFullyFused
+    if (i != root && !IsDuplicable(*i)) edits.remove.insert(i);
+  }
+}
+
+// A duplicated broadcast goes once every one of its users was fused (each has its copy).
+void RemoveFullyFused(const HloComputation& c,
+                      const std::vector<std::vector<HloInstruction*>>& groups, ModuleEdits& edits) {
+  std::unordered_set<const HloInstruction*> fused;
+  for (const auto& g : groups) fused.insert(g.begin(), g.end());
+  UserMap users = ComputeUsers(c);
+  for (const HloInstruction* i : fused) {
+    if (!IsDuplicable(*i) || i == c.root()) continue;
+    const auto& u = users[i];
+    if (std::all_of(u.begin(), u.end(), [&](HloInstruction* x) { return fused.count(x) > 0; }))
+      edits.remove.insert(i);
   }
 }
 
@@ -118,7 +144,9 @@ void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction
 hlo::Result<bool> ElementwiseFusionPass::Run(hlo::HloModule& module) {
   ModuleEdits edits;
   for (HloComputation* c : FusionTargets(module)) {
-    for (const auto& group : FindGroups(*c)) Fuse(module, *c, group, edits);
+    const auto groups = FindGroups(*c);
+    for (const auto& group : groups) Fuse(module, *c, group, edits);
+    RemoveFullyFused(*c, groups, edits);
   }
   if (edits.empty()) return false;
   hlo::Status s = ApplyEdits(module, edits);

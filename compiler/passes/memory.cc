@@ -78,39 +78,82 @@ std::string HumanBytes(int64_t bytes) {
   return buf;
 }
 
+// A tuple-shaped result of an op (batch-norm-training, a while loop, a tuple all-reduce) is
+// one buffer per element, `name` for element 0 and `name{k}` for element k, so a small
+// element (a batch mean) does not keep a large one (the normalized activations) alive.
+std::string ElementBufferName(const std::string& name, int64_t index) {
+  return index == 0 ? name : name + "{" + std::to_string(index) + "}";
+}
+
+namespace {
+
+// The buffers behind each top-level element of a value (one element for an array).
+using ElementBuffers = std::vector<std::vector<size_t>>;
+
+BufferInfo NewBuffer(std::string name, const hlo::Shape& shape, bool param, int64_t t,
+                     int64_t last) {
+  BufferInfo b;
+  b.name = std::move(name);
+  b.shape = shape.ToString();
+  b.size = PaddedBytes(shape);
+  b.logical_size = LogicalBytes(shape);
+  b.kind = param ? "parameter" : "temp";
+  b.start = param ? 0 : t;
+  b.end = param ? last : t;
+  return b;
+}
+
+std::vector<size_t> Flatten(const ElementBuffers& e) {
+  std::vector<size_t> out;
+  for (const auto& v : e) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
+}  // namespace
+
 MemoryPlan PlanMemory(const hlo::HloModule& module) {
   MemoryPlan plan;
   const hlo::HloComputation* c = module.entry();
   if (!c) return plan;
   const auto& instrs = c->instructions();
   const int64_t last = static_cast<int64_t>(instrs.size()) - 1;
-  std::unordered_map<const HloInstruction*, std::vector<size_t>> buffers_of;
+  std::unordered_map<const HloInstruction*, ElementBuffers> buffers_of;
   for (int64_t t = 0; t <= last; ++t) {
     const HloInstruction& i = *instrs[t];
-    for (const HloInstruction* op : i.operands()) {  // operands live until their last use
-      for (size_t b : buffers_of[op]) plan.buffers[b].end = std::max(plan.buffers[b].end, t);
+    // Operands live until their last use; get-tuple-element only names its element, which
+    // lives until the element's last use.
+    for (const HloInstruction* op : i.operands()) {
+      if (i.opcode() == Opcode::kGetTupleElement) break;
+      for (const auto& element : buffers_of[op])
+        for (size_t b : element) plan.buffers[b].end = std::max(plan.buffers[b].end, t);
     }
-    std::vector<size_t>& mine = buffers_of[&i];
-    if (IsAlias(i)) {
-      for (const HloInstruction* op : i.operands()) {
-        mine.insert(mine.end(), buffers_of[op].begin(), buffers_of[op].end());
+    ElementBuffers& mine = buffers_of[&i];
+    if (i.opcode() == Opcode::kTuple) {
+      for (const HloInstruction* op : i.operands()) mine.push_back(Flatten(buffers_of[op]));
+    } else if (i.opcode() == Opcode::kGetTupleElement) {
+      const ElementBuffers& whole = buffers_of[i.operand(0)];
+      const int64_t k = i.GetInt("index").value_or(-1);
+      mine.push_back(whole.size() > 1 && k >= 0 && k < static_cast<int64_t>(whole.size())
+                         ? whole[static_cast<size_t>(k)]
+                         : Flatten(whole));
+    } else if (IsAlias(i)) {
+      for (const HloInstruction* op : i.operands()) mine.push_back(Flatten(buffers_of[op]));
+    } else {
+      const bool param = i.opcode() == Opcode::kParameter;
+      if (i.shape().IsTuple() && !param && !i.shape().tuple_shapes.empty()) {
+        for (size_t k = 0; k < i.shape().tuple_shapes.size(); ++k) {
+          mine.push_back({plan.buffers.size()});
+          plan.buffers.push_back(NewBuffer(ElementBufferName(i.name(), static_cast<int64_t>(k)),
+                                           i.shape().tuple_shapes[k], param, t, last));
+        }
+      } else {
+        mine.push_back({plan.buffers.size()});
+        plan.buffers.push_back(NewBuffer(i.name(), i.shape(), param, t, last));
       }
-      continue;
     }
-    BufferInfo b;
-    b.name = i.name();
-    b.shape = i.shape().ToString();
-    b.size = PaddedBytes(i.shape());
-    b.logical_size = LogicalBytes(i.shape());
-    bool param = i.opcode() == Opcode::kParameter;
-    b.kind = param ? "parameter" : "temp";
-    b.start = param ? 0 : t;
-    b.end = param ? last : t;
-    mine.push_back(plan.buffers.size());
-    plan.buffers.push_back(std::move(b));
   }
   if (c->root()) {
-    for (size_t b : buffers_of[c->root()]) {
+    for (size_t b : Flatten(buffers_of[c->root()])) {
       plan.buffers[b].end = last;
       if (plan.buffers[b].kind == "temp") plan.buffers[b].kind = "output";
     }
@@ -119,9 +162,14 @@ MemoryPlan PlanMemory(const hlo::HloModule& module) {
   for (const BufferInfo& b : plan.buffers) {
     plan.peak_bytes = std::max(plan.peak_bytes, b.offset + b.size);
   }
+  std::vector<int64_t> delta(static_cast<size_t>(last) + 2, 0);  // live bytes by a sweep
+  for (const BufferInfo& b : plan.buffers) {
+    delta[static_cast<size_t>(b.start)] += b.size;
+    delta[static_cast<size_t>(b.end) + 1] -= b.size;
+  }
+  int64_t live = 0;
   for (int64_t t = 0; t <= last; ++t) {
-    int64_t live = 0;
-    for (const BufferInfo& b : plan.buffers) live += (b.start <= t && t <= b.end) ? b.size : 0;
+    live += delta[static_cast<size_t>(t)];
     plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
   }
   return plan;

@@ -38,8 +38,12 @@ struct MemoryPlan {
 // "512B", "1.50K", "17.20G": the byte counts of XLA's out-of-memory messages.
 std::string HumanBytes(int64_t bytes);
 
+// The name of the buffer holding element `index` of a tuple-shaped op's result.
+std::string ElementBufferName(const std::string& name, int64_t index);
+
 // Plans the entry computation of `module`. Tuples, get-tuple-element and bitcast define no
-// buffer of their own; they keep their operands' buffers alive.
+// buffer of their own; they keep their operands' buffers alive (get-tuple-element only its
+// element's). Any other tuple-shaped result is one buffer per element.
 MemoryPlan PlanMemory(const hlo::HloModule& module);
 
 // The XLA-style RESOURCE_EXHAUSTED message for a plan over `capacity` bytes.

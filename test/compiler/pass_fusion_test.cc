@@ -48,7 +48,7 @@ ENTRY %e {
                           &changed);
   EXPECT_TRUE(changed);
   const hlo::HloComputation& e = *m.entry();
-  ASSERT_EQ(e.instructions().size(), 4u);  // p, q, two, fusion
+  ASSERT_EQ(e.instructions().size(), 4u);  // p, q, two, fusion (the broadcast is fused)
   const hlo::HloInstruction& f = *e.root();
   EXPECT_EQ(f.opcode(), hlo::Opcode::kFusion);
   EXPECT_EQ(f.GetWord("kind"), "kLoop");
@@ -85,6 +85,41 @@ ENTRY %e {
   ASSERT_EQ(fusion->opcode(), hlo::Opcode::kFusion);
   EXPECT_EQ(fusion->operand(0), e.Find("a"));
   EXPECT_EQ(fusion->fused_computation()->instructions().size(), 3u);  // param, negate, exp
+}
+
+// ReLU and its gradient mask read one broadcast zero: each fusion gets its own copy and the
+// full-size broadcast is gone, unless an unfused op still reads it.
+TEST(PassFusion, DuplicatesASharedBroadcastIntoEachFusion) {
+  bool changed = false;
+  hlo::HloModule m = Fuse(R"(HloModule t
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %e {
+  %x = f32[8,128] parameter(0)
+  %g = f32[8,128] parameter(1)
+  %zero = f32[] constant(0)
+  %zeros = f32[8,128] broadcast(f32[] %zero), dimensions={}
+  %relu = f32[8,128] maximum(f32[8,128] %x, f32[8,128] %zeros)
+  %mask = pred[8,128] compare(f32[8,128] %relu, f32[8,128] %zeros), direction=GT
+  %dx = f32[8,128] select(pred[8,128] %mask, f32[8,128] %g, f32[8,128] %zeros)
+  %zeros2 = f32[8,128] broadcast(f32[] %zero), dimensions={}
+  %e2 = f32[8,128] exponential(f32[8,128] %zeros2)
+  %r = f32[8] reduce(f32[8,128] %zeros2, f32[] %zero), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[8,128], f32[8,128], f32[8,128], f32[8]) tuple(%relu, %dx, %e2, %r)
+})",
+                          &changed);
+  EXPECT_TRUE(changed);
+  const hlo::HloComputation& e = *m.entry();
+  EXPECT_EQ(CountOps(e, hlo::Opcode::kFusion), 3);  // relu; compare + select; exp
+  EXPECT_EQ(e.Find("zeros"), nullptr);              // every user fused
+  EXPECT_NE(e.Find("zeros2"), nullptr);             // the reduce still reads it
+  for (const auto& i : e.instructions()) {
+    if (i->opcode() != hlo::Opcode::kFusion) continue;
+    EXPECT_EQ(CountOps(*i->fused_computation(), hlo::Opcode::kBroadcast), 1) << i->name();
+  }
 }
 
 TEST(PassFusion, StopsAtNonElementwiseOps) {

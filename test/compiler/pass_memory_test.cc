@@ -81,6 +81,36 @@ ENTRY %e {
   EXPECT_EQ(plan.peak_bytes, 2 * 4 * 128 * 4);
 }
 
+// Each element of a tuple-shaped result is its own buffer: the batch mean read at the end
+// does not keep the normalized activations alive.
+TEST(PassMemory, TupleResultElementsLiveApart) {
+  hlo::HloModule m = Parse(R"(HloModule t
+ENTRY %e {
+  %x = f32[256,4096] parameter(0)
+  %s = f32[4096] parameter(1)
+  %o = f32[4096] parameter(2)
+  %bn = (f32[256,4096], f32[4096], f32[4096]) batch-norm-training(f32[256,4096] %x, f32[4096] %s, f32[4096] %o), epsilon=0.001, feature_index=1
+  %y = f32[256,4096] get-tuple-element((f32[256,4096], f32[4096], f32[4096]) %bn), index=0
+  %r = f32[256,4096] exponential(f32[256,4096] %y)
+  %n = f32[256,4096] negate(f32[256,4096] %r)
+  %mean = f32[4096] get-tuple-element((f32[256,4096], f32[4096], f32[4096]) %bn), index=1
+  ROOT %t = (f32[256,4096], f32[4096]) tuple(f32[256,4096] %n, f32[4096] %mean)
+})");
+  MemoryPlan plan = PlanMemory(m);
+  const BufferInfo* y = plan.Find("bn");
+  const BufferInfo* mean = plan.Find(ElementBufferName("bn", 1));
+  const BufferInfo* var = plan.Find("bn{2}");
+  ASSERT_TRUE(y && mean && var);
+  EXPECT_EQ(y->size, 4 * kMiB);
+  EXPECT_EQ(mean->size, 16 * 1024);
+  EXPECT_EQ(y->end, 5);  // last read by %r
+  EXPECT_EQ(mean->end, 8);
+  EXPECT_EQ(mean->kind, "output");
+  EXPECT_EQ(y->kind, "temp");
+  EXPECT_EQ(var->end, 3);                        // never read
+  EXPECT_EQ(plan.Find("n")->offset, y->offset);  // reuses the activations' space
+}
+
 TEST(PassMemory, OutOfMemoryWithSmallCapacity) {
   hlo::HloModule m = Parse(kChain);
   hlo::Result<bool> r = MemoryPlanningPass(2 * kMiB).Run(m);
