@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <systemc>
 #include <vector>
@@ -24,6 +25,8 @@ struct Issued {
   TimeFs ready = 0;                            // when the sequencer put it in the queue
   std::array<int64_t, isa::kMaxOperands> v{};  // resolved operands (register values)
   uint32_t step = 0;
+  // vloop only: the loop body, its operands resolved when the loop was issued.
+  std::shared_ptr<const std::vector<Issued>> body;
 };
 
 // A unit's in-order instruction queue of fixed depth. The sequencer stalls on a full
