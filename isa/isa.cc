@@ -59,10 +59,10 @@ std::optional<Unit> FindUnit(std::string_view name) {
 }
 
 std::string_view TimingClassName(TimingClass t) {
-  static constexpr std::array<std::string_view, 12> kNames = {
-      "scalar-alu",       "scalar-branch",      "sync",           "dma-copy",
-      "mxu-load-weights", "mxu-matmul",         "mxu-pop",        "vpu-load-store",
-      "vpu-alu",          "vpu-transcendental", "vpu-cross-lane", "vpu-transpose"};
+  static constexpr std::array<std::string_view, 13> kNames = {
+      "scalar-alu",     "scalar-branch", "sync",           "dma-copy", "mxu-load-weights",
+      "mxu-matmul",     "mxu-pop",       "vpu-load-store", "vpu-alu",  "vpu-transcendental",
+      "vpu-cross-lane", "vpu-transpose", "vpu-loop"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -105,6 +105,10 @@ std::string_view TimingFormula(TimingClass t) {
       return "busy `vpu_cross_lane_cycles` per vector register";
     case TimingClass::kVpuTranspose:
       return "busy `vpu_transpose_cycles` per 128x128 block (16 registers)";
+    case TimingClass::kVpuLoop:
+      return "busy ra times the sum of the body's own costs, exactly as if the body were "
+             "written out ra times (0 trips: no time); the sequencer spends one issue slot on "
+             "the whole block";
   }
   return "";
 }

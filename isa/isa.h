@@ -35,6 +35,7 @@ enum class TimingClass : uint8_t {
   kVpuTranscendental,
   kVpuCrossLane,
   kVpuTranspose,
+  kVpuLoop,
 };
 
 enum class OperandKind : uint8_t { kSreg, kVreg, kFlag, kUnit, kMxu, kImm, kLabel, kDesc, kFimm };

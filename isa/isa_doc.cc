@@ -159,7 +159,7 @@ std::string IsaMarkdown() {
   out +=
       "\n## Timing\n\nEach instruction costs the formula of its timing class; names in "
       "backquotes are keys of the hardware configuration.\n\n| class | cost |\n|---|---|\n";
-  for (int t = 0; t <= static_cast<int>(TimingClass::kVpuTranspose); ++t) {
+  for (int t = 0; t <= static_cast<int>(TimingClass::kVpuLoop); ++t) {
     auto tc = static_cast<TimingClass>(t);
     Append(out, "| ", TimingClassName(tc), " | ", Cell(TimingFormula(tc)), " |\n");
   }

@@ -91,8 +91,12 @@ void Sequencer::RunProgramOnce() {
     if (pc >= code.size()) ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
     const isa::Instr& in = code[pc];
     isa::Unit unit = TargetUnit(pc, in);
+    if (in.op == Opcode::kVloop) {
+      pc = DispatchLoop(pc, in);
+      continue;
+    }
     if (unit != isa::Unit::kScalar) {
-      Dispatch(pc, in, unit);
+      Dispatch(Resolve(pc, in), unit);
       ++pc;
       continue;
     }
@@ -114,7 +118,7 @@ void Sequencer::RunProgramOnce() {
   blocked_on_.clear();
 }
 
-void Sequencer::Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit) {
+Issued Sequencer::Resolve(uint32_t pc, const isa::Instr& in) const {
   const isa::OpInfo& info = isa::Info(in.op);
   Issued it;
   it.instr = in;
@@ -122,6 +126,38 @@ void Sequencer::Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit) {
   it.step = step_;
   for (int i = 0; i < info.num_operands(); ++i)
     it.v[i] = info.operand(i) == isa::OperandKind::kSreg ? regs_[in.a[i]] : in.a[i];
+  return it;
+}
+
+// vloop ra, n: the next n instructions, their registers read now, go to the VPU as the
+// body of one queue entry; the VPU runs it ra times. Zero trips issue nothing.
+uint32_t Sequencer::DispatchLoop(uint32_t pc, const isa::Instr& in) {
+  const auto& code = ctx_.program->code;
+  const int64_t n = in.a[1];
+  if (n < 1) ctx_.Fail(pc, "a vloop body needs at least one instruction, got " + std::to_string(n));
+  if (pc + 1 + static_cast<uint64_t>(n) > code.size())
+    ctx_.Fail(pc, "the vloop body of " + std::to_string(n) +
+                      " instructions runs past the end of the program");
+  auto body = std::make_shared<std::vector<Issued>>();
+  body->reserve(static_cast<size_t>(n));
+  for (uint32_t k = pc + 1; k <= pc + n; ++k) {
+    const isa::Instr& b = code[k];
+    if (isa::Info(b.op).unit != isa::Unit::kVpu || b.op == Opcode::kVloop)
+      ctx_.Fail(k, "cannot be in the body of the vloop at pc " + std::to_string(pc) +
+                       ": a body holds VPU work only (no scalar, wait, signal or nested vloop)");
+    body->push_back(Resolve(k, b));
+  }
+  Issued loop = Resolve(pc, in);
+  if (loop.v[0] > 0) {
+    loop.body = std::move(body);
+    Dispatch(std::move(loop), isa::Unit::kVpu);
+  } else {
+    Advance(ctx_.cfg->scalar_cycles);
+  }
+  return pc + 1 + static_cast<uint32_t>(n);
+}
+
+void Sequencer::Dispatch(Issued it, isa::Unit unit) {
   UnitQueue& q = units_[static_cast<int>(unit)]->queue();
   if (!q.NextSlotKnown()) {
     FlushScalarRun();
@@ -136,7 +172,7 @@ void Sequencer::Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit) {
     qk_.inc(sc_core::sc_time::from_value(free - now));
     now = free;
   }
-  if (!in_run_) in_run_ = true, run_start_ = now, run_pc_ = pc;
+  if (!in_run_) in_run_ = true, run_start_ = now, run_pc_ = it.pc;
   it.ready = now;
   q.Push(std::move(it));
   Advance(ctx_.cfg->scalar_cycles);  // one issue slot

@@ -37,7 +37,11 @@ class Sequencer : public sc_core::sc_module {
   void RunProgramOnce();
   // Executes one scalar-unit instruction; returns the next pc.
   uint32_t ExecuteScalar(uint32_t pc, const isa::Instr& in);
-  void Dispatch(uint32_t pc, const isa::Instr& in, isa::Unit unit);
+  // The instruction at pc with its register operands read.
+  Issued Resolve(uint32_t pc, const isa::Instr& in) const;
+  void Dispatch(Issued it, isa::Unit unit);
+  // Issues a vloop and its body; returns the pc after the body.
+  uint32_t DispatchLoop(uint32_t pc, const isa::Instr& in);
   isa::Unit TargetUnit(uint32_t pc, const isa::Instr& in);
   void Advance(int64_t cycles);
   TimeFs LocalNow() { return ctx_.Now() + qk_.get_local_time().value(); }

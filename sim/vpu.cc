@@ -16,29 +16,66 @@ VpuUnit::VpuUnit(sc_core::sc_module_name name, CoreContext& ctx)
     : Unit(name, ctx, isa::Unit::kVpu) {}
 
 TimeFs VpuUnit::Execute(const Issued& it, TimeFs earliest) {
-  const isa::OpInfo& info = isa::Info(it.instr.op);
-  TimeFs start = std::max(earliest, free_at_);
-  TimeFs end = start + ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing));
-  if (it.instr.op == Opcode::kVxpose && (it.instr.a[0] % 16 || it.instr.a[1] % 16))
-    ctx_.Fail(it, "vxpose needs register groups starting at v0 or v16");
-  switch (it.instr.op) {
-    case Opcode::kVld:
-    case Opcode::kVst:
-      CheckedVmem(it, it.v[1], 4096);
-      break;
-    case Opcode::kVldBf16:
-    case Opcode::kVstBf16:
-      CheckedVmem(it, it.v[1], 2048);
-      break;
-    default:
-      break;
+  const TimeFs start = std::max(earliest, free_at_);
+  TimeFs end = start;
+  double flops = 0;
+  if (it.instr.op == Opcode::kVloop) {
+    // The body's instructions back to back, trip after trip: the same times and values as
+    // the body written out, without a queue entry or a record per instruction. Every trip
+    // costs the same; a strided access stays in VMEM and aligned if its first, second and
+    // last trips do.
+    const int64_t trips = it.v[0];
+    TimeFs trip_fs = 0;
+    double trip_flops = 0;
+    for (const Issued& b : *it.body) {
+      trip_fs += Run(b, 0, trip_flops, /*compute=*/false);
+      if (trips > 1) Run(b, 1, flops, /*compute=*/false);  // a stride off the alignment
+      if (trips > 2) Run(b, trips - 1, flops, /*compute=*/false);
+    }
+    end += trip_fs * trips;
+    flops = trip_flops * static_cast<double>(trips);
+    if (ctx_.functional)
+      for (int64_t trip = 0; trip < trips; ++trip)
+        for (const Issued& b : *it.body) Compute(b, Address(b, trip));
+  } else {
+    end += Run(it, 0, flops);
   }
-  if (ctx_.functional) Compute(it);
   free_at_ = end;
   ExtendDrain(end);
-  double flops = info.timing == isa::TimingClass::kVpuLoadStore ? 0 : kVregElems;
   ctx_.Record(id_, it, start, end, flops, 0);
   return start;
+}
+
+uint64_t VpuUnit::Address(const Issued& it, int64_t trip) {
+  switch (it.instr.op) {
+    case Opcode::kVlds:
+    case Opcode::kVsts:
+    case Opcode::kVldsBf16:
+    case Opcode::kVstsBf16:
+      return static_cast<uint64_t>(it.v[1] + trip * it.v[2]);
+    default:
+      return static_cast<uint64_t>(it.v[1]);
+  }
+}
+
+TimeFs VpuUnit::Run(const Issued& it, int64_t trip, double& flops, bool compute) {
+  const isa::OpInfo& info = isa::Info(it.instr.op);
+  if (it.instr.op == Opcode::kVxpose && (it.instr.a[0] % 16 || it.instr.a[1] % 16))
+    ctx_.Fail(it, "vxpose needs register groups starting at v0 or v16");
+  if (info.timing == isa::TimingClass::kVpuLoadStore) {
+    CheckedVmem(it, static_cast<int64_t>(Address(it, trip)), VmemBytes(it.instr.op));
+  } else {
+    flops += kVregElems;
+  }
+  if (compute && ctx_.functional) Compute(it, Address(it, trip));
+  return ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing));
+}
+
+uint64_t VpuUnit::VmemBytes(Opcode op) {
+  return op == Opcode::kVldBf16 || op == Opcode::kVstBf16 || op == Opcode::kVldsBf16 ||
+                 op == Opcode::kVstsBf16
+             ? 2048
+             : 4096;
 }
 
 uint64_t VpuUnit::CheckedVmem(const Issued& it, int64_t addr, uint64_t bytes) {
@@ -63,7 +100,7 @@ void Map2(std::array<float, kVregElems>& d, const std::array<float, kVregElems>&
 }
 }  // namespace
 
-void VpuUnit::Compute(const Issued& it) {
+void VpuUnit::Compute(const Issued& it, uint64_t addr) {
   const auto& a = it.instr.a;
   auto& d = regs_[a[0]];
   // Elementwise ops read element i before writing it, so vd may alias a source; the
@@ -72,21 +109,25 @@ void VpuUnit::Compute(const Issued& it) {
   const auto& vb = regs_[a[2] % isa::kNumVregs];
   switch (it.instr.op) {
     case Opcode::kVld:
-      ctx_.vmem->Read(it.v[1], d.data(), 4096);
+    case Opcode::kVlds:
+      ctx_.vmem->Read(addr, d.data(), 4096);
       break;
     case Opcode::kVst:
-      ctx_.vmem->Write(it.v[1], d.data(), 4096);
+    case Opcode::kVsts:
+      ctx_.vmem->Write(addr, d.data(), 4096);
       break;
-    case Opcode::kVldBf16: {
+    case Opcode::kVldBf16:
+    case Opcode::kVldsBf16: {
       std::array<uint16_t, kVregElems> raw;
-      ctx_.vmem->Read(it.v[1], raw.data(), 2048);
+      ctx_.vmem->Read(addr, raw.data(), 2048);
       for (int i = 0; i < kVregElems; ++i) d[i] = isa::Bf16ToF32(raw[i]);
       break;
     }
-    case Opcode::kVstBf16: {
+    case Opcode::kVstBf16:
+    case Opcode::kVstsBf16: {
       std::array<uint16_t, kVregElems> raw;
       for (int i = 0; i < kVregElems; ++i) raw[i] = isa::F32ToBf16(d[i]);
-      ctx_.vmem->Write(it.v[1], raw.data(), 2048);
+      ctx_.vmem->Write(addr, raw.data(), 2048);
       break;
     }
     case Opcode::kVadd:

@@ -22,7 +22,14 @@ class VpuUnit : public Unit {
   TimeFs Execute(const Issued& it, TimeFs earliest) override;
 
  private:
-  void Compute(const Issued& it);
+  // Checks one instruction at `trip` of an enclosing vloop, adds its flops, computes its
+  // values when `compute`; returns its duration.
+  TimeFs Run(const Issued& it, int64_t trip, double& flops, bool compute = true);
+  // The VMEM address a load or store touches on `trip` (strided forms advance per trip).
+  static uint64_t Address(const Issued& it, int64_t trip);
+  // Computes the values of one instruction; `addr` is its VMEM address (loads and stores).
+  void Compute(const Issued& it, uint64_t addr);
+  static uint64_t VmemBytes(isa::Opcode op);
   uint64_t CheckedVmem(const Issued& it, int64_t addr, uint64_t bytes);
 
   TimeFs free_at_ = 0;

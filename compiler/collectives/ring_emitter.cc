@@ -58,10 +58,9 @@ void RingEmitter::ReduceScatterFold(uint64_t data, uint64_t slots, int64_t shift
   s_ << "    wait vpu, f" << Flag(kFlagReceived) << ", 1\n";
   Vmem(5, slots + st * c_);
   Vmem(6, data + fold * c_);
-  Vmem(7, data + (fold + 1) * c_);
-  s_ << r_.label << st << ":\n"
-     << "    vld v0, r5\n    vld v1, r6\n    " << reduce << " v1, v1, v0\n    vst v1, r6\n"
-     << "    addi r5, r5, 4096\n    addi r6, r6, 4096\n    blt r6, r7, " << r_.label << st << "\n"
+  s_ << "    li r7, " << c_ / 4096 << "\n    vloop r7, 4\n"  // one trip per vreg of the chunk
+     << "    vlds v0, r5, 4096\n    vlds v1, r6, 4096\n    " << reduce
+     << " v1, v1, v0\n    vsts v1, r6, 4096\n"
      << "    signal vpu, f" << Flag(kFlagAdded) << ", 1\n";
 }
 

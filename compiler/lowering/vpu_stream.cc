@@ -53,23 +53,19 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
     for (int i = 0; i < n; ++i)
       s << "    li r" << 7 + i << ", " << slot * kSlotBytes + i * 0x20000 << "\n";
     s << "    li r13, " << slot * kSlotBytes + out_vmem << "\n";
-    // The body is unrolled `unroll` times per trip to save loop instructions.
-    const int64_t unroll = chunk_vregs % 4 == 0 ? 4 : chunk_vregs % 2 == 0 ? 2 : 1;
-    s << "    li r15, 0\n    li r14, " << chunk_vregs << "\nvreg" << sl << ":\n";
-    for (int64_t u = 0; u < unroll; ++u) {
-      for (int i = 0; i < n; ++i) {
-        const bool full = st.inputs[i].bytes >= VregBytes(st.inputs[i]) * st.vregs;
-        s << (st.inputs[i].elem_bytes >= 4 ? "    vld v" : "    vld.bf16 v") << i << ", r" << 7 + i
-          << "\n";
-        if (full)
-          s << "    addi r" << 7 + i << ", r" << 7 + i << ", " << VregBytes(st.inputs[i]) << "\n";
-      }
-      for (const std::string& line : st.body) s << "    " << line << "\n";
-      if (st.store_every_vreg)
-        s << (st.output.elem_bytes >= 4 ? "    vst v" : "    vst.bf16 v") << st.result
-          << ", r13\n    addi r13, r13, " << VregBytes(st.output) << "\n";
+    // One hardware loop per chunk: each trip loads the next vreg of every full-size input
+    // (smaller ones are re-read), runs the body and stores the result's next vreg.
+    const size_t loop_len = n + st.body.size() + (st.store_every_vreg ? 1 : 0);
+    s << "    li r14, " << chunk_vregs << "\n    vloop r14, " << loop_len << "\n";
+    for (int i = 0; i < n; ++i) {
+      const bool full = st.inputs[i].bytes >= VregBytes(st.inputs[i]) * st.vregs;
+      s << (st.inputs[i].elem_bytes >= 4 ? "    vlds v" : "    vlds.bf16 v") << i << ", r" << 7 + i
+        << ", " << (full ? VregBytes(st.inputs[i]) : 0) << "\n";
     }
-    s << "    addi r15, r15, " << unroll << "\n    blt r15, r14, vreg" << sl << "\n";
+    for (const std::string& line : st.body) s << "    " << line << "\n";
+    if (st.store_every_vreg)
+      s << (st.output.elem_bytes >= 4 ? "    vsts v" : "    vsts.bf16 v") << st.result << ", r13, "
+        << VregBytes(st.output) << "\n";
     if (!st.store_every_vreg)
       s << (st.output.elem_bytes >= 4 ? "    vst v" : "    vst.bf16 v") << st.result << ", r13\n";
     s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n"
