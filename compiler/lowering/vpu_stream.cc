@@ -9,9 +9,12 @@
 namespace tpusim::lowering {
 namespace {
 
-constexpr int64_t kChunkVregs = 32;          // vregs per chunk: 128 KiB of f32 per operand
-constexpr uint64_t kSlotBytes = 0x100000;    // VMEM per slot: 7 operands x 128 KiB, rounded
-constexpr int kInputPtr = 16, kOutPtr = 22;  // HBM pointers r16..r21, r22
+// Vregs per chunk. Larger chunks mean fewer DMAs and loop issues per op but a longer
+// pipeline fill and drain; two slots of 8 operand areas must fit in VMEM (16 MiB on v3).
+constexpr int64_t kChunkVregs = 128;
+constexpr uint64_t kOperandBytes = kChunkVregs * 4096;  // one operand's area in a slot
+constexpr uint64_t kSlotBytes = 8 * kOperandBytes;      // 6 inputs + output, rounded up
+constexpr int kInputPtr = 16, kOutPtr = 22;             // HBM pointers r16..r21, r22
 
 uint64_t VregBytes(const StreamOperand& o) { return o.elem_bytes >= 4 ? 4096 : 2048; }
 
@@ -29,7 +32,7 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
   for (int i = 0; i < n; ++i) in_chunk[i] = ChunkBytes(st.inputs[i], chunk_vregs, st.vregs);
   const uint64_t out_chunk =
       st.store_every_vreg ? ChunkBytes(st.output, chunk_vregs, st.vregs) : 4096;
-  const uint64_t out_vmem = 6 * 0x20000;  // operand i at i * 128 KiB of the slot
+  const uint64_t out_vmem = 6 * kOperandBytes;  // input i at i * kOperandBytes of the slot
   std::ostringstream s;
   for (int i = 0; i < n; ++i)
     s << ".desc in" << i << " rows=1 row_bytes=" << in_chunk[i] << " src_stride=0 dst_stride=0\n";
@@ -37,9 +40,9 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
     << "    sflag f4, 1\n    sflag f5, 1\n    li r1, 0\n    li r2, " << chunks << "\n";
   auto load = [&](int slot) {  // chunk r1 (+1 when prefetching) into `slot`
     for (int i = 0; i < n; ++i)
-      s << "    li r3, " << slot * kSlotBytes + i * 0x20000 << "\n    dma.hv r3, r" << kInputPtr + i
-        << ", in" << i << ", f" << slot << "\n    addi r" << kInputPtr + i << ", r" << kInputPtr + i
-        << ", " << in_chunk[i] << "\n";
+      s << "    li r3, " << slot * kSlotBytes + i * kOperandBytes << "\n    dma.hv r3, r"
+        << kInputPtr + i << ", in" << i << ", f" << slot << "\n    addi r" << kInputPtr + i << ", r"
+        << kInputPtr + i << ", " << in_chunk[i] << "\n";
   };
   load(0);
   s << "pair:\n";
@@ -51,7 +54,7 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
     if (n) s << "    wait vpu, f" << slot << ", " << n << "\n";
     s << "    wait vpu, f" << 4 + slot << ", 1\n";
     for (int i = 0; i < n; ++i)
-      s << "    li r" << 7 + i << ", " << slot * kSlotBytes + i * 0x20000 << "\n";
+      s << "    li r" << 7 + i << ", " << slot * kSlotBytes + i * kOperandBytes << "\n";
     s << "    li r13, " << slot * kSlotBytes + out_vmem << "\n";
     // One hardware loop per chunk: each trip loads the next vreg of every full-size input
     // (smaller ones are re-read), runs the body and stores the result's next vreg.
