@@ -176,6 +176,13 @@ std::string EmitModule(const Builder& builder, Op root, const ModuleOptions& opt
   const Shape& result = root.shape();
   std::string header = "HloModule " + builder.name() + ", entry_computation_layout={(" + layout +
                        ")->" + ShapeWithLayout(result) + "}";
+  if (!options.donations.empty()) {
+    header += ", input_output_alias={ ";
+    for (size_t k = 0; k < options.donations.size(); ++k)
+      header += (k ? ", {" : "{") + std::to_string(options.donations[k].first) + "}: (" +
+                std::to_string(options.donations[k].second) + ", {}, may-alias)";
+    header += " }";
+  }
   if (options.replica_count > 1)
     header += ", replica_count=" + std::to_string(options.replica_count);
   return header + "\n\n" + reducers.text() + "ENTRY %main (" + signature + ") -> " +

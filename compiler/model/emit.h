@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compiler/model/builder.h"
 
@@ -10,6 +12,9 @@ namespace tpusim::model {
 
 struct ModuleOptions {
   int64_t replica_count = 1;  // > 1 adds replica_count=N to the header
+  // (output tuple index, parameter number): the output may reuse the parameter's buffer,
+  // written as the header's input_output_alias (as jax.jit's donate_argnums does).
+  std::vector<std::pair<int64_t, int64_t>> donations;
 };
 
 // The module `builder.name()` whose ENTRY computation has every parameter of the builder and

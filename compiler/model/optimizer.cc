@@ -43,6 +43,7 @@ OptimizerStep ApplyOptimizer(Builder& b, Optimizer optimizer, const std::vector<
   if (optimizer == Optimizer::kMomentum) {
     for (size_t i = 0; i < weights.size(); ++i) {
       Op v = Parameter(b, weights[i].shape(), weight_names[i] + "_momentum");
+      step.state.push_back(v);
       Op new_v = v * kMomentum + gradients[i];
       step.new_weights.push_back(weights[i] - new_v * kMomentumLearningRate);
       step.new_state.push_back(new_v);
@@ -76,6 +77,9 @@ OptimizerStep ApplyOptimizer(Builder& b, Optimizer optimizer, const std::vector<
     new_ms.push_back(m);
     new_vs.push_back(v);
   }
+  step.state = ms;
+  step.state.insert(step.state.end(), vs.begin(), vs.end());
+  step.state.push_back(count);
   step.new_state = new_ms;
   step.new_state.insert(step.new_state.end(), new_vs.begin(), new_vs.end());
   step.new_state.push_back(new_count);

@@ -15,6 +15,7 @@ std::string OptimizerName(Optimizer o);  // "sgd", "momentum", "adam"
 struct OptimizerStep {
   std::vector<Op> new_weights;
   std::vector<Op> new_state;  // the same order as the state parameters
+  std::vector<Op> state;      // the state parameters
 };
 
 // Declares the optimizer state parameters (after the existing ones) and builds the update:

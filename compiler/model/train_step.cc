@@ -46,7 +46,8 @@ BuiltModel BuildModel(const ModelSpec& spec, const ModelOptions& options) {
   ForwardResult f = spec.forward(ctx);
   BuiltModel built{.per_replica_batch = ctx.batch(),
                    .optimizer = options.optimizer.value_or(spec.default_optimizer)};
-  const ModuleOptions module{.replica_count = options.replicas};
+  ModuleOptions module;
+  module.replica_count = options.replicas;
   if (!options.train) {
     built.stats = ComputeStats(b, f.logits, ctx.weights());
     built.hlo = EmitModule(b, f.logits, module);
@@ -74,7 +75,13 @@ BuiltModel BuildModel(const ModelSpec& spec, const ModelOptions& options) {
   outputs.insert(outputs.end(), step.new_state.begin(), step.new_state.end());
   Op root = Tuple(b, outputs);
   built.stats = ComputeStats(b, root, weights);
-  built.hlo = EmitModule(b, root, module);
+  // New weights and optimizer state take over the old ones' buffers, step after step.
+  ModuleOptions donating = module;
+  std::vector<Op> donors = weights;
+  donors.insert(donors.end(), step.state.begin(), step.state.end());
+  for (size_t k = 0; k < donors.size(); ++k)
+    donating.donations.push_back({static_cast<int64_t>(k) + 1, b.node(donors[k]).index});
+  built.hlo = EmitModule(b, root, donating);
   return built;
 }
 

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "compiler/hlo/alias.h"
 #include "compiler/passes/layout.h"
 
 namespace tpusim::passes {
@@ -29,8 +31,9 @@ int64_t Aligned(int64_t bytes) {
 }
 
 void AssignOffsets(std::vector<BufferInfo>& bufs) {
-  std::vector<size_t> order(bufs.size());
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<size_t> order;
+  for (size_t k = 0; k < bufs.size(); ++k)
+    if (bufs[k].in_place_of.empty()) order.push_back(k);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return bufs[a].size > bufs[b].size; });
   std::vector<size_t> placed;
@@ -111,6 +114,49 @@ std::vector<size_t> Flatten(const ElementBuffers& e) {
 
 }  // namespace
 
+namespace {
+
+bool WorksElementwise(const HloInstruction& i) {
+  const hlo::OpCategory k = hlo::GetOpcodeInfo(i.opcode()).category;
+  return k == hlo::OpCategory::kElementwiseUnary || k == hlo::OpCategory::kElementwiseBinary ||
+         k == hlo::OpCategory::kElementwiseTernary ||
+         (i.opcode() == Opcode::kFusion && i.GetWord("kind") == "kLoop");
+}
+
+// Marks each aliased output buffer that can safely live in its parameter's buffer.
+void Donate(const hlo::HloModule& module, const ElementBuffers& result, MemoryPlan& plan) {
+  auto aliases = hlo::ParseInputOutputAlias(module.input_output_alias);
+  if (!aliases.ok()) return;  // MemoryPlanningPass reports it
+  const hlo::HloComputation& c = *module.entry();
+  std::unordered_set<std::string> taken;  // parameters already given to an output
+  for (const hlo::InputOutputAlias& a : *aliases) {
+    if (a.output_index.size() > 1 || !a.parameter_index.empty()) continue;
+    const size_t k = a.output_index.empty() ? 0 : static_cast<size_t>(a.output_index[0]);
+    if (k >= result.size() || result[k].size() != 1) continue;
+    BufferInfo& out = plan.buffers[result[k][0]];
+    const HloInstruction* producer = c.Find(out.name);
+    const HloInstruction* param = nullptr;
+    for (const HloInstruction* p : c.parameters())
+      if (p->parameter_number() == a.parameter) param = p;
+    const BufferInfo* in = param ? plan.Find(param->name()) : nullptr;
+    if (!producer || !in || out.kind != "output" || in->kind != "parameter" ||
+        !taken.insert(in->name).second || in->size < out.size)
+      continue;
+    bool reads_param = false;
+    for (const HloInstruction* op : producer->operands()) reads_param |= op == param;
+    const bool safe = in->last_read < out.start ||
+                      (in->last_read == out.start && reads_param && WorksElementwise(*producer) &&
+                       param->shape().dims == producer->shape().dims);
+    if (!safe) {
+      taken.erase(in->name);
+      continue;
+    }
+    out.in_place_of = in->name;
+  }
+}
+
+}  // namespace
+
 MemoryPlan PlanMemory(const hlo::HloModule& module) {
   MemoryPlan plan;
   const hlo::HloComputation* c = module.entry();
@@ -125,7 +171,10 @@ MemoryPlan PlanMemory(const hlo::HloModule& module) {
     for (const HloInstruction* op : i.operands()) {
       if (i.opcode() == Opcode::kGetTupleElement) break;
       for (const auto& element : buffers_of[op])
-        for (size_t b : element) plan.buffers[b].end = std::max(plan.buffers[b].end, t);
+        for (size_t b : element) {
+          plan.buffers[b].end = std::max(plan.buffers[b].end, t);
+          plan.buffers[b].last_read = std::max(plan.buffers[b].last_read, t);
+        }
     }
     ElementBuffers& mine = buffers_of[&i];
     if (i.opcode() == Opcode::kTuple) {
@@ -158,12 +207,15 @@ MemoryPlan PlanMemory(const hlo::HloModule& module) {
       if (plan.buffers[b].kind == "temp") plan.buffers[b].kind = "output";
     }
   }
+  if (c->root()) Donate(module, buffers_of[c->root()], plan);
   AssignOffsets(plan.buffers);
-  for (const BufferInfo& b : plan.buffers) {
+  for (BufferInfo& b : plan.buffers) {
+    if (!b.in_place_of.empty()) b.offset = plan.Find(b.in_place_of)->offset;
     plan.peak_bytes = std::max(plan.peak_bytes, b.offset + b.size);
   }
   std::vector<int64_t> delta(static_cast<size_t>(last) + 2, 0);  // live bytes by a sweep
   for (const BufferInfo& b : plan.buffers) {
+    if (!b.in_place_of.empty()) continue;  // counted in its parameter
     delta[static_cast<size_t>(b.start)] += b.size;
     delta[static_cast<size_t>(b.end) + 1] -= b.size;
   }
@@ -195,6 +247,8 @@ std::string OutOfMemoryMessage(const MemoryPlan& plan, int64_t capacity, int top
 }
 
 hlo::Result<bool> MemoryPlanningPass::Run(hlo::HloModule& module) {
+  if (auto aliases = hlo::ParseInputOutputAlias(module.input_output_alias); !aliases.ok())
+    return aliases.status();
   plan_ = PlanMemory(module);
   if (plan_.peak_bytes > capacity_) return hlo::Status::Error(OutOfMemoryMessage(plan_, capacity_));
   return false;

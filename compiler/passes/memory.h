@@ -23,6 +23,8 @@ struct BufferInfo {
   int64_t logical_size = 0;
   int64_t start = 0, end = 0;  // live over instruction positions [start, end]
   int64_t offset = 0;          // in HBM
+  int64_t last_read = -1;      // position of the last instruction reading it (-1: none)
+  std::string in_place_of;     // an output written into this entry parameter's buffer
 };
 
 struct MemoryPlan {
@@ -44,6 +46,9 @@ std::string ElementBufferName(const std::string& name, int64_t index);
 // Plans the entry computation of `module`. Tuples, get-tuple-element and bitcast define no
 // buffer of their own; they keep their operands' buffers alive (get-tuple-element only its
 // element's). Any other tuple-shaped result is one buffer per element.
+// Outputs named by the module's input_output_alias take over their parameter's buffer
+// (donation) when no instruction after the output's producer reads the parameter and the
+// producer works element by element (it may then write what it reads).
 MemoryPlan PlanMemory(const hlo::HloModule& module);
 
 // The XLA-style RESOURCE_EXHAUSTED message for a plan over `capacity` bytes.

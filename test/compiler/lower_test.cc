@@ -176,16 +176,20 @@ TEST(VpuBody, OpsWithoutAVpuFormAreCostedButNotExact) {
 
 TEST(VpuStream, ChunksAreDoubleBufferedAndTheTailGetsItsOwnPass) {
   lowering::VpuStream st;
-  st.inputs = {{0, 4, 40 * 4096}};
-  st.output = {1 << 20, 4, 40 * 4096};
-  st.vregs = 40;  // one full chunk of 32 and a tail of 8
+  st.inputs = {{0, 4, 136 * 4096}};
+  st.output = {1 << 20, 4, 136 * 4096};
+  st.vregs = 136;  // one full chunk of 128 and a tail of 8
   st.body = {"vadd v6, v0, v0"};
   st.result = 6;
   st.tag = "t";
   const std::string k = lowering::VpuStreamKernel(st);
-  EXPECT_THAT(k, HasSubstr(".desc a_in0 rows=1 row_bytes=131072"));
+  EXPECT_THAT(k, HasSubstr(".desc a_in0 rows=1 row_bytes=524288"));
   EXPECT_THAT(k, HasSubstr(".desc b_in0 rows=1 row_bytes=32768"));
   EXPECT_THAT(k, HasSubstr("wait vpu, f1, 1"));  // the second slot
+  // Each chunk is one hardware loop: load, add and store one vreg per trip.
+  EXPECT_THAT(k, HasSubstr("li r14, 128\n    vloop r14, 3\n    vlds v0, r7, 4096\n"
+                           "    vadd v6, v0, v0\n    vsts v6, r13, 4096\n"));
+  EXPECT_THAT(k, HasSubstr("li r14, 8\n    vloop r14, 3\n"));
   auto program = isa::Assemble(k + "    halt\n", "stream");
   EXPECT_TRUE(program.ok()) << program.error().message;
 }

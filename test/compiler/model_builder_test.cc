@@ -20,7 +20,7 @@ TEST(ModelBuilder, EmitsXlaText) {
   Op w = Parameter(b, Shape::Array(PrimitiveType::kF32, {3}), "w");
   Op y = Relu(x * Broadcast(w, {2, 3}, {1}));
   Op total = AllReduceSum(b, {ReduceSum(y, {1})}, {{0, 1}});
-  const std::string text = EmitModule(b, total, {.replica_count = 2});
+  const std::string text = EmitModule(b, total, {.replica_count = 2, .donations = {}});
   EXPECT_EQ(text,
             "HloModule tiny, entry_computation_layout={(f32[2,3]{1,0}, f32[3]{0})->f32[2]{0}}, "
             "replica_count=2\n\n"

@@ -111,6 +111,45 @@ ENTRY %e {
   EXPECT_EQ(plan.Find("n")->offset, y->offset);  // reuses the activations' space
 }
 
+// Buffer donation: the new weights are written over the old ones when the update is the
+// last reader and works element by element; a later reader or a matmul producer keeps them
+// apart.
+TEST(PassMemory, DonatedOutputsTakeTheirParametersBuffers) {
+  hlo::HloModule m = Parse(
+      R"(HloModule t, input_output_alias={ {0}: (0, {}, may-alias), {1}: (1, {}, may-alias), {2}: (2, {}, may-alias) }
+ENTRY %e {
+  %w = f32[512,512] parameter(0)
+  %v = f32[512,512] parameter(1)
+  %u = f32[512,512] parameter(2)
+  %g = f32[512,512] exponential(f32[512,512] %w)
+  %w2 = f32[512,512] subtract(f32[512,512] %w, f32[512,512] %g)
+  %v2 = f32[512,512] add(f32[512,512] %v, f32[512,512] %g)
+  %late = f32[512,512] negate(f32[512,512] %v)
+  %u2 = f32[512,512] dot(f32[512,512] %u, f32[512,512] %g), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (f32[512,512], f32[512,512], f32[512,512], f32[512,512]) tuple(%w2, %v2, %u2, %late)
+})");
+  MemoryPlanningPass pass;
+  ASSERT_TRUE(pass.Run(m).ok());
+  const MemoryPlan& plan = pass.plan();
+  EXPECT_EQ(plan.Find("w2")->in_place_of, "w");
+  EXPECT_EQ(plan.Find("w2")->offset, plan.Find("w")->offset);
+  EXPECT_EQ(plan.Find("v2")->in_place_of, "");  // %late reads %v after the update
+  EXPECT_EQ(plan.Find("u2")->in_place_of, "");  // a matmul cannot write what it reads
+  // w, v, u, g, v2, late, u2 (w2 lives in w): 7 MiB at the end.
+  EXPECT_EQ(plan.peak_live_bytes, 7 * kMiB);
+}
+
+TEST(PassMemory, MalformedInputOutputAliasIsAnError) {
+  hlo::HloModule m = Parse(R"(HloModule t, input_output_alias={ {0}: (zero, {}, may-alias) }
+ENTRY %e {
+  ROOT %p = f32[8] parameter(0)
+})");
+  hlo::Result<bool> r = MemoryPlanningPass().Run(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("input_output_alias: expected"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(PassMemory, OutOfMemoryWithSmallCapacity) {
   hlo::HloModule m = Parse(kChain);
   hlo::Result<bool> r = MemoryPlanningPass(2 * kMiB).Run(m);
