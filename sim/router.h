@@ -2,10 +2,10 @@
 // addressed core and space. Built once, then connected: AddRoute per reachable port.
 #pragma once
 
-#include <map>
 #include <string>
 #include <systemc>
 #include <tlm>
+#include <vector>
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
 #include <tlm_utils/multi_passthrough_target_socket.h>
@@ -27,7 +27,8 @@ class Router : public sc_core::sc_module {
 
  private:
   void b_transport(int from, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-  std::map<std::pair<int, Space>, int> routes_;
+  // out index per (core, space), at core * kNumSpaces + space; -1: the default route.
+  std::vector<int> routes_;
   int default_route_ = -1;
 };
 
