@@ -68,7 +68,7 @@ two MXUs) or `vpu`. Units run concurrently and synchronise through 32 counting f
 | m | mxu | `m0`..`m3` | 2 |
 | i | imm | signed 32-bit integer: decimal, `0x` hex (up to `0xffffffff` as bits), or an `.equ` name | 32 |
 | l | label | a label name; encoded as the target instruction index | 32 |
-| d | desc | a `.desc` name; encoded as the descriptor index | 8 |
+| d | desc | a `.desc` name; encoded as the descriptor index | 16 |
 | x | fimm | f32: decimal/scientific, `inf`, `-inf`, `nan`, or `f32:0xXXXXXXXX` exact bits | 32 |
 
 ## Instructions
@@ -89,7 +89,7 @@ A program file (all integers little-endian):
 | field | contents |
 |---|---|
 | magic | the 8 bytes `TPUSIM01` |
-| counts | u32 num_tags (1..65536), u32 num_descs (0..256), u32 num_instrs |
+| counts | u32 num_tags (1..65536), u32 num_descs (0..65536), u32 num_instrs |
 | tags | num_tags x { u32 length, bytes }; tags[0] is "" and tags are distinct |
 | descriptors | num_descs x { u32 name length, name, u32 rows, u32 row_bytes, i64 src_stride, i64 dst_stride, u32 planes, i64 src_plane_stride, i64 dst_plane_stride } |
 | code | num_instrs x 16-byte instruction |
