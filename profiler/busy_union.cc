@@ -1,20 +1,9 @@
 #include "profiler/busy_union.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace tpusim::profiler {
-
-void BusyUnion::Add(sim::TimeFs start, sim::TimeFs end) {
-  if (end <= start) return;
-  if (start < folded_until_) {
-    ++late_;
-    if (end <= folded_until_) return;
-    start = folded_until_;
-  }
-  buf_.emplace_back(start, end);
-  max_end_ = std::max(max_end_, end);
-  max_dur_ = std::max(max_dur_, end - start);
-}
 
 sim::TimeFs BusyUnion::Watermark() const {
   // Twice the longest duration seen leaves room for a somewhat longer instruction.
@@ -24,30 +13,24 @@ sim::TimeFs BusyUnion::Watermark() const {
 
 void BusyUnion::Fold(sim::TimeFs limit, const Sink& sink) {
   if (limit <= folded_until_) return;
-  std::sort(buf_.begin(), buf_.end());
-  merged_.clear();
-  for (const Interval& iv : buf_) {
-    if (!merged_.empty() && iv.first <= merged_.back().second) {
-      merged_.back().second = std::max(merged_.back().second, iv.second);
-    } else {
-      merged_.push_back(iv);
-    }
+  const std::vector<sim::IntervalUnion::Interval>& pieces = union_.pieces();
+  size_t done = 0;
+  while (done < pieces.size() && pieces[done].second <= limit) {
+    sink(pieces[done].first, pieces[done].second);
+    ++done;
   }
-  buf_.clear();
-  for (const Interval& iv : merged_) {
-    if (iv.second <= limit) {
-      sink(iv.first, iv.second);
-    } else if (iv.first < limit) {
-      sink(iv.first, limit);
-      buf_.emplace_back(limit, iv.second);
-    } else {
-      buf_.push_back(iv);
-    }
+  if (done < pieces.size() && pieces[done].first < limit) {
+    sink(pieces[done].first, limit);
+    union_.EraseFront(done);
+    union_.ClipFront(limit);
+  } else {
+    union_.EraseFront(done);
   }
   folded_until_ = limit;
   // Kept pieces are disjoint; wait for the buffer to grow well past them before the
   // next automatic fold so that a stalled watermark cannot make folding quadratic.
-  next_fold_ = std::max(threshold_, 2 * buf_.size());
+  buffered_ = pieces.size();
+  next_fold_ = std::max(threshold_, 2 * buffered_);
 }
 
 }  // namespace tpusim::profiler

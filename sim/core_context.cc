@@ -33,52 +33,25 @@ TimeFs UnitQueue::NextSlotFreeAt() const {
   return issue_ring_[(pushed_count_ - depth_) % depth_];
 }
 
-void UnitStats::AddBusy(TimeFs start, TimeFs end, TimeFs now) {
-  ++instructions_;
-  if (end <= start) return;
-  max_duration_ = std::max(max_duration_, end - start);
-  if (start < folded_until_) {  // reaches into folded time: count only what is new
-    ++late_;
-    if (end <= folded_until_) return;
-    start = folded_until_;
-  }
-  if (!intervals_.empty() && intervals_.back().second >= start &&
-      intervals_.back().first <= start) {  // common case: extends the latest interval
-    intervals_.back().second = std::max(intervals_.back().second, end);
-    return;
-  }
-  intervals_.emplace_back(start, end);
-  if (intervals_.size() > 2 * compacted_size_ + 4096) {
-    const TimeFs margin = std::max(kFoldMargin, 4 * max_duration_);
-    Compact(now > margin ? now - margin : 0);
-  }
-}
-
 void UnitStats::Compact(TimeFs fold_before) {
-  std::sort(intervals_.begin(), intervals_.end());
-  size_t out = 0;
-  for (size_t i = 1; i < intervals_.size(); ++i) {
-    if (intervals_[i].first <= intervals_[out].second)
-      intervals_[out].second = std::max(intervals_[out].second, intervals_[i].second);
-    else
-      intervals_[++out] = intervals_[i];
-  }
-  if (!intervals_.empty()) intervals_.resize(out + 1);
-  size_t folded = 0;  // the merged intervals are disjoint and sorted
-  while (folded < intervals_.size() && intervals_[folded].second <= fold_before) {
-    folded_total_ += intervals_[folded].second - intervals_[folded].first;
-    folded_until_ = intervals_[folded].second;
+  const std::vector<IntervalUnion::Interval>& pieces = union_.pieces();
+  size_t folded = 0;  // the pieces are disjoint and sorted
+  while (folded < pieces.size() && pieces[folded].second <= fold_before) {
+    folded_total_ += pieces[folded].second - pieces[folded].first;
+    folded_until_ = pieces[folded].second;
     ++folded;
   }
-  intervals_.erase(intervals_.begin(), intervals_.begin() + static_cast<std::ptrdiff_t>(folded));
+  union_.EraseFront(folded);
   if (folded) folded_until_ = std::max(folded_until_, fold_before);
-  compacted_size_ = intervals_.size();
+  compacted_size_ = entries_ = pieces.size();
+  has_tail_ = !pieces.empty();
+  if (has_tail_) tail_ = pieces.back();
 }
 
 TimeFs UnitStats::BusyTotal() {
   Compact(0);
   TimeFs total = folded_total_;
-  for (auto& [s, e] : intervals_) total += e - s;
+  for (const auto& [s, e] : union_.pieces()) total += e - s;
   return total;
 }
 
@@ -86,7 +59,7 @@ TimeFs CoreContext::Cycles(int64_t n) const { return CyclesToFs(*cfg, n); }
 
 void CoreContext::Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs end, double flops,
                          uint64_t hbm_bytes, bool counts_as_busy) {
-  if (counts_as_busy) stats[static_cast<int>(unit)].AddBusy(start, end, Now());
+  if (counts_as_busy) stats[static_cast<int>(unit)].AddBusy(start, end, [this] { return Now(); });
   if (!sink) return;
   BusyRecord r;
   r.core = static_cast<uint16_t>(core);

@@ -2,17 +2,21 @@
 // the program, and where activity and errors go.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
 #include <systemc>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "isa/program.h"
 #include "sim/activity.h"
 #include "sim/config.h"
+#include "sim/interval_union.h"
 #include "sim/memory.h"
 
 namespace tpusim::sim {
@@ -68,15 +72,22 @@ class SyncFlags {
 };
 
 // Per-unit busy accounting kept by the simulator itself (the exec report).
-// Intervals may arrive out of order (DMA engines finish out of order); they are kept
-// as a set that is merged into disjoint intervals whenever it grows.
-// A unit's busy time: the length of the union of its instructions' intervals. Memory stays
-// bounded on long runs: intervals that ended well before the present (more than
-// kFoldMargin and four of the longest instructions seen) are folded into a total; a record
-// reaching back into folded time is clipped (late_records counts them).
+// A unit's busy time: the length of the union of its instructions' intervals, which may
+// arrive out of order (DMA engines finish out of order). Memory stays bounded on long
+// runs: intervals that ended well before the present (more than kFoldMargin and four of
+// the longest instructions seen) are folded into a total; a record reaching back into
+// folded time is clipped (late_records counts them). Folding happens whenever the list of
+// recorded intervals (an interval extending the latest one is not a new entry) outgrows
+// twice its size after the previous fold plus 4096.
 class UnitStats {
  public:
-  void AddBusy(TimeFs start, TimeFs end, TimeFs now);
+  // `now` (the current simulated time, any callable returning TimeFs) is read only when
+  // old intervals are folded.
+  template <typename NowFn, typename = std::enable_if_t<std::is_invocable_v<NowFn>>>
+  void AddBusy(TimeFs start, TimeFs end, NowFn&& now);
+  void AddBusy(TimeFs start, TimeFs end, TimeFs now) {
+    AddBusy(start, end, [now] { return now; });
+  }
   TimeFs BusyTotal();  // length of the union of all intervals
   uint64_t instructions() const { return instructions_; }
   uint64_t late_records() const { return late_; }
@@ -84,11 +95,38 @@ class UnitStats {
  private:
   static constexpr TimeFs kFoldMargin = 1'000'000'000'000;  // 1 ms of simulated time
   void Compact(TimeFs fold_before);
-  std::vector<std::pair<TimeFs, TimeFs>> intervals_;
-  size_t compacted_size_ = 0;
+  IntervalUnion union_;
+  // The list's latest entry and length, which decide when to fold.
+  std::pair<TimeFs, TimeFs> tail_{};
+  bool has_tail_ = false;
+  size_t entries_ = 0, compacted_size_ = 0;
   uint64_t instructions_ = 0, late_ = 0;
   TimeFs folded_total_ = 0, folded_until_ = 0, max_duration_ = 0;
 };
+
+template <typename NowFn, typename>
+void UnitStats::AddBusy(TimeFs start, TimeFs end, NowFn&& now) {
+  ++instructions_;
+  if (end <= start) return;
+  max_duration_ = std::max(max_duration_, end - start);
+  if (start < folded_until_) {  // reaches into folded time: count only what is new
+    ++late_;
+    if (end <= folded_until_) return;
+    start = folded_until_;
+  }
+  union_.Add(start, end);
+  if (has_tail_ && tail_.second >= start && tail_.first <= start) {  // extends the latest
+    tail_.second = std::max(tail_.second, end);
+    return;
+  }
+  tail_ = {start, end};
+  has_tail_ = true;
+  if (++entries_ > 2 * compacted_size_ + 4096) {
+    const TimeFs margin = std::max(kFoldMargin, 4 * max_duration_);
+    const TimeFs t = now();
+    Compact(t > margin ? t - margin : 0);
+  }
+}
 
 struct CoreContext {
   int core = 0;
