@@ -15,10 +15,14 @@ std::vector<uint8_t> Encode(const eval::Value& v, int64_t first, int64_t count) 
   const bool bf16 = v.shape.type == hlo::PrimitiveType::kBF16;
   std::vector<uint8_t> out(static_cast<size_t>(count) * (bf16 ? 2 : 4));
   for (int64_t i = 0; i < count; ++i) {
-    const float f = static_cast<float>(v.data[static_cast<size_t>(first + i)]);
+    const double x = v.data[static_cast<size_t>(first + i)];
+    const float f = static_cast<float>(x);
     if (bf16) {
       const uint16_t b = isa::F32ToBf16(f);
       std::copy_n(reinterpret_cast<const uint8_t*>(&b), 2, out.data() + 2 * i);
+    } else if (v.shape.type == hlo::PrimitiveType::kS32) {  // integers as their bits
+      const int32_t n = static_cast<int32_t>(x);
+      std::copy_n(reinterpret_cast<const uint8_t*>(&n), 4, out.data() + 4 * i);
     } else {
       std::copy_n(reinterpret_cast<const uint8_t*>(&f), 4, out.data() + 4 * i);
     }
@@ -52,34 +56,48 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
 
 double CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
                             const std::vector<eval::Value>& args) {
-  auto ref = eval::Evaluate(compiled.original, args);
-  if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
   const lowering::LoweredModule& low = compiled.lowered;
   const int cores = static_cast<int>(low.programs.size());
+  // A replicated module: replica i runs on core i with the same inputs (LoadInputs).
+  const int replicas = low.data_parallel ? 1 : std::min(low.replicas, cores);
+  std::vector<std::vector<eval::Value>> refs;
+  if (replicas > 1) {
+    auto ref = eval::EvaluateReplicated(
+        compiled.original,
+        std::vector<std::vector<eval::Value>>(static_cast<size_t>(replicas), args));
+    if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
+    refs = std::move(ref.value());
+  } else {
+    auto ref = eval::Evaluate(compiled.original, args);
+    if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
+    refs.push_back(std::move(ref.value()));
+  }
   double worst = 0, scale = 1e-30;
-  for (size_t o = 0; o < low.outputs.size() && o < ref.value().size(); ++o) {
-    const eval::Value& want = ref.value()[o];
-    const bool bf16 = want.shape.type == hlo::PrimitiveType::kBF16;
-    const int64_t n = want.shape.ElementCount();
-    const int64_t share = low.outputs[o].split ? n / cores : n;
-    std::vector<uint8_t> got(static_cast<size_t>(share) * (bf16 ? 2 : 4));
-    for (int c = 0; c < (low.outputs[o].split ? cores : 1); ++c) {
-      sim.core(c).hbm().Read(low.outputs[o].address, got.data(), got.size());
-      for (int64_t i = 0; i < share; ++i) {
-        float g;
-        if (bf16) {
-          uint16_t b;
-          std::copy_n(got.data() + 2 * i, 2, reinterpret_cast<uint8_t*>(&b));
-          g = isa::Bf16ToF32(b);
-        } else {
-          std::copy_n(got.data() + 4 * i, 4, reinterpret_cast<uint8_t*>(&g));
+  for (int r = 0; r < replicas; ++r)
+    for (size_t o = 0; o < low.outputs.size() && o < refs[static_cast<size_t>(r)].size(); ++o) {
+      const eval::Value& want = refs[static_cast<size_t>(r)][o];
+      const bool bf16 = want.shape.type == hlo::PrimitiveType::kBF16;
+      const int64_t n = want.shape.ElementCount();
+      const int64_t share = low.outputs[o].split ? n / cores : n;
+      std::vector<uint8_t> got(static_cast<size_t>(share) * (bf16 ? 2 : 4));
+      for (int c = r; c < (low.outputs[o].split ? cores : r + 1); ++c) {
+        sim.core(c).hbm().Read(low.outputs[o].address, got.data(), got.size());
+        for (int64_t i = 0; i < share; ++i) {
+          float g;
+          if (bf16) {
+            uint16_t b;
+            std::copy_n(got.data() + 2 * i, 2, reinterpret_cast<uint8_t*>(&b));
+            g = isa::Bf16ToF32(b);
+          } else {
+            std::copy_n(got.data() + 4 * i, 4, reinterpret_cast<uint8_t*>(&g));
+          }
+          const int64_t first = low.outputs[o].split ? c * share : 0;  // of the core's share
+          const double w = want.data[static_cast<size_t>(first + i)];
+          worst = std::max(worst, std::fabs(g - w));
+          scale = std::max(scale, std::fabs(w));
         }
-        const double w = want.data[static_cast<size_t>(c * share + i)];
-        worst = std::max(worst, std::fabs(g - w));
-        scale = std::max(scale, std::fabs(w));
       }
     }
-  }
   return worst / scale;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,11 @@ struct RingAllReduceSpec {
   // Half the array goes round the ring each way, using both directions of every link
   // (arrays up to 4 MiB, multiples of 8192 x ring size).
   bool bidirectional = false;
-  std::string tag = "all-reduce";  // provenance tag of the emitted instructions
+  // Unidirectional only: the array's real size when `bytes` pads it (one segment); the
+  // padding is reduced in VMEM but never read from or written to HBM (0: no padding).
+  uint64_t valid_bytes = 0;
+  std::optional<uint64_t> hbm_output;  // where the result goes (default: hbm_address)
+  std::string tag = "all-reduce";      // provenance tag of the emitted instructions
   int flag_base = 0;  // the program uses flags flag_base.. (+8 more when bidirectional)
 };
 

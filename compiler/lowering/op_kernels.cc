@@ -5,7 +5,10 @@
 #include "compiler/hlo/opcode.h"
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/conv_kernel.h"
+#include "compiler/lowering/data_parallel.h"
+#include "compiler/lowering/exact_dot_kernel.h"
 #include "compiler/lowering/mxu_ops.h"
+#include "compiler/lowering/tile_ops.h"
 #include "compiler/lowering/vpu_body.h"
 #include "compiler/lowering/vpu_stream.h"
 
@@ -95,6 +98,67 @@ std::string Mxu(MxuWork w, const HloInstruction& instr, const OpContext& c, Lowe
   return k;
 }
 
+// After an exact VPU stream: the sequencer waits until its last results have reached HBM.
+// A `signal dma` (the drain barrier) does not wait for copies still in flight, so the next
+// kernel could read a result before it lands. The stream's output credits (f4, f5; one per
+// buffer, vpu_stream.cc) are back once its copies are done; f6 says the VPU is past its
+// last wait for one.
+constexpr const char* kStreamOutputFence =
+    "    signal vpu, f6, 1\n    wait seq, f6, 1\n    wait seq, f4, 1\n    wait seq, f5, 1\n";
+
+// Every user of `instr` is an elementwise op or loop fusion, which inlines it (vpu_body.h);
+// it is not a result of the computation.
+bool UsersRecompute(const HloInstruction& instr) {
+  const hlo::HloComputation* parent = instr.parent();
+  if (!parent || parent->root() == &instr) return false;
+  for (const auto& u : parent->instructions()) {
+    const auto& ops = u->operands();
+    if (std::find(ops.begin(), ops.end(), &instr) == ops.end()) continue;
+    const OpCategory cat = hlo::GetOpcodeInfo(u->opcode()).category;
+    const bool elementwise = cat == OpCategory::kElementwiseUnary ||
+                             cat == OpCategory::kElementwiseBinary ||
+                             cat == OpCategory::kElementwiseTernary;
+    if (!elementwise && (u->opcode() != Opcode::kFusion || FusedContraction(*u))) return false;
+  }
+  return true;
+}
+
+// A 2-D dot without batch dimensions at DEFAULT precision on the exact kernel of
+// exact_dot_kernel.h (any contracting dimensions, f32 or bf16 operands, f32 result);
+// empty when it does not take the dot (it then runs on the timing kernel).
+std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  const hlo::Shape &l = instr.operand(0)->shape(), &r = instr.operand(1)->shape();
+  const hlo::IntList *lc = instr.GetIntList("lhs_contracting_dims"),
+                     *rc = instr.GetIntList("rhs_contracting_dims");
+  const hlo::IntList* lb = instr.GetIntList("lhs_batch_dims");
+  if (l.dims.size() != 2 || r.dims.size() != 2 || !lc || !rc || lc->size() != 1 ||
+      rc->size() != 1 || (lb && !lb->empty()) || !FloatOrBf16(l) || !FloatOrBf16(r) ||
+      instr.shape().type != hlo::PrimitiveType::kF32 || DotWork(instr, 0, 1).passes != 1)
+    return "";
+  for (const hlo::Shape* s : {&l, &r})  // a data-parallel split would change the shapes
+    if (c.split > 0 && HasDim(*s, c.split)) return "";
+  ExactDotShape d;
+  d.a.transposed = (*lc)[0] == 0, d.b.transposed = (*rc)[0] == 1;
+  d.m = l.dims[d.a.transposed ? 1 : 0], d.k = l.dims[d.a.transposed ? 0 : 1];
+  d.n = r.dims[d.b.transposed ? 0 : 1];
+  d.a = {c.address(instr.operand(0)), d.m, d.k, d.a.transposed,
+         l.type == hlo::PrimitiveType::kBF16};
+  d.b = {c.address(instr.operand(1)), d.k, d.n, d.b.transposed,
+         r.type == hlo::PrimitiveType::kBF16};
+  d.c = c.address(&instr), d.tag = instr.name(), d.mxus = c.mxus;
+  std::string k;
+  try {
+    k = ExactDotKernel(d);
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+  op.kind = KernelKind::kMxu;
+  op.flops = 2.0 * d.m * d.k * d.n;
+  op.hbm_bytes = BytesPerCore(l, 0, 1) + BytesPerCore(r, 0, 1) + BytesPerCore(instr.shape(), 0, 1);
+  op.exact = true;
+  return k;
+}
+
 // A 2-D convolution in NHWC form (any kernel layout) on the implicit-GEMM kernel of
 // conv_kernel.h; empty when the shape is not one it takes (dilations, groups, other layouts).
 std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
@@ -165,8 +229,12 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
     case Opcode::kReshape:
       op.exact = true;
       return "";
-    case Opcode::kDot:
-      return Mxu(DotWork(instr, c.split, c.cores), instr, c, op);
+    case Opcode::kDot: {  // the tiled MXU kernel when it is exact, else the packing one
+      std::string k = Mxu(DotWork(instr, c.split, c.cores), instr, c, op);
+      if (!op.exact)
+        if (std::string e = ExactDot(instr, c, op); !e.empty()) return op.note.clear(), e;
+      return k;
+    }
     case Opcode::kConvolution:
       if (std::string k = ConvolutionKernel(instr, c, op); !k.empty()) return k;
       return Mxu(ConvolutionWork(instr, c.split, c.cores), instr, c, op);
@@ -185,13 +253,22 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
     default:
       break;
   }
+  if (InlinedIntoUsers(instr) && UsersRecompute(instr)) {
+    op.exact = true;
+    op.note = "pred: recomputed inside each user (the VPU stores 32-bit elements)";
+    return "";
+  }
   if (cat == OpCategory::kElementwiseUnary || cat == OpCategory::kElementwiseBinary ||
       cat == OpCategory::kElementwiseTernary || code == Opcode::kFusion) {
     VpuBody body = BuildVpuBody(instr);
     std::string k = Stream(instr, c, op, body.inputs, &body, 0);
     op.exact = body.exact && AllFullSize(body, instr) && body.inputs.size() <= 6;
-    return k;
+    if (!op.exact)  // broadcast operands or ragged sizes: the tiled kernel computes them
+      if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
+    return op.exact ? k + kStreamOutputFence : k;
   }
+  if (code == Opcode::kReduce || code == Opcode::kBroadcast || code == Opcode::kIota)
+    if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
   switch (cat) {
     case OpCategory::kReduction:
     case OpCategory::kNormalization:

@@ -1,7 +1,11 @@
 #include "compiler/lowering/vpu_body.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
+
+#include "compiler/hlo/opcode.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -13,7 +17,7 @@ constexpr int kMaxInputs = 6, kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, 
 
 class BodyBuilder {
  public:
-  explicit BodyBuilder(VpuBody& b) : b_(b) {}
+  BodyBuilder(VpuBody& b, bool mapped_broadcasts) : b_(b), mapped_(mapped_broadcasts) {}
 
   int ConstantReg(double v) { return Constant(v); }
   static std::optional<double> ConstantValue(const HloInstruction* i) {
@@ -128,7 +132,7 @@ class BodyBuilder {
       case Opcode::kReshape:
         return in(0);
       case Opcode::kBroadcast:  // a scalar fills the vreg; anything else is costed only
-        if (!i->operand(0)->shape().IsScalar()) b_.exact = false;
+        if (!i->operand(0)->shape().IsScalar() && !mapped_) b_.exact = false;
         return in(0);
       case Opcode::kPower:  // exp(y * log(x)): the cost of the VPU sequence
         b_.exact = false;
@@ -144,6 +148,7 @@ class BodyBuilder {
   }
 
   VpuBody& b_;
+  bool mapped_ = false;
   std::map<const HloInstruction*, int> reg_;
   std::map<double, int> consts_;
   int next_temp_ = kFirstTemp, next_const_ = kFirstConst;
@@ -151,33 +156,81 @@ class BodyBuilder {
 
 }  // namespace
 
-VpuBody BuildVpuBody(const HloInstruction& op) {
-  VpuBody b;
-  BodyBuilder builder(b);
-  std::map<const HloInstruction*, int> bound;  // values that arrive from HBM
-  const HloInstruction* root = &op;
+bool InlinedIntoUsers(const HloInstruction& op) {
+  if (op.shape().type != hlo::PrimitiveType::kPred || !op.shape().IsArray()) return false;
+  // Its operands must outlive it (the memory plan frees them after this op): constants,
+  // iotas the users regenerate, or parameters it reads last (a later reader could be a
+  // donated update that overwrites the parameter's buffer).
+  for (const HloInstruction* o : op.operands()) {
+    if (o->opcode() == Opcode::kConstant || o->opcode() == Opcode::kIota) continue;
+    if (o->opcode() != Opcode::kParameter || !op.parent()) return false;
+    bool after = false;
+    for (const auto& i : op.parent()->instructions()) {
+      const auto& ops = i->operands();
+      if (after && std::find(ops.begin(), ops.end(), o) != ops.end()) return false;
+      after = after || i.get() == &op;
+    }
+  }
+  if (op.opcode() == Opcode::kFusion && op.fused_computation()) {
+    for (const auto& i : op.fused_computation()->instructions())
+      if (i->opcode() == Opcode::kDot || i->opcode() == Opcode::kConvolution) return false;
+    return true;
+  }
+  const hlo::OpCategory c = hlo::GetOpcodeInfo(op.opcode()).category;
+  return c == hlo::OpCategory::kElementwiseUnary || c == hlo::OpCategory::kElementwiseBinary ||
+         c == hlo::OpCategory::kElementwiseTernary;
+}
+
+namespace {
+
+// Binds the values `op` reads (a fusion's parameters, else its operands) in `bound`: scalar
+// constants to constant registers, inlined producers to their expression, the rest to
+// input registers.
+void BindLeaves(const HloInstruction& op, VpuBody& b, BodyBuilder& builder,
+                std::map<const HloInstruction*, int>& bound, bool mapped, bool inline_pred) {
+  const bool fusion = op.opcode() == Opcode::kFusion && op.fused_computation();
   auto bind = [&](const HloInstruction* local, const HloInstruction* outside) {
+    if (auto c = BodyBuilder::ConstantValue(outside); c && (fusion || mapped)) {
+      bound[local] = builder.ConstantReg(*c);
+      return;
+    }
+    if (mapped && inline_pred && InlinedIntoUsers(*outside)) {
+      std::map<const HloInstruction*, int> inner;
+      BindLeaves(*outside, b, builder, inner, mapped, /*inline_pred=*/false);
+      const HloInstruction* root =
+          outside->opcode() == Opcode::kFusion ? outside->fused_computation()->root() : outside;
+      bound[local] = builder.Value(root, inner);
+      return;
+    }
     int slot = static_cast<int>(b.inputs.size());
-    if (slot >= kMaxInputs)
+    if (slot >= kMaxInputs) {
       slot = kMaxInputs - 1, b.exact = false;  // merged: cost only
-    else
+    } else {
       b.inputs.push_back(outside);
+      b.input_locals.push_back(local);
+    }
     bound[local] = slot;
   };
-  if (op.opcode() == Opcode::kFusion && op.fused_computation()) {
-    root = op.fused_computation()->root();
-    for (const HloInstruction* p : op.fused_computation()->parameters()) {
-      const HloInstruction* outside = op.operand(static_cast<size_t>(p->parameter_number()));
-      if (auto c = BodyBuilder::ConstantValue(outside))
-        bound[p] = builder.ConstantReg(*c);
-      else
-        bind(p, outside);
-    }
+  if (fusion) {
+    for (const HloInstruction* p : op.fused_computation()->parameters())
+      bind(p, op.operand(static_cast<size_t>(p->parameter_number())));
   } else {
     for (const HloInstruction* o : op.operands()) bind(o, o);
   }
+}
+
+}  // namespace
+
+VpuBody BuildVpuBody(const HloInstruction& op, bool mapped_broadcasts) {
+  VpuBody b;
+  BodyBuilder builder(b, mapped_broadcasts);
+  std::map<const HloInstruction*, int> bound;  // values that arrive from HBM
+  BindLeaves(op, b, builder, bound, mapped_broadcasts, /*inline_pred=*/true);
+  const HloInstruction* root = op.opcode() == Opcode::kFusion && op.fused_computation()
+                                   ? op.fused_computation()->root()
+                                   : &op;
   b.result = builder.Value(root, bound);
-  if (b.body.empty())
+  if (b.body.empty() && !mapped_broadcasts)
     b.body.push_back("vadd v" + std::to_string(b.result) + ", v" + std::to_string(b.result) +
                      ", v31"),
         b.exact = false;

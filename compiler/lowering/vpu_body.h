@@ -12,6 +12,9 @@ namespace tpusim::lowering {
 
 struct VpuBody {
   std::vector<const hlo::HloInstruction*> inputs;  // values loaded per vreg, in order
+  // What each input stands for in the expression: a fusion parameter (of the op, or of a
+  // producer inlined into it), or the operand itself.
+  std::vector<const hlo::HloInstruction*> input_locals;
   std::vector<std::string> prologue, body;
   int result = 0;
   bool exact = true;  // every instruction maps to VPU instructions of the same semantics
@@ -21,7 +24,14 @@ struct VpuBody {
 // `root` is computed from `leaves` (instructions outside the expression: operands of a
 // fusion's parameters or of a plain elementwise op). Instructions without an exact VPU
 // form are costed as the nearest VPU sequence and make the body inexact.
-VpuBody BuildVpuBody(const hlo::HloInstruction& op);
+// With `mapped_broadcasts`, the kernel lays every operand out at the result's positions
+// (tile_kernel.h), so a broadcast of any operand is the identity and stays exact.
+VpuBody BuildVpuBody(const hlo::HloInstruction& op, bool mapped_broadcasts = false);
+
+// A pred-valued elementwise op or loop fusion of parameters, constants and iotas: the VPU
+// cannot store its 1-byte elements, so with mapped broadcasts each user recomputes it from
+// its operands (inlined into its body).
+bool InlinedIntoUsers(const hlo::HloInstruction& op);
 
 // VPU instructions per input vreg of a non-elementwise op streamed by the VPU (reductions,
 // pooling, batch norm, sort, ...), and whether it keeps a value per vreg.

@@ -18,6 +18,7 @@
 namespace tpusim::cli {
 namespace {
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Temp(const std::string& name) {
   return ::testing::TempDir() + "/tpusim_cli_" + std::to_string(::getpid()) + "_" + name;
@@ -110,6 +111,15 @@ TEST(Cli, RunElementwiseModuleMatchesTheEvaluator) {
   Output o = Tpusim("run examples/hlo/elementwise_f32.hlo");
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_THAT(o.text, HasSubstr("kernels: 0 MXU, 1 VPU, 0 DMA, 0 collective"));
+  EXPECT_THAT(o.text, HasSubstr("(match)"));
+}
+
+TEST(Cli, RunMlpTrainingStepChecksEveryOutputAgainstTheEvaluator) {
+  // Replicated f32 dots, reductions, broadcasts, an iota compared with s32 labels and the
+  // tuple all-reduce of the loss and gradients all compute exact values.
+  Output o = Tpusim("run examples/models/mlp.hlo");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
   EXPECT_THAT(o.text, HasSubstr("(match)"));
 }
 

@@ -1,0 +1,60 @@
+// The VPU kernel for elementwise work over a 2-D [rows, cols] space of 32-bit elements
+// whose operands are not all flat copies of the result: row or column vectors and scalars
+// broadcast into it, edges that are not whole vregs, and reductions over rows, columns or
+// everything. Tiles of up to 128 rows x 128 columns move by strided DMA (a broadcast
+// operand by a zero stride), so every vreg holds the tile's elements at their [row, col]
+// positions and the fused body computes them exactly; results go back by strided DMA.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpusim::lowering {
+
+inline constexpr int64_t kTileEdge = 128;      // lanes of a vreg; columns of a tile
+inline constexpr int64_t kTileSublanes = 8;    // rows of a vreg
+inline constexpr int64_t kTileVregs = 16;      // vregs of a tile: 128 rows
+inline constexpr int64_t kTileMaxTiles = 512;  // tiles per kernel: bounds the code
+inline constexpr int kTileMaxBodyOps = 14;     // body temps v6..v19; v20..v23 are the kernel's
+
+inline constexpr int64_t kTileMaxIndex = 1024;        // entries of the index table
+inline constexpr uint64_t kTileIndexTable = 7 << 20;  // VMEM: the index table (iota)
+
+// Element (r, c) of an operand lives at address + (r * row_stride + c * col_stride) * 4;
+// col_stride is 1 (a row of the operand) or 0 (broadcast along columns). A `vmem` operand
+// is the kernel's own index table.
+struct TileOperand {
+  uint64_t address = 0;
+  int64_t row_stride = 0, col_stride = 1;
+  bool vmem = false;
+};
+
+enum class TileReduce {
+  kNone,  // result [rows, cols]
+  kRows,  // over columns: result [rows]
+  kCols,  // over rows: result [cols]
+  kAll,   // over both: a scalar
+};
+
+struct TileProgram {
+  int64_t rows = 1, cols = 1;
+  std::vector<TileOperand> inputs;          // into v0.. for each vreg (at most 6)
+  std::vector<std::string> prologue, body;  // vpu_body.h; the value ends in `result`
+  int result = 0;
+  TileReduce reduce = TileReduce::kNone;
+  bool max = false;     // a reduction's combiner: max (else add)
+  double init = 0;      // the reduction's initial value, combined last
+  uint64_t output = 0;  // HBM, row-major
+  // Entries 0..index_table-1 written to kTileIndexTable first, as s32 bit patterns when
+  // `index_bits` (else f32 values): what an iota reads (0: no table).
+  int64_t index_table = 0;
+  bool index_bits = false;
+  std::string tag;
+};
+
+// Assembly of the kernel; throws std::invalid_argument for more than 6 inputs, a body over
+// kTileMaxBodyOps, column strides other than 0 and 1, or more than kTileMaxTiles tiles.
+std::string TileKernel(const TileProgram& p);
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,274 @@
+#include "compiler/lowering/tile_ops.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "compiler/hlo/opcode.h"
+#include "compiler/lowering/tile_kernel.h"
+#include "compiler/lowering/vpu_body.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::Opcode;
+using DimMap = std::vector<int64_t>;  // value dimension k sits at result dimension map[k]
+
+bool F32(const hlo::Shape& s) { return s.IsArray() && s.type == hlo::PrimitiveType::kF32; }
+
+// The [rows, cols] view of a row-major shape: the last dimension is the columns.
+std::pair<int64_t, int64_t> View(const hlo::Shape& s) {
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < s.dims.size(); ++i) rows *= s.dims[i];
+  return {rows, s.dims.empty() ? 1 : s.dims.back()};
+}
+
+DimMap Identity(size_t rank) {
+  DimMap m(rank);
+  std::iota(m.begin(), m.end(), 0);
+  return m;
+}
+
+// How a value laid out by `map` is read at each result position, if the kernel can.
+std::optional<TileOperand> Layout(const DimMap& map, const hlo::Shape& out, uint64_t address) {
+  const size_t rank = out.dims.size();
+  if (map.empty()) return TileOperand{address, 0, 0};  // a scalar
+  if (map == Identity(rank)) return TileOperand{address, View(out).second, 1};
+  if (map.size() == 1 && rank >= 2 && map[0] == static_cast<int64_t>(rank) - 1)
+    return TileOperand{address, 0, 1};  // a row vector, repeated on every row
+  if (map.size() == 1 && rank == 2 && map[0] == 0) return TileOperand{address, 1, 0};
+  return std::nullopt;
+}
+
+bool Elementwise(const HloInstruction& i) {
+  const hlo::OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
+  return c == hlo::OpCategory::kElementwiseUnary || c == hlo::OpCategory::kElementwiseBinary ||
+         c == hlo::OpCategory::kElementwiseTernary || i.opcode() == Opcode::kCopy ||
+         i.opcode() == Opcode::kConvert;
+}
+
+// Records the layout of every value of a fused expression; false when one has two layouts
+// or goes through an op that moves elements (reshape, transpose, slice, ...).
+bool Propagate(const HloInstruction* i, const DimMap& map,
+               std::map<const HloInstruction*, DimMap>& maps) {
+  auto [it, added] = maps.emplace(i, map);
+  if (!added) return it->second == map;
+  if (i->opcode() == Opcode::kParameter || i->opcode() == Opcode::kConstant) return true;
+  if (i->opcode() == Opcode::kBroadcast) {
+    const hlo::IntList* d = i->dimensions();
+    DimMap m;
+    for (int64_t k : d ? *d : hlo::IntList{}) m.push_back(map[static_cast<size_t>(k)]);
+    return Propagate(i->operand(0), m, maps);
+  }
+  if (!Elementwise(*i)) return false;
+  for (const HloInstruction* o : i->operands())
+    if (!Propagate(o, o->shape().dims.empty() ? DimMap{} : map, maps)) return false;
+  return true;
+}
+
+std::optional<double> ScalarConstant(const HloInstruction* i) {
+  if (i->opcode() != Opcode::kConstant || !i->shape().IsScalar()) return std::nullopt;
+  const hlo::Literal& l = i->literal();
+  if (!l.floats.empty()) return l.floats[0];
+  return std::nullopt;
+}
+
+// Reduce over the last dimension, all but the last, or everything, with add or max.
+bool PlanReduce(const HloInstruction& r, TileProgram& p) {
+  const hlo::HloComputation* f = r.to_apply();
+  const std::optional<double> init = ScalarConstant(r.operand(1));
+  if (r.operand_count() != 2 || !F32(r.operand(0)->shape()) || !f || !init) return false;
+  const Opcode combiner = f->root()->opcode();
+  if ((combiner != Opcode::kAdd && combiner != Opcode::kMaximum) ||
+      f->root()->operand(0)->opcode() != Opcode::kParameter ||
+      f->root()->operand(1)->opcode() != Opcode::kParameter)
+    return false;
+  const hlo::Shape& in = r.operand(0)->shape();
+  const size_t rank = in.dims.size();
+  DimMap d(r.dimensions()->begin(), r.dimensions()->end());
+  std::sort(d.begin(), d.end());
+  if (rank == 0 || d.empty()) return false;
+  DimMap leading = Identity(rank - 1);
+  if (d == Identity(rank))
+    p.reduce = TileReduce::kAll;
+  else if (d == DimMap{static_cast<int64_t>(rank) - 1})
+    p.reduce = TileReduce::kRows;
+  else if (d == leading)
+    p.reduce = TileReduce::kCols;
+  else
+    return false;
+  std::tie(p.rows, p.cols) = View(in);
+  p.max = combiner == Opcode::kMaximum;
+  p.init = *init;
+  p.result = 0;
+  return true;
+}
+
+bool IsInt32(const hlo::Shape& s) {
+  return s.IsArray() && (s.type == hlo::PrimitiveType::kS32 || s.type == hlo::PrimitiveType::kU32);
+}
+
+bool SetLayout(std::map<const HloInstruction*, DimMap>& maps, const HloInstruction* v,
+               const DimMap& map) {
+  auto [it, added] = maps.emplace(v, map);
+  return added || it->second == map;
+}
+
+// The layout of every value an elementwise op or loop fusion reads: its leaves and those of
+// the pred producers inlined into it (vpu_body.h). False when one has no single layout.
+bool LeafLayouts(const HloInstruction& instr, std::map<const HloInstruction*, DimMap>& maps,
+                 std::vector<const HloInstruction*>& computed) {
+  const DimMap full = Identity(instr.shape().dims.size());
+  std::vector<std::pair<const HloInstruction*, const HloInstruction*>> leaves;  // local, outside
+  auto add_computed = [&](const HloInstruction& op) {
+    if (op.opcode() != Opcode::kFusion) return computed.push_back(&op);
+    for (const auto& i : op.fused_computation()->instructions()) computed.push_back(i.get());
+  };
+  add_computed(instr);
+  if (instr.opcode() == Opcode::kFusion) {
+    if (!Propagate(instr.fused_computation()->root(), full, maps)) return false;
+    for (const HloInstruction* q : instr.fused_computation()->parameters())
+      leaves.emplace_back(q, instr.operand(static_cast<size_t>(q->parameter_number())));
+  } else {
+    for (const HloInstruction* o : instr.operands()) {
+      if (!SetLayout(maps, o, o->shape().dims.empty() ? DimMap{} : full)) return false;
+      leaves.emplace_back(o, o);
+    }
+  }
+  for (const auto& [local, outside] : leaves) {
+    if (!InlinedIntoUsers(*outside) || !maps.count(local)) continue;
+    const DimMap m = maps[local];
+    add_computed(*outside);
+    if (outside->opcode() == Opcode::kFusion) {
+      if (!Propagate(outside->fused_computation()->root(), m, maps)) return false;
+      continue;
+    }
+    for (const HloInstruction* x : outside->operands())
+      if (!SetLayout(maps, x, x->shape().dims.empty() ? DimMap{} : m)) return false;
+  }
+  return true;
+}
+
+// The VPU holds s32 values as f32 bit patterns: they may be moved (broadcast, select) and
+// compared for equality, nothing else.
+bool IntsOnlyCompared(const std::vector<const HloInstruction*>& computed) {
+  for (const HloInstruction* u : computed)
+    for (size_t k = 0; k < u->operand_count(); ++k) {
+      if (!IsInt32(u->operand(k)->shape())) continue;
+      const Opcode op = u->opcode();
+      const std::string dir = u->GetWord("direction").value_or("");
+      const bool ok = op == Opcode::kBroadcast || op == Opcode::kCopy || op == Opcode::kBitcast ||
+                      (op == Opcode::kSelect && k > 0) ||
+                      (op == Opcode::kCompare && (dir == "EQ" || dir == "NE"));
+      if (!ok) return false;
+    }
+  return true;
+}
+
+// An elementwise op, loop fusion or broadcast: the body and the layout of each input.
+bool PlanElementwise(const HloInstruction& instr, TileProgram& p,
+                     std::vector<const HloInstruction*>& loaded, std::vector<DimMap>& layouts) {
+  if (instr.opcode() == Opcode::kBroadcast) {
+    const hlo::IntList* d = instr.dimensions();
+    loaded = {instr.operand(0)};
+    layouts = {d ? DimMap(d->begin(), d->end()) : DimMap{}};
+    return true;
+  }
+  if (instr.opcode() == Opcode::kFusion ? !instr.fused_computation() : !Elementwise(instr))
+    return false;
+  std::map<const HloInstruction*, DimMap> maps;
+  std::vector<const HloInstruction*> computed;
+  if (!LeafLayouts(instr, maps, computed) || !IntsOnlyCompared(computed)) return false;
+  VpuBody body = BuildVpuBody(instr, /*mapped_broadcasts=*/true);
+  if (!body.exact || body.ops > kTileMaxBodyOps) return false;
+  p.prologue = body.prologue, p.body = body.body, p.result = body.result;
+  loaded = body.inputs;
+  for (const HloInstruction* local : body.input_locals) {
+    if (!maps.count(local)) return false;
+    layouts.push_back(maps[local]);
+  }
+  return true;
+}
+
+// An iota read by the kernel is regenerated from its index table (no HBM read, and its
+// buffer may already be reused); one table per kernel.
+std::optional<TileOperand> IotaLayout(const HloInstruction& iota, const DimMap& map,
+                                      const hlo::Shape& space, TileProgram& p) {
+  const int64_t dim = iota.GetInt("iota_dimension").value_or(-1);
+  if (dim < 0 || static_cast<size_t>(dim) >= map.size() || p.index_table > 0) return std::nullopt;
+  const int64_t at = map[static_cast<size_t>(dim)], rank = static_cast<int64_t>(space.dims.size());
+  p.index_table = iota.shape().dims[static_cast<size_t>(dim)];
+  p.index_bits = IsInt32(iota.shape());
+  if (at == rank - 1) return TileOperand{kTileIndexTable, 0, 1, /*vmem=*/true};
+  if (rank == 2 && at == 0) return TileOperand{kTileIndexTable, 1, 0, /*vmem=*/true};
+  return std::nullopt;
+}
+
+bool PlanIota(const HloInstruction& instr, TileProgram& p, std::vector<DimMap>& layouts) {
+  const size_t rank = instr.shape().dims.size();
+  const int64_t dim = instr.GetInt("iota_dimension").value_or(-1);
+  if (rank == 0 || dim < 0) return false;
+  p.index_table = instr.shape().dims[static_cast<size_t>(dim)];
+  p.index_bits = IsInt32(instr.shape());
+  if (dim == static_cast<int64_t>(rank) - 1)
+    p.inputs = {TileOperand{kTileIndexTable, 0, 1, /*vmem=*/true}};
+  else if (rank == 2 && dim == 0)
+    p.inputs = {TileOperand{kTileIndexTable, 1, 0, /*vmem=*/true}};
+  else
+    return false;
+  layouts.clear();
+  return true;
+}
+
+}  // namespace
+
+std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  const bool iota = instr.opcode() == Opcode::kIota;
+  if (c.split > 0 || !(F32(instr.shape()) || (iota && IsInt32(instr.shape())))) return "";
+  TileProgram p;
+  p.tag = instr.name();
+  p.output = c.address(&instr);
+  std::tie(p.rows, p.cols) = View(instr.shape());
+  std::vector<const HloInstruction*> loaded;
+  std::vector<DimMap> layouts;  // of each loaded value in the result
+  if (iota) {
+    if (!PlanIota(instr, p, layouts)) return "";
+  } else if (instr.opcode() == Opcode::kReduce) {
+    if (!PlanReduce(instr, p)) return "";
+    loaded = {instr.operand(0)};
+    layouts = {Identity(instr.operand(0)->shape().dims.size())};
+  } else if (!PlanElementwise(instr, p, loaded, layouts)) {
+    return "";
+  }
+  bool ints = false;
+  const hlo::Shape& space =
+      instr.opcode() == Opcode::kReduce ? instr.operand(0)->shape() : instr.shape();
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const hlo::Shape& s = loaded[i]->shape();
+    if (!(F32(s) || IsInt32(s)) || loaded[i]->opcode() == Opcode::kConstant) return "";
+    ints = ints || IsInt32(s);
+    std::optional<TileOperand> o = loaded[i]->opcode() == Opcode::kIota
+                                       ? IotaLayout(*loaded[i], layouts[i], space, p)
+                                       : Layout(layouts[i], space, c.address(loaded[i]));
+    if (!o) return "";
+    p.inputs.push_back(*o);
+  }
+  std::string k;
+  try {
+    k = TileKernel(p);
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+  op.kind = KernelKind::kVpu;
+  op.hbm_bytes = BytesPerCore(instr.shape(), 0, 1);
+  for (const HloInstruction* in : loaded) op.hbm_bytes += BytesPerCore(in->shape(), 0, 1);
+  op.exact = true;
+  op.note = ints ? "s32 compared as f32 bit patterns: exact for values in [0, 2^31 - 2^23)" : "";
+  return k;
+}
+
+}  // namespace tpusim::lowering

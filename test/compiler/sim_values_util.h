@@ -1,0 +1,63 @@
+// Compiles an HLO module for v3-8, simulates it with values (random inputs, as `tpusim run`)
+// and compares every result with the reference evaluator. One simulation per process:
+// call it once per test (each test is its own ctest case).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli/board_target.h"
+#include "cli/run_values.h"
+#include "isa/assembler.h"
+#include "sim/config.h"
+#include "sim/simulation.h"
+
+namespace tpusim::testing {
+
+struct ValueRun {
+  bool exact = false;       // every kernel computes values (else not simulated)
+  std::string inexact_ops;  // the ops that do not
+  double error = -1;        // max |simulated - reference| / max |reference|
+  bool nonzero = false;     // the first result on core 0 has a nonzero element
+};
+
+// `corrupt`: overwrite the first result element on core 0 before comparing (a control).
+inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
+  ValueRun out;
+  const sim::BoardConfig board = sim::LoadConfig("v3-8");
+  auto compiled = CompileForBoard(hlo, "test.hlo", cli::TargetFor(board, /*infeed=*/false));
+  if (!compiled.ok()) {
+    ADD_FAILURE() << compiled.status().message();
+    return out;
+  }
+  const CompiledModule& c = *compiled.value();
+  for (const lowering::LoweredOp& op : c.lowered.ops)
+    if (!op.exact) out.inexact_ops += " %" + op.name + " (" + op.opcode + ")";
+  out.exact = c.lowered.exact;
+  if (!out.exact) return out;
+  sim::Simulation simulation(board, sim::RunOptions{.functional = true});
+  for (size_t i = 0; i < c.lowered.programs.size(); ++i) {
+    auto program = isa::Assemble(c.lowered.programs[i], "core" + std::to_string(i));
+    if (!program.ok()) {
+      ADD_FAILURE() << program.error().message;
+      return out;
+    }
+    simulation.AddCore(*program);
+  }
+  auto args = cli::LoadInputs(simulation, c, /*seed=*/1);
+  sim::RunReport r = simulation.Run();
+  EXPECT_TRUE(r.ok) << r.error;
+  const uint64_t first = c.lowered.outputs.at(0).address;
+  float v[64] = {};
+  simulation.core(0).hbm().Read(first, reinterpret_cast<uint8_t*>(v), sizeof v);
+  for (float x : v) out.nonzero = out.nonzero || x != 0;
+  if (corrupt) {
+    const float bad = v[0] + 1000.0f;
+    simulation.core(0).hbm().Write(first, reinterpret_cast<const uint8_t*>(&bad), sizeof bad);
+  }
+  out.error = cli::CompareWithEvaluator(simulation, c, args);
+  return out;
+}
+
+}  // namespace tpusim::testing
