@@ -6,33 +6,6 @@
 
 namespace tpusim::sim {
 
-void UnitQueue::Push(Issued item) {
-  items_.push_back(std::move(item));
-  ++pushed_count_;
-  pushed.notify(sc_core::SC_ZERO_TIME);
-}
-
-Issued UnitQueue::Pop() {
-  Issued it = std::move(items_.front());
-  items_.pop_front();
-  return it;
-}
-
-void UnitQueue::MarkIssued(TimeFs t) {
-  issue_ring_[issued_count_ % depth_] = t;
-  ++issued_count_;
-  issued.notify(sc_core::SC_ZERO_TIME);
-}
-
-bool UnitQueue::NextSlotKnown() const {
-  return pushed_count_ < depth_ || issued_count_ > pushed_count_ - depth_;
-}
-
-TimeFs UnitQueue::NextSlotFreeAt() const {
-  if (pushed_count_ < depth_) return 0;
-  return issue_ring_[(pushed_count_ - depth_) % depth_];
-}
-
 void UnitStats::Compact(TimeFs fold_before) {
   const std::vector<IntervalUnion::Interval>& pieces = union_.pieces();
   size_t folded = 0;  // the pieces are disjoint and sorted
@@ -54,8 +27,6 @@ TimeFs UnitStats::BusyTotal() {
   for (const auto& [s, e] : union_.pieces()) total += e - s;
   return total;
 }
-
-TimeFs CoreContext::Cycles(int64_t n) const { return CyclesToFs(*cfg, n); }
 
 void CoreContext::Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs end, double flops,
                          uint64_t hbm_bytes, bool counts_as_busy) {

@@ -18,6 +18,7 @@
 #include "sim/config.h"
 #include "sim/interval_union.h"
 #include "sim/memory.h"
+#include "sim/timing.h"
 
 namespace tpusim::sim {
 
@@ -39,21 +40,39 @@ class UnitQueue {
  public:
   explicit UnitQueue(int depth) : depth_(depth), issue_ring_(depth, 0) {}
   bool empty() const { return items_.empty(); }
-  void Push(Issued item);
-  Issued Pop();
+  void Push(Issued item) {
+    items_.push_back(std::move(item));
+    ++pushed_count_;
+    if (++push_slot_ == depth_) push_slot_ = 0;
+    pushed.notify(sc_core::SC_ZERO_TIME);
+  }
+  Issued Pop() {
+    Issued it = std::move(items_.front());
+    items_.pop_front();
+    return it;
+  }
   // Called by the unit when the popped instruction issues.
-  void MarkIssued(TimeFs t);
-  // Earliest time the next Push may happen, or nullopt-like false if the instruction
-  // that frees its slot has not issued yet.
-  bool NextSlotKnown() const;
-  TimeFs NextSlotFreeAt() const;
+  void MarkIssued(TimeFs t) {
+    issue_ring_[issue_slot_] = t;
+    if (++issue_slot_ == depth_) issue_slot_ = 0;
+    ++issued_count_;
+    issued.notify(sc_core::SC_ZERO_TIME);
+  }
+  // Whether the instruction that frees the next Push's slot has issued.
+  bool NextSlotKnown() const {
+    return pushed_count_ < depth_ || issued_count_ > pushed_count_ - depth_;
+  }
+  // Earliest time the next Push may happen (when NextSlotKnown()).
+  TimeFs NextSlotFreeAt() const { return pushed_count_ < depth_ ? 0 : issue_ring_[push_slot_]; }
   sc_core::sc_event pushed, issued;
 
  private:
   uint64_t depth_;
   std::deque<Issued> items_;
   uint64_t pushed_count_ = 0, issued_count_ = 0;
-  std::vector<TimeFs> issue_ring_;
+  // Ring positions: pushed_count_ % depth_ and issued_count_ % depth_.
+  uint64_t push_slot_ = 0, issue_slot_ = 0;
+  std::vector<TimeFs> issue_ring_;  // issue time of instruction k at k % depth_
 };
 
 class SyncFlags {
@@ -148,7 +167,14 @@ struct CoreContext {
     return c == core ? this : nullptr;
   }
   TimeFs Now() const { return sc_core::sc_time_stamp().value(); }
-  TimeFs Cycles(int64_t n) const;
+  // n cycles in femtoseconds: CyclesToFs(*cfg, n), with cfg's cycle length cached.
+  TimeFs Cycles(int64_t n) const {
+    if (cycle_cfg_ != cfg) {
+      cycle_cfg_ = cfg;
+      cycle_fs_ = cfg->cycle_fs();
+    }
+    return CyclesToFs(cycle_fs_, n);
+  }
   // Records one busy interval; counts_as_busy=false records it for the profiler only.
   void Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs end, double flops,
               uint64_t hbm_bytes, bool counts_as_busy = true);
@@ -156,6 +182,10 @@ struct CoreContext {
   // Stops the run with `message` prefixed by the core, pc and instruction.
   [[noreturn]] void Fail(const Issued& it, const std::string& message);
   [[noreturn]] void Fail(uint32_t pc, const std::string& message);
+
+ private:
+  mutable const CoreConfig* cycle_cfg_ = nullptr;  // the config cycle_fs_ was read from
+  mutable double cycle_fs_ = 0;
 };
 
 // Thrown by Fail() to unwind a unit's thread; the thread catches it and stops.

@@ -10,7 +10,31 @@
 namespace tpusim::sim {
 
 // Busy cycles of a scalar, sync or VPU instruction (classes with a fixed cost).
-int64_t FixedCostCycles(const CoreConfig& c, isa::TimingClass t, bool branch_taken = false);
+inline int64_t FixedCostCycles(const CoreConfig& c, isa::TimingClass t, bool branch_taken = false) {
+  using T = isa::TimingClass;
+  switch (t) {
+    case T::kScalarAlu:
+      return c.scalar_cycles;
+    case T::kScalarBranch:
+      return c.scalar_cycles + (branch_taken ? c.branch_penalty_cycles : 0);
+    case T::kSync:
+      return c.sync_cycles;
+    case T::kVpuLoadStore:
+      return c.vpu_load_store_cycles;
+    case T::kVpuAlu:
+      return c.vpu_alu_cycles;
+    case T::kVpuTranscendental:
+      return c.vpu_transcendental_cycles;
+    case T::kVpuCrossLane:
+      return c.vpu_cross_lane_cycles;
+    case T::kVpuTranspose:
+      return c.vpu_transpose_cycles;
+    case T::kMxuLoadWeights:
+      return c.mxu_weight_load_cycles;
+    default:
+      return 0;  // DMA and matmul/pop costs depend on operands: see below
+  }
+}
 
 // MXU: cycles the array is occupied streaming `rows` LHS rows (one per cycle).
 inline int64_t MatmulStreamCycles(int64_t rows) { return rows; }
@@ -25,8 +49,12 @@ inline int64_t WeightLoadCycles(const CoreConfig& c) { return c.mxu_weight_load_
 // in femtoseconds: latency plus transfer. dma.hh/dma.vv pass twice the bytes.
 double DmaAloneFs(const CoreConfig& c, uint64_t bytes, double bytes_per_s);
 
+// Cycles to femtoseconds, rounded to nearest; cycle_fs is CoreConfig::cycle_fs().
+inline uint64_t CyclesToFs(double cycle_fs, int64_t cycles) {
+  return static_cast<uint64_t>(static_cast<double>(cycles) * cycle_fs + 0.5);
+}
 inline uint64_t CyclesToFs(const CoreConfig& c, int64_t cycles) {
-  return static_cast<uint64_t>(static_cast<double>(cycles) * c.cycle_fs() + 0.5);
+  return CyclesToFs(c.cycle_fs(), cycles);
 }
 inline double BytesToFs(uint64_t bytes, double bytes_per_s) {
   return static_cast<double>(bytes) * 1e15 / bytes_per_s;
