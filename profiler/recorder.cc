@@ -50,7 +50,7 @@ bool Recorder::KeepEvent(uint32_t step) {
   return true;
 }
 
-Recorder::TagSpan& Recorder::Span(int core, uint16_t tag) {
+Recorder::TagSpan& Recorder::NewSpan(int core, uint16_t tag) {
   std::vector<TagSpan>& spans = spans_[core];
   if (tag >= spans.size()) spans.resize(tag + 1);
   TagSpan& s = spans[tag];

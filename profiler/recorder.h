@@ -112,7 +112,11 @@ class Recorder : public sim::IActivitySink, public IHostSink {
   void Touch(TimeFs start, TimeFs end);
   bool KeepEvent(uint32_t step);
   void FoldCore(int core, TimeFs limit);
-  TagSpan& Span(int core, uint16_t tag);
+  TagSpan& Span(int core, uint16_t tag) {
+    std::vector<TagSpan>& spans = spans_[core];
+    return tag < spans.size() && spans[tag].slot >= 0 ? spans[tag] : NewSpan(core, tag);
+  }
+  TagSpan& NewSpan(int core, uint16_t tag);  // first record of the tag on the core
   static void CloseSpan(TagSpan& s, TagAgg& agg);
 
   RecorderOptions options_;
