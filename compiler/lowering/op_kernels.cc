@@ -101,10 +101,11 @@ std::string Mxu(MxuWork w, const HloInstruction& instr, const OpContext& c, Lowe
 // After an exact VPU stream: the sequencer waits until its last results have reached HBM.
 // A `signal dma` (the drain barrier) does not wait for copies still in flight, so the next
 // kernel could read a result before it lands. The stream's output credits (f4, f5; one per
-// buffer, vpu_stream.cc) are back once its copies are done; f6 says the VPU is past its
-// last wait for one.
+// buffer, vpu_stream.cc) are back once its copies are done; f15 (used by no kernel, reset
+// first) says the VPU is past its last wait for one.
 constexpr const char* kStreamOutputFence =
-    "    signal vpu, f6, 1\n    wait seq, f6, 1\n    wait seq, f4, 1\n    wait seq, f5, 1\n";
+    "    sflag f15, 0\n    signal vpu, f15, 1\n    wait seq, f15, 1\n    wait seq, f4, 1\n"
+    "    wait seq, f5, 1\n";
 
 // Every user of `instr` is an elementwise op or loop fusion, which inlines it (vpu_body.h);
 // it is not a result of the computation.
