@@ -95,6 +95,13 @@ std::string Mxu(MxuWork w, const HloInstruction& instr, const OpContext& c, Lowe
   op.exact = w.exact;
   op.note = w.note;
   op.hbm_bytes = static_cast<uint64_t>(w.batch * (w.m * w.k * 2 + w.k * w.n * 2 + w.m * w.n * 4));
+  if (op.exact) {  // wait for the last result copies (see kStreamOutputFence): the MXUs'
+    // output credits f6, f7 (matmul_kernel.cc) are back once they land
+    k += "    sflag f15, 0\n";
+    for (int m = 0; m < c.mxus; ++m) k += "    signal mxu" + std::to_string(m) + ", f15, 1\n";
+    k += "    wait seq, f15, " + std::to_string(c.mxus) +
+         "\n    wait seq, f6, 1\n    wait seq, f7, 1\n";
+  }
   return k;
 }
 
@@ -266,7 +273,12 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
     op.exact = body.exact && AllFullSize(body, instr) && body.inputs.size() <= 6;
     if (!op.exact)  // broadcast operands or ragged sizes: the tiled kernel computes them
       if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
-    return op.exact ? k + kStreamOutputFence : k;
+    if (!op.exact) return k;
+    // The stream counts its buffers' flags from zero (a tiled matmul leaves f2, f3 set), and
+    // its results must be in HBM before the next kernel reads them.
+    k.insert(k.find('\n', k.find(".tag")) + 1,
+             "    sflag f0, 0\n    sflag f1, 0\n    sflag f2, 0\n    sflag f3, 0\n");
+    return k + kStreamOutputFence;
   }
   if (code == Opcode::kReduce || code == Opcode::kBroadcast || code == Opcode::kIota)
     if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;

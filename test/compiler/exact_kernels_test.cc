@@ -140,5 +140,18 @@ ENTRY %main (labels: s32[20], x: f32[20,10]) -> (f32[20,10], f32[20,10]) {
 })");
 }
 
+TEST(ExactKernels, StreamAfterATiledMatmulWaitsForItsOwnResults) {
+  // The tiled matmul leaves its output credits set; the stream's output fence must not
+  // mistake them for its own (it once deadlocked here).
+  ExpectMatch(R"(HloModule m, replica_count=8
+ENTRY %main (a: bf16[128,128], b: bf16[128,256]) -> f32[128,256] {
+  %a = bf16[128,128]{1,0} parameter(0)
+  %b = bf16[128,256]{1,0} parameter(1)
+  %dot = f32[128,256]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %sq = f32[128,256]{1,0} multiply(%dot, %dot)
+  ROOT %e = f32[128,256]{1,0} add(%sq, %dot)
+})");
+}
+
 }  // namespace
 }  // namespace tpusim

@@ -226,6 +226,12 @@ k0_p0_freed:
     addi r1, r1, k0_p0_MC
     li r13, 128
     blt r1, r13, k0_p0_rows
+    sflag f15, 0
+    signal mxu0, f15, 1
+    signal mxu1, f15, 1
+    wait seq, f15, 2
+    wait seq, f6, 1
+    wait seq, f7, 1
     signal mxu0, f30, 1
     signal mxu1, f30, 1
     signal vpu, f30, 1
