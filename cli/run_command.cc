@@ -151,9 +151,16 @@ int RunCommand(const std::vector<std::string>& argv) {
 
   PrintResult(RunShape{a.module_path, a.steps, a.steps_per_execution}, board, compiled, r, report);
   if (values) {
-    double err = CompareWithEvaluator(simulation, compiled, args);
+    const ValueCheck v = CompareWithEvaluator(simulation, compiled, args, a.steps);
+    const double err = v.error;
     std::printf("values: max |simulated - reference| = %.2e of the largest |reference| (%s)\n", err,
                 err < 1e-3 ? "match" : "MISMATCH");
+    if (v.fed_back > 0 && v.reference_output0.size() > 1)
+      std::printf(
+          "training: %d outputs update their parameters in place; output 0 (the loss) "
+          "%.6g at step 1 -> %.6g at step %zu (simulated %.6g)\n",
+          v.fed_back, v.reference_output0.front(), v.reference_output0.back(),
+          v.reference_output0.size(), v.simulated_output0);
     if (err >= 1e-3) throw CliError("simulated values differ from the reference evaluator");
   }
   if (!report.recommendations.empty())

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "cli/commands.h"
 #include "compiler/eval/evaluator.h"
+#include "compiler/hlo/alias.h"
 #include "isa/bf16.h"
 
 namespace tpusim::cli {
@@ -30,6 +32,22 @@ std::vector<uint8_t> Encode(const eval::Value& v, int64_t first, int64_t count) 
   return out;
 }
 
+// Seeded synthetic data a training step can learn from: floats uniform in [-1, 1) scaled
+// like LeCun initialisation (by 1 / sqrt(fan-in) for rank >= 2, fan-in = every dimension
+// but the last), so activations and the loss stay of order one; integers (labels, token
+// ids) small and non-negative, in [0, 8) (a class index below every shipped model's count).
+eval::Value SyntheticInput(const hlo::HloInstruction& p, uint64_t seed) {
+  eval::Value v = eval::Value::Random(p.shape(), seed);
+  const hlo::Shape& s = p.shape();
+  if (s.IsArray() && s.type == hlo::PrimitiveType::kS32)
+    for (double& x : v.data) x = std::fmod(x, 8.0);
+  if (!s.IsArray() || !hlo::IsFloatingType(s.type) || s.rank() < 2) return v;
+  const double fan_in = static_cast<double>(s.ElementCount() / std::max<int64_t>(1, s.dims.back()));
+  const double scale = 1.0 / std::sqrt(std::max(1.0, fan_in));
+  for (double& x : v.data) x = eval::RoundTo(s.type, x * scale);
+  return v;
+}
+
 }  // namespace
 
 std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& compiled,
@@ -37,7 +55,7 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
   const lowering::LoweredModule& low = compiled.lowered;
   std::vector<eval::Value> args;
   for (const hlo::HloInstruction* p : compiled.original.entry()->parameters())
-    args.push_back(eval::Value::Random(p->shape(), seed + args.size()));
+    args.push_back(SyntheticInput(*p, seed + args.size()));
   const int cores = static_cast<int>(low.programs.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const hlo::HloInstruction* p = compiled.original.entry()->parameters()[i];
@@ -54,23 +72,58 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
   return args;
 }
 
-double CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
-                            const std::vector<eval::Value>& args) {
+namespace {
+
+// Pairs (output index, argument index) of outputs the compiled program writes over their
+// parameter's buffer: exactly the donations memory planning honoured (same address).
+std::vector<std::pair<size_t, size_t>> FedBack(const CompiledModule& compiled) {
+  std::vector<std::pair<size_t, size_t>> out;
+  auto aliases = hlo::ParseInputOutputAlias(compiled.original.input_output_alias);
+  if (!aliases.ok()) return out;
+  const auto params = compiled.original.entry()->parameters();
+  const auto& outputs = compiled.lowered.outputs;
+  for (const hlo::InputOutputAlias& a : *aliases) {
+    if (a.output_index.size() != 1 || !a.parameter_index.empty()) continue;
+    const auto k = static_cast<size_t>(a.output_index[0]);
+    for (size_t i = 0; i < params.size(); ++i) {
+      const passes::BufferInfo* buf = compiled.report.memory.Find(params[i]->name());
+      if (params[i]->parameter_number() == a.parameter && buf && k < outputs.size() &&
+          outputs[k].address == static_cast<uint64_t>(buf->offset))
+        out.push_back({k, i});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ValueCheck CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
+                                const std::vector<eval::Value>& args, int steps) {
   const lowering::LoweredModule& low = compiled.lowered;
   const int cores = static_cast<int>(low.programs.size());
   // A replicated module: replica i runs on core i with the same inputs (LoadInputs).
   const int replicas = low.data_parallel ? 1 : std::min(low.replicas, cores);
+  const auto fed_back = FedBack(compiled);
+  ValueCheck check;
+  check.fed_back = static_cast<int>(fed_back.size());
+  std::vector<std::vector<eval::Value>> inputs(static_cast<size_t>(replicas), args);
   std::vector<std::vector<eval::Value>> refs;
-  if (replicas > 1) {
-    auto ref = eval::EvaluateReplicated(
-        compiled.original,
-        std::vector<std::vector<eval::Value>>(static_cast<size_t>(replicas), args));
-    if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
-    refs = std::move(ref.value());
-  } else {
-    auto ref = eval::Evaluate(compiled.original, args);
-    if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
-    refs.push_back(std::move(ref.value()));
+  for (int step = 0; step < steps; ++step) {
+    if (step > 0 && fed_back.empty()) break;  // every step computes the same
+    for (size_t r = 0; r < refs.size(); ++r)
+      for (auto [k, i] : fed_back) inputs[r][i] = refs[r][k];
+    refs.clear();
+    if (replicas > 1) {
+      auto ref = eval::EvaluateReplicated(compiled.original, inputs);
+      if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
+      refs = std::move(ref.value());
+    } else {
+      auto ref = eval::Evaluate(compiled.original, inputs[0]);
+      if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
+      refs.push_back(std::move(ref.value()));
+    }
+    if (!refs[0].empty() && refs[0][0].shape.IsArray() && refs[0][0].shape.rank() == 0)
+      check.reference_output0.push_back(refs[0][0].data[0]);
   }
   double worst = 0, scale = 1e-30;
   for (int r = 0; r < replicas; ++r)
@@ -93,12 +146,14 @@ double CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled
           }
           const int64_t first = low.outputs[o].split ? c * share : 0;  // of the core's share
           const double w = want.data[static_cast<size_t>(first + i)];
+          if (o == 0 && r == 0 && c == 0 && i == 0) check.simulated_output0 = g;
           worst = std::max(worst, std::fabs(g - w));
           scale = std::max(scale, std::fabs(w));
         }
       }
     }
-  return worst / scale;
+  check.error = worst / scale;
+  return check;
 }
 
 }  // namespace tpusim::cli

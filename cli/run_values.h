@@ -16,8 +16,18 @@ namespace tpusim::cli {
 std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& compiled,
                                     uint64_t seed);
 
-// Largest |simulated - reference| over every result, relative to the largest |reference|.
-double CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
-                            const std::vector<eval::Value>& args);
+struct ValueCheck {
+  double error = 0;  // largest |simulated - reference| over every result / largest |reference|
+  int fed_back = 0;  // outputs written over their parameters (donated): the next step reads them
+  // Output 0 when it is a scalar (a training step's loss): the reference after each step,
+  // and the simulated value after the last.
+  std::vector<double> reference_output0;
+  double simulated_output0 = 0;
+};
+
+// Runs the evaluator for `steps` steps, feeding each donated output back into its parameter
+// as the simulated program does, and compares the simulated results of the last step.
+ValueCheck CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
+                                const std::vector<eval::Value>& args, int steps = 1);
 
 }  // namespace tpusim::cli

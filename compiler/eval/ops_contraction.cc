@@ -40,16 +40,45 @@ bool UseFloat(const HloInstruction& instr) {
   return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16;
 }
 
+// Sums a[k] * b[k] over k = 0..n-1 in order, in the accumulation type.
+template <typename Acc>
+double Contract(const double* a, const double* b, int64_t n) {
+  Acc acc = 0;
+  for (int64_t k = 0; k < n; ++k) acc += static_cast<Acc>(a[k]) * static_cast<Acc>(b[k]);
+  return acc;
+}
+
 // Sums lhs[lo + lhs_off[k]] * rhs[ro + rhs_off[k]] over k in the accumulation type.
 template <typename Acc>
-double Contract(const std::vector<double>& lhs, const std::vector<double>& rhs, int64_t lo,
-                int64_t ro, const std::vector<int64_t>& lhs_off,
-                const std::vector<int64_t>& rhs_off) {
+double ContractAt(const std::vector<double>& lhs, const std::vector<double>& rhs, int64_t lo,
+                  int64_t ro, const std::vector<int64_t>& lhs_off,
+                  const std::vector<int64_t>& rhs_off) {
   Acc acc = 0;
   for (size_t k = 0; k < lhs_off.size(); ++k) {
     acc += static_cast<Acc>(lhs[lo + lhs_off[k]]) * static_cast<Acc>(rhs[ro + rhs_off[k]]);
   }
   return acc;
+}
+
+// The operand as rows of its contracted elements: row r (the row-major index over `outer`
+// dims) holds v[base(r) + off[k]] for every k, so each output element is a dot of two
+// contiguous rows (same order of sums, far fewer cache misses).
+std::vector<double> PackRows(const std::vector<double>& v, const std::vector<int64_t>& strides,
+                             const std::vector<int64_t>& outer_dims,
+                             const std::vector<int64_t>& outer_sizes,
+                             const std::vector<int64_t>& off) {
+  int64_t rows = 1;
+  for (int64_t n : outer_sizes) rows *= n;
+  const auto k = static_cast<int64_t>(off.size());
+  std::vector<double> out(static_cast<size_t>(rows * k));
+  std::vector<int64_t> idx(outer_sizes.size(), 0);
+  for (int64_t r = 0; r < rows; ++r, NextIndex(idx, outer_sizes)) {
+    int64_t base = 0;
+    for (size_t j = 0; j < idx.size(); ++j) base += idx[j] * strides[outer_dims[j]];
+    double* row = out.data() + r * k;
+    for (int64_t i = 0; i < k; ++i) row[i] = v[static_cast<size_t>(base + off[i])];
+  }
+  return out;
 }
 
 std::vector<int64_t> Attr(const HloInstruction& instr, const char* key) {
@@ -90,19 +119,29 @@ Result<Value> Dot(const HloInstruction& instr, Operands ops, Interpreter&) {
     for (size_t j = 0; j < k.size(); ++j) lo += k[j] * ls[lc[j]], ro += k[j] * rs[rc[j]];
     lhs_off.push_back(lo), rhs_off.push_back(ro);
   }
-  std::vector<double> l = Prepare(instr, lhs), r = Prepare(instr, rhs);
+  // Output elements are (batch..., lhs free..., rhs free...) in row-major order.
+  std::vector<int64_t> louter = lb, router = rb, lsizes, rsizes;
+  louter.insert(louter.end(), lf.begin(), lf.end());
+  router.insert(router.end(), rf.begin(), rf.end());
+  for (int64_t d : louter) lsizes.push_back(lhs.dims()[d]);
+  for (int64_t d : router) rsizes.push_back(rhs.dims()[d]);
+  const std::vector<double> l = PackRows(Prepare(instr, lhs), ls, louter, lsizes, lhs_off);
+  const std::vector<double> r = PackRows(Prepare(instr, rhs), rs, router, rsizes, rhs_off);
+  int64_t batch = 1, lrows = 1, rrows = 1;
+  for (int64_t d : lb) batch *= lhs.dims()[d];
+  for (int64_t d : lf) lrows *= lhs.dims()[d];
+  for (int64_t d : rf) rrows *= rhs.dims()[d];
   Value out = Value::Zeros(instr.shape());
-  std::vector<int64_t> idx(out.shape.rank(), 0);
-  bool use_float = UseFloat(instr);
-  for (int64_t o = 0; o < out.size(); ++o, NextIndex(idx, out.dims())) {
-    int64_t lo = 0, ro = 0, p = 0;
-    for (size_t j = 0; j < lb.size(); ++j, ++p) lo += idx[p] * ls[lb[j]], ro += idx[p] * rs[rb[j]];
-    for (int64_t d : lf) lo += idx[p++] * ls[d];
-    for (int64_t d : rf) ro += idx[p++] * rs[d];
-    double v = use_float ? Contract<float>(l, r, lo, ro, lhs_off, rhs_off)
-                         : Contract<double>(l, r, lo, ro, lhs_off, rhs_off);
-    out.data[o] = RoundTo(out.type(), v);
-  }
+  const bool use_float = UseFloat(instr);
+  int64_t o = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < lrows; ++i)
+      for (int64_t j = 0; j < rrows; ++j, ++o) {
+        const double* a = l.data() + (b * lrows + i) * kcount;
+        const double* c = r.data() + (b * rrows + j) * kcount;
+        const double v = use_float ? Contract<float>(a, c, kcount) : Contract<double>(a, c, kcount);
+        out.data[static_cast<size_t>(o)] = RoundTo(out.type(), v);
+      }
   return out;
 }
 
@@ -149,8 +188,8 @@ Result<Value> Convolution(const HloInstruction& instr, Operands ops, Interpreter
         rhs_off.push_back(ro + i * rs[dn->kernel_input_feature]);
       }
     });
-    double v = use_float ? Contract<float>(l, r, lbase, rbase, lhs_off, rhs_off)
-                         : Contract<double>(l, r, lbase, rbase, lhs_off, rhs_off);
+    double v = use_float ? ContractAt<float>(l, r, lbase, rbase, lhs_off, rhs_off)
+                         : ContractAt<double>(l, r, lbase, rbase, lhs_off, rhs_off);
     out.data[o] = RoundTo(out.type(), v);
   }
   return out;
