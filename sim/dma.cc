@@ -79,7 +79,8 @@ TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
   for (;;) {
     for (auto& e : engines_) {
       if (e->busy()) continue;
-      e->Start(it);
+      in_flight_.insert(started_);
+      e->Start(it, started_++);
       return ctx_.Now();
     }
     wait(engine_free_);
@@ -91,9 +92,10 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, DmaUnit& unit)
   SC_THREAD(Run);
 }
 
-void DmaEngine::Start(const Issued& it) {
+void DmaEngine::Start(const Issued& it, uint64_t seq) {
   busy_ = true;
   job_ = it;
+  seq_ = seq;
   start_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -190,7 +192,14 @@ void DmaEngine::Copy(const Issued& it) {
   ctx.Record(isa::Unit::kDma, it, start, end, 0, hbm_bytes);
   ctx.Peer(e.dst_core)->flags.Add(it.instr.a[3], 1);  // the receiver learns of the data
   busy_ = false;
-  unit_.EngineDone(end);
+  unit_.EngineDone(seq_, end);
+}
+
+void DmaUnit::EngineDone(uint64_t seq, TimeFs end) {
+  ExtendDrain(end);
+  in_flight_.erase(seq);
+  engine_free_.notify(sc_core::SC_ZERO_TIME);
+  WorkFinished();
 }
 
 }  // namespace tpusim::sim

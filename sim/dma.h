@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <memory>
+#include <set>
 #include <systemc>
 #include <tlm>
 #include <vector>
@@ -26,7 +27,7 @@ class DmaEngine : public sc_core::sc_module {
   DmaEngine(sc_core::sc_module_name name, DmaUnit& unit);
 
   bool busy() const { return busy_; }
-  void Start(const Issued& it);
+  void Start(const Issued& it, uint64_t seq);
 
  private:
   void Run();
@@ -41,6 +42,7 @@ class DmaEngine : public sc_core::sc_module {
   DmaUnit& unit_;
   bool busy_ = false;
   Issued job_;
+  uint64_t seq_ = 0;
   sc_core::sc_event start_;
   std::vector<uint8_t> buffer_;
 };
@@ -50,7 +52,8 @@ class DmaUnit : public Unit {
   DmaUnit(sc_core::sc_module_name name, CoreContext& ctx);
   std::vector<std::unique_ptr<DmaEngine>>& engines() { return engines_; }
   CoreContext& ctx() { return ctx_; }
-  void EngineDone(TimeFs end) { ExtendDrain(end), engine_free_.notify(sc_core::SC_ZERO_TIME); }
+  // Copy number `seq` (in issue order) ended at `end`.
+  void EngineDone(uint64_t seq, TimeFs end);
   // Where a copy reads and writes: cores, spaces and byte offsets.
   struct Endpoints {
     int src_core, dst_core;
@@ -61,11 +64,17 @@ class DmaUnit : public Unit {
 
  protected:
   TimeFs Execute(const Issued& it, TimeFs earliest) override;
+  uint64_t WorkIssued() const override { return started_; }
+  bool WorkDoneUpTo(uint64_t n) const override {
+    return in_flight_.empty() || *in_flight_.begin() >= n;
+  }
 
  private:
   void CheckRange(const Issued& it, int core, Space space, int64_t base, bool is_src);
   std::vector<std::unique_ptr<DmaEngine>> engines_;
   sc_core::sc_event engine_free_;
+  uint64_t started_ = 0;          // copies started so far
+  std::set<uint64_t> in_flight_;  // their numbers while they run
 };
 
 }  // namespace tpusim::sim

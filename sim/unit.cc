@@ -68,11 +68,16 @@ void Unit::DoWait(const Issued& it, TimeFs earliest) {
 void Unit::DoSignal(const Issued& it, TimeFs earliest) {
   TimeFs at = std::max(earliest, drain_);
   if (!signals_.empty()) at = std::max(at, signals_.back().at);
-  signals_.push_back({at, it.instr.a[1], it.instr.a[2]});
+  signals_.push_back({at, it.instr.a[1], it.instr.a[2], WorkIssued()});
   ExtendDrain(at);
   signal_added_.notify(sc_core::SC_ZERO_TIME);
   last_issue_ = earliest;
   queue_.MarkIssued(earliest);
+}
+
+void Unit::WorkFinished() {
+  work_finished_.notify(sc_core::SC_ZERO_TIME);
+  if (idle()) became_idle_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void Unit::RunSignals() {
@@ -80,6 +85,7 @@ void Unit::RunSignals() {
     while (signals_.empty()) wait(signal_added_);
     PendingSignal s = signals_.front();
     WaitUntil(s.at);
+    while (!WorkDoneUpTo(s.work)) wait(work_finished_);
     signals_.pop_front();
     ctx_.flags.Add(s.flag, s.amount);
   }

@@ -18,8 +18,9 @@ class Unit : public sc_core::sc_module {
 
   UnitQueue& queue() { return queue_; }
   isa::Unit id() const { return id_; }
-  // True when the queue is empty and the thread is waiting for work.
-  bool idle() const { return idle_ && queue_.empty(); }
+  // True when the queue is empty, the thread is waiting for work and nothing it started
+  // is still running (a DMA copy in flight).
+  bool idle() const { return idle_ && queue_.empty() && WorkDoneUpTo(WorkIssued()); }
   // When everything issued so far has finished.
   TimeFs drain_time() const { return drain_; }
   // The flag this unit is blocked on, or -1 (for deadlock reports).
@@ -34,6 +35,12 @@ class Unit : public sc_core::sc_module {
   // Moves this thread's simulated time forward to t (no-op if already there).
   void WaitUntil(TimeFs t);
   void ExtendDrain(TimeFs t) { drain_ = std::max(drain_, t); }
+  // Work that outlives its instruction's issue (DMA copies run on engines): how many items
+  // were started, and whether the first `n` of them have finished. A signal counts them
+  // as work issued before it; a subclass calls WorkFinished() when one ends.
+  virtual uint64_t WorkIssued() const { return 0; }
+  virtual bool WorkDoneUpTo(uint64_t /*n*/) const { return true; }
+  void WorkFinished();
 
   CoreContext& ctx_;
   isa::Unit id_;
@@ -56,9 +63,10 @@ class Unit : public sc_core::sc_module {
     TimeFs at;
     int flag;
     int64_t amount;
+    uint64_t work;  // WorkIssued() when the signal was issued
   };
   std::deque<PendingSignal> signals_;
-  sc_core::sc_event signal_added_;
+  sc_core::sc_event signal_added_, work_finished_;
 };
 
 }  // namespace tpusim::sim

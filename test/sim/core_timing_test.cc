@@ -142,5 +142,30 @@ TEST(CoreTiming, SignalFiresOnlyAfterTheUnitDrains) {
   EXPECT_EQ(r.cycles, 2 + c.mxu_weight_load_cycles + 256 + c.sync_cycles);
 }
 
+// A DMA copy runs on an engine after its instruction issues; `signal dma` still waits for
+// it, so the second copy starts only when the first has landed (no overlap, two latencies).
+TEST(CoreTiming, DmaSignalWaitsForCopiesInFlight) {
+  SingleCoreRun run(R"(
+    .desc mb rows=1 row_bytes=1048576 src_stride=0 dst_stride=0
+    li r1, 0
+    li r2, 0
+    dma.hv r2, r1, mb, f1
+    signal dma, f0, 1
+    wait seq, f0, 1
+    dma.hv r2, r1, mb, f1
+    wait seq, f1, 2
+    halt
+  )",
+                    /*functional=*/false);
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const CoreConfig& c = run.board.core;
+  const double copy_fs = DmaAloneFs(c, 1 << 20, c.hbm_bandwidth_bytes_per_s);
+  EXPECT_GE(static_cast<double>(r.end_fs), 2 * copy_fs);
+  EXPECT_NEAR(static_cast<double>(r.end_fs),
+              2 * copy_fs + static_cast<double>(CyclesToFs(c, 4 + 2 * c.sync_cycles)),
+              0.002 * copy_fs);
+}
+
 }  // namespace
 }  // namespace tpusim::sim
