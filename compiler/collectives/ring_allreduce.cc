@@ -43,8 +43,8 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
   const int back_pos = static_cast<int>(n - 1 - position);
   std::ostringstream s;
   const int fb = spec.flag_base, bb = spec.flag_base + 8;  // each ring's flags
-  RingEmitter fwd(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb, "add"});
-  RingEmitter bwd(s, backward, back_pos, c, RingRegisters{"r23", "r26", bb, "badd"});
+  RingEmitter fwd(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
+  RingEmitter bwd(s, backward, back_pos, c, RingRegisters{"r23", "r26", bb});
   s << "# bidirectional ring all-reduce of " << spec.bytes << " bytes over " << n
     << " cores; ring position " << position << "\n"
     << ".desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n"
@@ -105,7 +105,7 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const uint64_t data = 0, slots = seg, out = seg + (n - 1) * c;  // VMEM layout of a set
   std::ostringstream s;
   const int fb = spec.flag_base;
-  RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb, "add"});
+  RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
   s << "# ring all-reduce (" << (spec.op == ReduceOp::kSum ? "sum" : "max") << ") of " << spec.bytes
     << " bytes over " << n << " cores in " << segments << " segment(s); ring "
     << "position " << position << "\n"

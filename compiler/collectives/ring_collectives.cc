@@ -77,7 +77,7 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   std::ostringstream s;
   Header(s, "reduce-scatter", part, spec.input_bytes, spec.tag);
   const int fb = spec.flag_base;
-  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb, "add"});
+  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
   e.EmitRingRegisters();
   // VMEM: chunk k (ring order) holds group part index_of(ring[k]); gather them from HBM.
   const uint64_t data = 0, slots = spec.input_bytes;
@@ -111,7 +111,7 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
   std::ostringstream s;
   Header(s, "all-gather", part, part * n, spec.tag);
   const int fb = spec.flag_base;
-  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb, "add"});
+  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
   e.EmitRingRegisters();
   // Chunks in ring order in VMEM; the output is written part by part in group order.
   const uint64_t data = 0, out = part * n;

@@ -22,12 +22,11 @@ inline constexpr int kFlagLocalCopy = 4;  // this core's own chunk is in the out
 inline constexpr int kFlagStored = 5;     // the result is back in HBM
 
 // Two rings can share one program (a bidirectional all-reduce): each gets its own
-// registers, flags (flag + flag_base) and loop labels.
+// registers and flags (flag + flag_base).
 struct RingRegisters {
   const char* next = "r20";  // global VMEM base of the next core
   const char* base = "r29";  // VMEM offset of this ring's buffers
   int flag_base = 0;
-  const char* label = "add";
 };
 
 class RingEmitter {
