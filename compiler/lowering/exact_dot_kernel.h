@@ -15,7 +15,7 @@ namespace tpusim::lowering {
 
 inline constexpr int64_t kExactDotVmemBytes = 16 << 20;  // sim/configs vmem_bytes (v2, v3)
 inline constexpr int64_t kExactDotAccRows = 2048;        // half of mxu_result_buffer_rows
-inline constexpr int64_t kExactDotMaxBlocks = 128;       // packed blocks: bounds the code (unrolled)
+inline constexpr int64_t kExactDotMaxBlocks = 128;  // packed blocks: bounds the code (unrolled)
 
 struct ExactDotShape {
   int64_t m = 0, k = 0, n = 0;

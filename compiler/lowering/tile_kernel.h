@@ -12,11 +12,11 @@
 
 namespace tpusim::lowering {
 
-inline constexpr int64_t kTileEdge = 128;      // lanes of a vreg; columns of a tile
-inline constexpr int64_t kTileSublanes = 8;    // rows of a vreg
-inline constexpr int64_t kTileVregs = 16;      // vregs of a tile: 128 rows
+inline constexpr int64_t kTileEdge = 128;     // lanes of a vreg; columns of a tile
+inline constexpr int64_t kTileSublanes = 8;   // rows of a vreg
+inline constexpr int64_t kTileVregs = 16;     // vregs of a tile: 128 rows
 inline constexpr int64_t kTileMaxTiles = 16;  // tiles per kernel: bounds the code (unrolled)
-inline constexpr int kTileMaxBodyOps = 14;     // body temps v6..v19; v20..v23 are the kernel's
+inline constexpr int kTileMaxBodyOps = 14;    // body temps v6..v19; v20..v23 are the kernel's
 
 inline constexpr int64_t kTileMaxIndex = 1024;        // entries of the index table
 inline constexpr uint64_t kTileIndexTable = 7 << 20;  // VMEM: the index table (iota)
