@@ -54,8 +54,7 @@ bool IsDuplicable(const HloInstruction& i) {
 
 // Groups of `c` to fuse, each listed in instruction order (root last). Duplicable producers
 // may sit in several groups and are never assigned to one.
-std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c) {
-  UserMap users = ComputeUsers(c);
+std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c, UserMap& users) {
   std::unordered_map<const HloInstruction*, size_t> group_of;
   std::vector<std::vector<HloInstruction*>> groups;
   const auto& instrs = c.instructions();
@@ -127,10 +126,10 @@ void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction
 
 // A duplicated broadcast goes once every one of its users was fused (each has its copy).
 void RemoveFullyFused(const HloComputation& c,
-                      const std::vector<std::vector<HloInstruction*>>& groups, ModuleEdits& edits) {
+                      const std::vector<std::vector<HloInstruction*>>& groups, UserMap& users,
+                      ModuleEdits& edits) {
   std::unordered_set<const HloInstruction*> fused;
   for (const auto& g : groups) fused.insert(g.begin(), g.end());
-  UserMap users = ComputeUsers(c);
   for (const HloInstruction* i : fused) {
     if (!IsDuplicable(*i) || i == c.root()) continue;
     const auto& u = users[i];
@@ -144,9 +143,10 @@ void RemoveFullyFused(const HloComputation& c,
 hlo::Result<bool> ElementwiseFusionPass::Run(hlo::HloModule& module) {
   ModuleEdits edits;
   for (HloComputation* c : FusionTargets(module)) {
-    const auto groups = FindGroups(*c);
+    UserMap users = ComputeUsers(*c);
+    const auto groups = FindGroups(*c, users);
     for (const auto& group : groups) Fuse(module, *c, group, edits);
-    RemoveFullyFused(*c, groups, edits);
+    RemoveFullyFused(*c, groups, users, edits);
   }
   if (edits.empty()) return false;
   hlo::Status s = ApplyEdits(module, edits);
