@@ -43,6 +43,21 @@ struct RunArgs {
   double monitor_interval_us = 100;
 };
 
+// Why a run cannot check values: the ops whose kernels model only time (the first few).
+void PrintTimingOnlyOps(const lowering::LoweredModule& low) {
+  std::vector<std::string> names;
+  for (const lowering::LoweredOp& op : low.ops)
+    if (!op.exact) names.push_back(op.name + " (" + op.opcode + ")");
+  std::string list;
+  constexpr size_t kShown = 6;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) list += (i ? ", " : "") + names[i];
+  if (names.size() > kShown) list += ", ...";
+  std::printf(
+      "note: values are checked only when every op's kernel computes them; this module runs "
+      "timing-only: %zu of %zu kernels model only time: %s\n",
+      names.size(), low.ops.size(), list.c_str());
+}
+
 }  // namespace
 
 int RunCommand(const std::vector<std::string>& argv) {
@@ -82,9 +97,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   if (!compiled_or.ok()) throw CliError(compiled_or.status().message());
   const CompiledModule& compiled = *compiled_or.value();
   const lowering::LoweredModule& low = compiled.lowered;
-  if (!a.timing && !low.exact)
-    std::printf("note: values are checked only when every op's kernel computes them; %s\n",
-                "this module runs timing-only (see tpusim compile --emit isa)");
+  if (!a.timing && !low.exact) PrintTimingOnlyOps(low);
   const bool values = !a.timing && low.exact;
 
   // Samples every simulated microsecond (the recorder widens them on long runs).
