@@ -7,6 +7,7 @@
 #include "compiler/lowering/conv_kernel.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/exact_dot_kernel.h"
+#include "compiler/lowering/move_ops.h"
 #include "compiler/lowering/mxu_ops.h"
 #include "compiler/lowering/tile_ops.h"
 #include "compiler/lowering/vpu_body.h"
@@ -282,6 +283,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   }
   if (code == Opcode::kReduce || code == Opcode::kBroadcast || code == Opcode::kIota)
     if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
+  if (std::string m = MoveOpKernel(instr, c, op); !m.empty()) return m;
   switch (cat) {
     case OpCategory::kReduction:
     case OpCategory::kNormalization:
