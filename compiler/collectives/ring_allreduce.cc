@@ -9,13 +9,10 @@
 namespace tpusim::collectives {
 namespace {
 
-constexpr uint64_t kVreg = 4096;
-
-// Arrays above kSegmentBytes are reduced a segment at a time; consecutive segments use
-// alternate VMEM buffer sets, so a segment's late copies never meet the next one's data.
-constexpr uint64_t kSegmentBytes = 2 << 20;
-constexpr uint64_t kSingleSegmentBytes = 4 << 20;
-constexpr uint64_t kSetBytes = 6 << 20;
+constexpr uint64_t kVreg = kRingVregBytes;
+constexpr uint64_t kSegmentBytes = kRingSegmentBytes;
+constexpr uint64_t kSingleSegmentBytes = kRingSingleSegmentBytes;
+constexpr uint64_t kSetBytes = kRingSetBytes;
 
 }  // namespace
 
@@ -87,6 +84,11 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const int64_t n = static_cast<int64_t>(spec.ring.size());
   if (n < 2) throw std::invalid_argument("a ring all-reduce needs at least 2 cores");
   if (position < 0 || position >= n) throw std::invalid_argument("position outside the ring");
+  if (!spec.pieces.empty()) {
+    if (spec.bidirectional)
+      throw std::invalid_argument("a bidirectional all-reduce takes no pieces");
+    return RingAllReducePiecesProgram(spec, position);
+  }
   if (spec.bidirectional) {
     if (spec.valid_bytes || spec.hbm_output)
       throw std::invalid_argument("a bidirectional all-reduce takes no padding or output");

@@ -13,6 +13,21 @@
 
 namespace tpusim::collectives {
 
+// Arrays above kRingSingleSegmentBytes are reduced kRingSegmentBytes at a time; consecutive
+// segments use alternate VMEM buffer sets kRingSetBytes apart, so a segment's late copies
+// never meet the next one's data.
+inline constexpr uint64_t kRingVregBytes = 4096;
+inline constexpr uint64_t kRingSegmentBytes = 2 << 20;
+inline constexpr uint64_t kRingSingleSegmentBytes = 4 << 20;
+inline constexpr uint64_t kRingSetBytes = 6 << 20;
+
+// One operand of a combined (tuple) all-reduce: its buffer and where its result goes
+// (none: reduced with the others but not stored).
+struct RingPiece {
+  uint64_t input = 0, bytes = 0;
+  std::optional<uint64_t> output;
+};
+
 struct RingAllReduceSpec {
   std::vector<int> ring;     // participating cores, in ring order (data flows i -> i+1)
   uint64_t hbm_address = 0;  // the f32 array, same address on every core
@@ -25,13 +40,20 @@ struct RingAllReduceSpec {
   // padding is reduced in VMEM but never read from or written to HBM (0: no padding).
   uint64_t valid_bytes = 0;
   std::optional<uint64_t> hbm_output;  // where the result goes (default: hbm_address)
-  std::string tag = "all-reduce";      // provenance tag of the emitted instructions
+  // Unidirectional only: when set, the array is these buffers back to back (hbm_address,
+  // hbm_output and valid_bytes unused) and `bytes` pads their sum; the padding stays in VMEM.
+  std::vector<RingPiece> pieces;
+  std::string tag = "all-reduce";  // provenance tag of the emitted instructions
   int flag_base = 0;  // the program uses flags flag_base.. (+8 more when bidirectional)
 };
 
 // The assembly of the program of ring position `position`. Throws std::invalid_argument
 // on a spec it cannot serve (sizes, ring).
 std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position);
+
+// The program when spec.pieces is set (ring_pieces.cc): the segments are unrolled, each
+// gathering its parts of the pieces from HBM and scattering its results back.
+std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int position);
 
 // The cores of a torus_x x torus_y board with `cores_per_chip` cores per chip, in an
 // order where every step is one on-chip or one chip-to-chip hop (a snake over the torus).

@@ -90,43 +90,42 @@ std::optional<uint64_t> ElementAddress(const HloInstruction& instr, int64_t i,
   return std::nullopt;
 }
 
-// An exact all-reduce of f32 operands, each its own buffer: one ring per operand, one after
-// another (drained in between, as consecutive all-reduce ops), each reading its operand and
-// writing its result buffer; ring padding stays in VMEM. Empty when an operand needs padding above
-// one segment (the ring program pads those in HBM).
-std::vector<std::string> PerOperandAllReduce(const HloInstruction& instr,
-                                             const CollectiveContext& ctx,
-                                             const std::vector<std::vector<int>>& groups,
-                                             collectives::ReduceOp reduce, LoweredOp& op) {
-  std::vector<std::string> programs(static_cast<size_t>(ctx.cores));
+// An exact all-reduce of f32 operands, each its own buffer (a tuple all-reduce, or one
+// operand with padding or a separate result): one ring over the operands back to back, each
+// segment gathering its parts from the operands and writing its results to the result
+// buffers; ring padding stays in VMEM. Empty for operands that are not f32 arrays and for
+// rings of one core.
+std::vector<std::string> CombinedAllReduce(const HloInstruction& instr,
+                                           const CollectiveContext& ctx,
+                                           const std::vector<std::vector<int>>& groups,
+                                           collectives::ReduceOp reduce, LoweredOp& op) {
+  std::vector<collectives::RingPiece> pieces;
+  uint64_t valid = 0;
+  for (size_t i = 0; i < instr.operand_count(); ++i) {
+    const HloInstruction* in = instr.operand(i);
+    if (in->shape().type != hlo::PrimitiveType::kF32 || !in->shape().IsArray()) return {};
+    const uint64_t bytes = BytesPerCore(in->shape(), 0, 1);
+    if (bytes == 0) continue;
+    pieces.push_back({ctx.address(in), bytes, ElementAddress(instr, static_cast<int64_t>(i), ctx)});
+    valid += bytes;
+  }
+  if (pieces.empty()) return {};
+  std::vector<std::string> programs;
   for (int c = 0; c < ctx.cores; ++c) {
     const std::vector<int> members = RingOf(groups, ctx.ring, c);
     if (members.size() < 2) return {};  // a lone replica would need a copy: not handled here
-    int pieces = 0;
-    for (size_t i = 0; i < instr.operand_count(); ++i) {
-      const HloInstruction* in = instr.operand(i);
-      const std::optional<uint64_t> out = ElementAddress(instr, static_cast<int64_t>(i), ctx);
-      if (in->shape().type != hlo::PrimitiveType::kF32 || !in->shape().IsArray()) return {};
-      if (!out) continue;  // nothing reads this result
-      collectives::RingAllReduceSpec spec;
-      spec.ring = members;
-      spec.hbm_address = ctx.address(in);
-      spec.hbm_output = *out;
-      spec.valid_bytes = BytesPerCore(in->shape(), 0, 1);
-      spec.bytes = AllReduceBytes(spec.valid_bytes, static_cast<int>(members.size()));
-      if (spec.bytes != spec.valid_bytes && spec.bytes > kSingleSegment) return {};
-      spec.op = reduce;
-      spec.tag = instr.name();
-      spec.flag_base = kCollectiveFlagBase;
-      const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
-      if (pieces > 0) programs[static_cast<size_t>(c)] += DrainBarrier(0);
-      programs[static_cast<size_t>(c)] +=
-          ScopeKernel(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)),
-                      "e" + std::to_string(pieces++) + "_");
-      if (c == 0) op.hbm_bytes += 2 * spec.bytes;
-    }
+    collectives::RingAllReduceSpec spec;
+    spec.ring = members;
+    spec.pieces = pieces;
+    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()));
+    spec.op = reduce;
+    spec.tag = instr.name();
+    spec.flag_base = kCollectiveFlagBase;
+    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
+    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
   }
   op.kind = KernelKind::kCollective;
+  op.hbm_bytes = 2 * valid;
   op.exact = true;
   op.note.clear();
   return programs;
@@ -163,14 +162,14 @@ std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
           IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, op);
       op.exact = instr.operand_count() == 1 && op.note.empty() &&
                  instr.shape().type == hlo::PrimitiveType::kF32 && in == out;
-      if (!op.exact) {  // several operands, padding or a separate result: a ring per operand
+      if (!op.exact) {  // several operands, padding or a separate result: one combined ring
         LoweredOp exact = op;
         exact.hbm_bytes = 0;
-        auto per_operand = PerOperandAllReduce(
+        auto combined = CombinedAllReduce(
             instr, ctx, groups,
             IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum,
             exact);
-        if (!per_operand.empty()) return op = exact, per_operand;
+        if (!combined.empty()) return op = exact, combined;
       }
       return programs;
     }
