@@ -67,9 +67,26 @@ uint64_t Interpreter::NextRandom() {
   return z ^ (z >> 31);
 }
 
+const std::vector<size_t>& Interpreter::LastUses(const hlo::HloComputation& comp) {
+  auto [it, inserted] = last_uses_.try_emplace(&comp);
+  if (!inserted) return it->second;
+  const auto& instrs = comp.instructions();
+  std::vector<size_t>& last = it->second;
+  last.resize(instrs.size());
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    last[i] = i;
+    for (const hlo::HloInstruction* op : instrs[i]->operands()) last[local_index_.at(op)] = i;
+  }
+  if (comp.root() != nullptr) last[local_index_.at(comp.root())] = instrs.size();
+  return last;
+}
+
 Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const Value> args) {
   const auto& instrs = comp.instructions();
+  const std::vector<size_t>& last_use = LastUses(comp);
+  // Parameters are read in place from `args`; other values are dropped after their last use.
   std::vector<Value> values(instrs.size());
+  std::vector<const Value*> slots(instrs.size(), nullptr);
   std::vector<const Value*> operands;
   for (size_t i = 0; i < instrs.size(); ++i) {
     const hlo::HloInstruction& instr = *instrs[i];
@@ -83,7 +100,7 @@ Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const
         return InstrError(instr, "expects " + instr.shape().ToString(false) + " but argument " +
                                      std::to_string(n) + " is " + args[n].shape.ToString(false));
       }
-      values[i] = args[n];
+      slots[i] = &args[n];
       continue;
     }
     OpFn fn = Table()[static_cast<size_t>(instr.opcode())];
@@ -93,7 +110,7 @@ Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const
     }
     operands.clear();
     for (const hlo::HloInstruction* op : instr.operands()) {
-      operands.push_back(&values[local_index_.at(op)]);
+      operands.push_back(slots[local_index_.at(op)]);
     }
     Result<Value> r = fn(instr, operands, *this);
     if (!r.ok()) return r.status();
@@ -102,9 +119,17 @@ Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const
                                    instr.shape().ToString(false));
     }
     values[i] = std::move(*r);
+    slots[i] = &values[i];
+    for (const hlo::HloInstruction* op : instr.operands()) {
+      const size_t j = local_index_.at(op);
+      if (last_use[j] == i) values[j] = Value();
+    }
+    if (last_use[i] == i) values[i] = Value();  // never used
   }
   if (comp.root() == nullptr) return Status::Error(comp.name() + " has no root");
-  return std::move(values[local_index_.at(comp.root())]);
+  const size_t root = local_index_.at(comp.root());
+  if (slots[root] != &values[root]) return *slots[root];  // a parameter
+  return std::move(values[root]);
 }
 
 Result<std::vector<double>> Interpreter::CallScalar(const hlo::HloComputation& comp,
@@ -131,9 +156,13 @@ Result<std::vector<double>> Interpreter::CallScalar(const hlo::HloComputation& c
   return out;
 }
 
-Result<std::vector<Value>> Interpreter::Exchange(const hlo::HloInstruction& instr, Value v) {
-  if (rendezvous_ == nullptr) return std::vector<Value>{std::move(v)};
-  Result<std::vector<Value>> r = rendezvous_->Exchange(replica_id_, instr.name(), std::move(v));
+Result<Exchanged> Interpreter::Exchange(const hlo::HloInstruction& instr, Value v) {
+  if (rendezvous_ == nullptr) {
+    std::vector<Value> mine;
+    mine.push_back(std::move(v));
+    return Exchanged(std::make_shared<const std::vector<Value>>(std::move(mine)));
+  }
+  Result<Exchanged> r = rendezvous_->Exchange(replica_id_, instr.name(), std::move(v));
   if (!r.ok()) return InstrError(instr, r.status().message());
   return r;
 }

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "compiler/eval/evaluator.h"
+#include "compiler/eval/rendezvous.h"
 
 namespace tpusim::eval {
 
-class Rendezvous;
 class Interpreter;
 
 using Operands = std::span<const Value* const>;
@@ -48,7 +48,7 @@ class Interpreter {
                                          std::span<const double> args,
                                          std::span<const PrimitiveType> types);
   // Sends `v` to every replica and returns all replicas' values, by replica id.
-  Result<std::vector<Value>> Exchange(const hlo::HloInstruction& instr, Value v);
+  Result<Exchanged> Exchange(const hlo::HloInstruction& instr, Value v);
 
   const EvalOptions& options() const { return options_; }
   int64_t replica_id() const { return replica_id_; }
@@ -56,12 +56,17 @@ class Interpreter {
   uint64_t NextRandom();  // deterministic stream from options.rng_seed and the replica id
 
  private:
+  // For each instruction of `comp` (by position), the position of its last user; the root's
+  // is past the end. Computed once per computation.
+  const std::vector<size_t>& LastUses(const hlo::HloComputation& comp);
+
   const hlo::HloModule& module_;
   EvalOptions options_;
   int64_t replica_id_, replica_count_;
   Rendezvous* rendezvous_;
   uint64_t rng_state_;
   std::unordered_map<const hlo::HloInstruction*, size_t> local_index_;
+  std::unordered_map<const hlo::HloComputation*, std::vector<size_t>> last_uses_;
 };
 
 // Scalar kernels shared by families (ops_elementwise.cc). `type` is the operand type.

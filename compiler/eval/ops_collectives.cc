@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "compiler/eval/interpreter.h"
+#include "compiler/eval/rendezvous.h"
 
 namespace tpusim::eval {
 namespace {
@@ -74,11 +75,11 @@ int64_t Dim(const HloInstruction& instr) {
 Result<Value> AllReduce(const HloInstruction& instr, Operands ops, Interpreter& interp) {
   Result<std::vector<int64_t>> group = Group(instr, interp);
   if (!group.ok()) return group.status();
-  Result<std::vector<Value>> all = interp.Exchange(instr, Pack(ops));
+  Result<Exchanged> all = interp.Exchange(instr, Pack(ops));
   if (!all.ok()) return all.status();
   std::vector<Value> outs;
   for (size_t j = 0; j < ops.size(); ++j) {
-    Result<Value> r = Fold(instr, interp, *all, *group, j, ops.size());
+    Result<Value> r = Fold(instr, interp, **all, *group, j, ops.size());
     if (!r.ok()) return r.status();
     outs.push_back(std::move(*r));
   }
@@ -105,14 +106,14 @@ void CopyBlock(Value& part, Value& big, int64_t dim, int64_t k, bool into_big) {
 Result<Value> AllGather(const HloInstruction& instr, Operands ops, Interpreter& interp) {
   Result<std::vector<int64_t>> group = Group(instr, interp);
   if (!group.ok()) return group.status();
-  Result<std::vector<Value>> all = interp.Exchange(instr, Pack(ops));
+  Result<Exchanged> all = interp.Exchange(instr, Pack(ops));
   if (!all.ok()) return all.status();
   std::vector<Value> outs;
   for (size_t j = 0; j < ops.size(); ++j) {
     const hlo::Shape& s = ops.size() == 1 ? instr.shape() : instr.shape().tuple_shapes.at(j);
     Value out = Value::Zeros(s);
     for (size_t g = 0; g < group->size(); ++g) {
-      Value part = Part(*all, (*group)[g], j, ops.size());
+      Value part = Part(**all, (*group)[g], j, ops.size());
       CopyBlock(part, out, Dim(instr), static_cast<int64_t>(g), true);
     }
     outs.push_back(std::move(out));
@@ -123,12 +124,12 @@ Result<Value> AllGather(const HloInstruction& instr, Operands ops, Interpreter& 
 Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpreter& interp) {
   Result<std::vector<int64_t>> group = Group(instr, interp);
   if (!group.ok()) return group.status();
-  Result<std::vector<Value>> all = interp.Exchange(instr, Pack(ops));
+  Result<Exchanged> all = interp.Exchange(instr, Pack(ops));
   if (!all.ok()) return all.status();
   int64_t me = std::find(group->begin(), group->end(), interp.replica_id()) - group->begin();
   std::vector<Value> outs;
   for (size_t j = 0; j < ops.size(); ++j) {
-    Result<Value> sum = Fold(instr, interp, *all, *group, j, ops.size());
+    Result<Value> sum = Fold(instr, interp, **all, *group, j, ops.size());
     if (!sum.ok()) return sum.status();
     const hlo::Shape& s = ops.size() == 1 ? instr.shape() : instr.shape().tuple_shapes.at(j);
     Value out = Value::Zeros(s);
@@ -141,7 +142,7 @@ Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpret
 // Replica t receives the operand of the replica s with (s, t) in source_target_pairs, or
 // zeros when no pair targets it.
 Result<Value> CollectivePermute(const HloInstruction& instr, Operands ops, Interpreter& interp) {
-  Result<std::vector<Value>> all = interp.Exchange(instr, *ops[0]);
+  Result<Exchanged> all = interp.Exchange(instr, *ops[0]);
   if (!all.ok()) return all.status();
   if (const hlo::PairList* pairs = instr.source_target_pairs()) {
     for (auto [s, t] : *pairs) {
@@ -149,7 +150,7 @@ Result<Value> CollectivePermute(const HloInstruction& instr, Operands ops, Inter
         return InstrError(instr, "pair {" + std::to_string(s) + "," + std::to_string(t) +
                                      "} names a replica that does not run");
       }
-      if (t == interp.replica_id()) return (*all)[s];
+      if (t == interp.replica_id()) return (**all)[s];
     }
   }
   return Value::Zeros(instr.shape());
