@@ -1,7 +1,9 @@
 // The preamble of the convolution program: flags, band tables in SMEM, zero fills and
-// the weight tiles, resident in VMEM for the whole run.
+// the weight tiles, resident in VMEM for the whole run (f32 weights pass through the
+// staging area a cout block at a time and the VPU rounds them to bf16).
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "compiler/lowering/conv_emit.h"
 
@@ -16,44 +18,98 @@ void ZeroFill(const ConvPlan& p, ConvAsm& a, int64_t dst, int64_t bytes) {
   a << "dma.vv " + R(kTmp) + ", " + R(kTmp2) + ", " + desc + ", " + F(kZeroFill);
 }
 
-// Weight tiles [cout block][tap][cin block], each 128 cin rows x 128 cout columns; odd
-// cin: a tap whose input channels sit one row lower gets its weights one row lower too.
-int64_t EmitWeightCopies(const ConvPlan& p, ConvAsm& a) {
+// One weight copy: VMEM side in the bf16 layout, offset from the cout block's first tile.
+struct WeightCopy {
+  DescShape desc;
+  int64_t vmem_offset = 0;
+  uint64_t hbm = 0;
+};
+
+// Tiles of cout block `co`: [tap][cin block], each 128 cin rows x 128 cout columns (01oi:
+// 128 cout rows x 128 cin columns, loaded transposed); odd bf16 cin: a tap whose input
+// channels sit one row lower gets its weights one row lower too.
+std::vector<WeightCopy> WeightCopies(const ConvPlan& p, int64_t co) {
   const ConvShape& s = p.s;
-  const int64_t taps = p.weight_taps, tap_bytes = p.cinb * kTileBytes;
-  int64_t copies = 0;
-  for (int64_t co = 0; co < p.coutb; ++co) {
-    const int64_t cols = std::min(kMxuEdge, s.cout - co * kMxuEdge);
-    const uint64_t src = s.kernel + co * kMxuEdge * 2;
-    const int64_t dst = p.weights + co * taps * tap_bytes;
-    auto copy = [&](int64_t first_tap, int64_t n_taps, int64_t shift) {
-      a.Li(kTmp, dst + first_tap * tap_bytes + shift * kSlotBytes);
-      a.Li(kTmp2, static_cast<int64_t>(src + first_tap * s.cin * s.cout * 2));
-      const std::string desc =
-          a.Desc({s.cin, cols * 2, s.cout * 2, kSlotBytes, n_taps, s.cin * s.cout * 2, tap_bytes});
-      a << "dma.hv " + R(kTmp) + ", " + R(kTmp2) + ", " + desc + ", " + F(kSetup);
-      ++copies;
-    };
-    if (p.fold) {  // tap t: channel rows from (t % per block) * fold_group of block t / per block
-      for (int64_t t = 0; t < s.kh * s.kw; ++t) {
-        const int64_t dx = t % s.kw, per = p.fold_taps_per_block();
-        const int64_t row = (t / per) * kMxuEdge + (t % per) * p.fold_group +
-                            (s.cin % 2 ? ((dx - s.pad_lo) % 2 + 2) % 2 : 0);
-        a.Li(kTmp, dst + row * kSlotBytes);
-        a.Li(kTmp2, static_cast<int64_t>(src + t * s.cin * s.cout * 2));
-        const std::string desc = a.Desc({s.cin, cols * 2, s.cout * 2, kSlotBytes});
-        a << "dma.hv " + R(kTmp) + ", " + R(kTmp2) + ", " + desc + ", " + F(kSetup);
-        ++copies;
-      }
-      continue;
+  const int64_t e = p.kernel_elem(), tap_bytes = p.cinb * kTileBytes;
+  const int64_t tap_hbm = s.cin * s.cout * e, cols = std::min(kMxuEdge, s.cout - co * kMxuEdge);
+  std::vector<WeightCopy> copies;
+  if (s.kernel_oi) {
+    for (int64_t cb = 0; cb < p.cinb; ++cb) {
+      const int64_t rows = std::min(kMxuEdge, s.cin - cb * kMxuEdge);
+      copies.push_back({{cols, rows * e, s.cin * e, kSlotBytes, p.weight_taps, tap_hbm, tap_bytes},
+                        cb * kTileBytes,
+                        s.kernel + (co * kMxuEdge * s.cin + cb * kMxuEdge) * e});
     }
-    if (s.cin % 2 == 0) {
-      copy(0, taps, 0);
-      continue;
+    return copies;
+  }
+  const uint64_t src = s.kernel + co * kMxuEdge * e;
+  if (p.fold) {  // tap t: channel rows from (t % per block) * fold_group of block t / per block
+    for (int64_t t = 0; t < s.kh * s.kw; ++t) {
+      const int64_t dx = t % s.kw, per = p.fold_taps_per_block();
+      const bool shifted = s.cin % 2 && !s.input_f32;
+      const int64_t row = (t / per) * kMxuEdge + (t % per) * p.fold_group +
+                          (shifted ? ((dx - s.pad_lo) % 2 + 2) % 2 : 0);
+      copies.push_back(
+          {{s.cin, cols * e, s.cout * e, kSlotBytes}, row * kSlotBytes, src + t * tap_hbm});
     }
-    for (const ConvTap& t : p.taps) copy(t.index, 1, t.channel_shift);
+    return copies;
+  }
+  const DescShape all{s.cin, cols * e, s.cout * e, kSlotBytes, p.weight_taps, tap_hbm, tap_bytes};
+  if (s.cin % 2 == 0 || s.input_f32) return {{all, 0, src}};
+  for (const ConvTap& t : p.taps) {
+    DescShape one = all;
+    one.planes = 1;
+    copies.push_back(
+        {one, t.index * tap_bytes + t.channel_shift * kSlotBytes, src + t.index * tap_hbm});
   }
   return copies;
+}
+
+// Issues `copies` of cout block `co` to `base` (scale 2: f32 into the staging area); each
+// adds 1 to kSetup.
+void IssueWeightCopies(ConvAsm& a, const std::vector<WeightCopy>& copies, int64_t base,
+                       int64_t scale) {
+  for (WeightCopy c : copies) {
+    c.desc.dst_stride *= scale, c.desc.dst_plane_stride *= scale;
+    a.Li(kTmp, base + c.vmem_offset * scale);
+    a.Li(kTmp2, static_cast<int64_t>(c.hbm));
+    a << "dma.hv " + R(kTmp) + ", " + R(kTmp2) + ", " + a.Desc(c.desc) + ", " + F(kSetup);
+  }
+}
+
+// bf16 weights: straight into place (the zero fill of the tiles precedes them).
+void EmitWeights(const ConvPlan& p, ConvAsm& a) {
+  int64_t copies = 0;
+  for (int64_t co = 0; co < p.coutb; ++co) {
+    const std::vector<WeightCopy> c = WeightCopies(p, co);
+    IssueWeightCopies(a, c, p.weights + co * p.cout_block_weight_bytes(), 1);
+    copies += static_cast<int64_t>(c.size());
+  }
+  a << "wait seq, " + F(kSetup) + ", " + std::to_string(copies);
+}
+
+// f32 weights: per cout block, zero the staging area if tiles are partial, copy the block in,
+// and let the VPU round it into place; the DMA waits for the VPU before reusing the area.
+void EmitStagedWeights(const ConvPlan& p, ConvAsm& a) {
+  const int64_t stage = p.in_buf[0], block = p.cout_block_weight_bytes();
+  for (int64_t co = 0; co < p.coutb; ++co) {
+    a << "wait dma, " + F(kStageFree) + ", 1";
+    if (p.needs_zero_fill()) {
+      ZeroFill(p, a, stage, 2 * block);
+      a << "wait dma, " + F(kZeroFill) + ", 1";
+    }
+    const std::vector<WeightCopy> c = WeightCopies(p, co);
+    IssueWeightCopies(a, c, stage, 2);
+    a << "wait vpu, " + F(kSetup) + ", " + std::to_string(c.size());
+    a.Li(kLineLo, p.weights + co * block);
+    a.Li(kLineHi, stage);
+    EmitRoundToBf16(a, kLineLo, kLineHi, kCount, block);
+    a << "signal vpu, " + F(kStageFree) + ", 1";
+  }
+  a << "signal vpu, " + F(kConverted) + ", 1"
+    << "wait seq, " + F(kConverted) + ", 1"
+    << "wait dma, " + F(kStageFree) + ", 1"  // input fills and copies reuse the area
+    << "signal dma, " + F(kStageFree) + ", 1";
 }
 
 // SMEM: band b at 8b holds (its kind's line table, kind index); a kind's line table
@@ -80,14 +136,23 @@ void EmitTables(const ConvPlan& p, ConvAsm& a) {
 
 }  // namespace
 
+void EmitRoundToBf16(ConvAsm& a, int dst, int src, int count, int64_t bf16_bytes) {
+  constexpr int64_t kVregBf16Bytes = kZeroBlockBytes / 2;  // one f32[8,128] vreg as bf16
+  a.Li(count, bf16_bytes / kVregBf16Bytes);
+  a << "vloop " + R(count) + ", 2"
+    << "vlds v0, " + R(src) + ", " + std::to_string(kZeroBlockBytes)
+    << "vsts.bf16 v0, " + R(dst) + ", " + std::to_string(kVregBf16Bytes);
+}
+
 void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
-  for (int f = kInLoaded; f <= kSetup; ++f) {
-    bool per_mxu_free = f == kInFree || f == kInFree + 1,
-         out_free = f == kOutFree || f == kOutFree + 1;
+  for (int f = kInLoaded; f <= kStageFree; ++f) {
+    const bool per_mxu_free = f == kInFree || f == kInFree + 1,
+               out_free = f == kOutFree || f == kOutFree + 1;
     a << "sflag " + F(f) + ", " +
-             std::to_string(per_mxu_free ? 2
-                            : out_free   ? p.blocks_per_step()
-                                         : 0);
+             std::to_string(per_mxu_free      ? 2
+                            : out_free        ? p.blocks_per_step()
+                            : f == kStageFree ? 1
+                                              : 0);
   }
   EmitTables(p, a);
   if (p.needs_zero_fill()) {
@@ -95,13 +160,27 @@ void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
     a.Li(kTmp, p.zero_block);
     a << "vst v0, " + R(kTmp) << "signal vpu, " + F(kZeroFill) + ", 1"
       << "wait dma, " + F(kZeroFill) + ", 1";
-    ZeroFill(p, a, p.weights, p.weight_bytes);
-    int fills = 1;
-    if (p.s.cin % kMxuEdge || p.fold) ZeroFill(p, a, p.in_buf[0], 2 * p.in_buf_bytes), ++fills;
-    a << "wait dma, " + F(kZeroFill) + ", " + std::to_string(fills);  // fills before copies
   }
-  const int64_t copies = EmitWeightCopies(p, a);
-  a << "wait seq, " + F(kSetup) + ", " + std::to_string(copies);
+  if (p.s.kernel_f32) {
+    EmitStagedWeights(p, a);
+  } else {
+    if (p.needs_zero_fill()) {
+      ZeroFill(p, a, p.weights, p.weight_bytes);
+      a << "wait dma, " + F(kZeroFill) + ", 1";
+    }
+    EmitWeights(p, a);
+  }
+  // Input-side zeros after the weights (f32 weights staged over this space).
+  int fills = 0;
+  if (p.s.cin % kMxuEdge || p.fold) {
+    if (p.s.input_f32)
+      ZeroFill(p, a, p.stage, p.stage_bytes);
+    else
+      ZeroFill(p, a, p.in_buf[0], 2 * p.in_buf_bytes);
+    ++fills;
+  }
+  if (p.zero_init) ZeroFill(p, a, p.zero_rows, p.zero_rows_bytes), ++fills;
+  if (fills) a << "wait dma, " + F(kZeroFill) + ", " + std::to_string(fills);  // before copies
 }
 
 }  // namespace tpusim::lowering::conv

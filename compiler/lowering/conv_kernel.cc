@@ -37,21 +37,38 @@ void PerKind(const ConvPlan& p, ConvAsm& a, int kind_reg,
 
 // Part `group` of `groups` of the next chunk's copies into kInNext; the first part waits
 // until every MXU is done with that buffer.
+// f32 input: the copies land in the staging area (free once the VPU has read it), and
+// after the last part the VPU rounds the area into kInNext once the MXUs are done with it.
 void EmitPrefetch(const ConvPlan& p, ConvAsm& a, int64_t group, int64_t groups) {
+  const bool staged = p.s.input_f32, last = group + 1 == groups;
   if (group == 0) {
-    for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kInFree + m) + ", 1";
+    if (staged)
+      a << "wait dma, " + F(kStageFree) + ", 1";
+    else
+      for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kInFree + m) + ", 1";
     // Folded, what no copy writes is padding and must be zero. With one or two bands per
     // image each buffer always holds the same band, so the preamble's zeros stay put.
     if (p.fold && p.bands > 2) {
       a.Li(kTmp2, p.zero_block);
-      const int64_t rows = p.in_buf_bytes / kZeroBlockBytes;
-      a << "dma.vv " + R(kInNext) + ", " + R(kTmp2) + ", " +
+      if (staged) a.Li(kTmp, p.stage);
+      const int64_t rows = p.in_buf_bytes * p.in_scale() / kZeroBlockBytes;
+      a << "dma.vv " + R(staged ? kTmp : kInNext) + ", " + R(kTmp2) + ", " +
                a.Desc({rows, kZeroBlockBytes, 0, kZeroBlockBytes}) + ", " + F(kZeroFill)
         << "wait dma, " + F(kZeroFill) + ", 1";
     }
   }
   a << "sld " + R(kTmp) + ", " + R(kNextBand) + ", 4";
-  PerKind(p, a, kTmp, [&](int64_t k) { EmitInputCopies(p, a, k, group, groups); });
+  PerKind(p, a, kTmp, [&](int64_t k) {
+    EmitInputCopies(p, a, k, group, groups);
+    if (!staged || !last) return;
+    for (int64_t m = 0; m < p.mxus; ++m) a << "wait vpu, " + F(kInFree + m) + ", 1";
+    a << "wait vpu, " + F(kInLoaded) + ", " + std::to_string(InputCopies(p, k).size());
+  });
+  if (!staged || !last) return;
+  a.Li(kTmp2, p.stage);
+  EmitRoundToBf16(a, kInNext, kTmp2, kTmp, p.in_buf_bytes);
+  a << "signal vpu, " + F(kStageFree) + ", 1"
+    << "signal vpu, " + F(kConverted) + ", 1";
 }
 
 // Copies queue behind the DMA unit's waits; spread over the points of the cout steps
@@ -158,10 +175,14 @@ std::string ConvKernel(const ConvShape& shape) {
   a << "li " + R(kChunk) + ", 0"
     << "li " + R(kParity) + ", 0";
   a.Label("chunk");
-  a << "sld " + R(kTmp) + ", " + R(kBand) + ", 4";
-  PerKind(p, a, kTmp, [&](int64_t k) {
-    a << "wait seq, " + F(kInLoaded) + ", " + std::to_string(InputCopies(p, k).size());
-  });
+  if (s.input_f32) {
+    a << "wait seq, " + F(kConverted) + ", 1";
+  } else {
+    a << "sld " + R(kTmp) + ", " + R(kBand) + ", 4";
+    PerKind(p, a, kTmp, [&](int64_t k) {
+      a << "wait seq, " + F(kInLoaded) + ", " + std::to_string(InputCopies(p, k).size());
+    });
+  }
   a << "sld " + R(kKindTable) + ", " + R(kBand) + ", 0";
   EmitCoutBlocks(p, a);
   for (int64_t m = 0; m < p.mxus; ++m)

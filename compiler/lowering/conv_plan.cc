@@ -21,14 +21,17 @@ void Validate(const ConvShape& s) {
   Require(s.stride > 0 && s.pad_lo >= 0 && s.pad_hi >= 0, "needs stride > 0 and padding >= 0");
   Require(s.h + s.pad_lo + s.pad_hi >= s.kh && s.w + s.pad_lo + s.pad_hi >= s.kw,
           "the kernel is larger than the padded input");
-  Require(s.pad_lo + s.pad_hi < std::min(s.kh, s.kw),
+  Require(std::max(s.pad_lo, s.pad_hi) < std::min(s.kh, s.kw),
           "padding " + std::to_string(s.pad_lo) + "+" + std::to_string(s.pad_hi) +
-              " must be below the kernel size (a tap must see every output pixel)");
+              " must be below the kernel size on each side (every output line sees a tap row)");
   Require(s.mxus == 1 || s.mxus == 2, "plans for 1 or 2 MXUs per core");
   Require(s.stride == 1 || s.w % s.stride == 0,
           "the input width " + std::to_string(s.w) + " must be a multiple of the stride");
-  Require(s.cout % 2 == 0, "DMA moves 4-byte words: cout must be even");
-  Require(s.cin % 2 == 0 || (s.cin < kMxuEdge && s.stride % 2 == 0),
+  Require(s.cout % 2 == 0 || s.kernel_f32 || s.kernel_oi,
+          "DMA moves 4-byte words: a bf16 01io kernel needs an even cout");
+  Require(!s.kernel_oi || s.cin % 2 == 0 || (s.input_f32 && s.kernel_f32),
+          "a 01oi kernel with an odd cin needs f32 operands (bf16 rows are not 4-byte words)");
+  Require(s.cin % 2 == 0 || s.input_f32 || (s.cin < kMxuEdge && s.stride % 2 == 0),
           "an odd cin (" + std::to_string(s.cin) +
               ") is supported below 128 channels with an even stride only (DMA moves 4-byte "
               "words; each column phase then has one alignment)");
@@ -48,6 +51,8 @@ bool TryChunkAs(ConvPlan& p, int64_t imgs, int64_t band, bool split_cout) {
   // larger chunk reuses all rows, each line's next matmul waiting for that line's pop.
   if (band * p.acc_line > s.acc_rows) return false;
   p.acc_region = 2 * band * p.acc_line <= s.acc_rows ? s.acc_rows / 2 : 0;
+  p.zero_rows_bytes =
+      p.zero_init ? RoundUp(std::max(p.part, kMxuEdge) * kSlotBytes, kZeroBlockBytes) : 0;
   p.buffer_rows = p.fold ? band : (band - 1) * s.stride + s.kh;
   p.phase_rows = p.fold ? band : CeilDiv(p.buffer_rows, s.stride);
   p.row_bytes = p.phase_cols * imgs * kSlotBytes;
@@ -58,7 +63,11 @@ bool TryChunkAs(ConvPlan& p, int64_t imgs, int64_t band, bool split_cout) {
   const int64_t base = p.weights + p.weight_bytes;
   p.in_buf[0] = base, p.in_buf[1] = base + p.in_buf_bytes;
   p.out_buf[0] = base + 2 * p.in_buf_bytes, p.out_buf[1] = p.out_buf[0] + p.out_buf_bytes;
-  return p.out_buf[1] + p.out_buf_bytes <= s.vmem_bytes;
+  p.stage = p.out_buf[1] + p.out_buf_bytes;
+  p.stage_bytes = s.input_f32 ? 2 * p.in_buf_bytes : 0;
+  p.zero_rows = p.stage + p.stage_bytes;
+  return p.zero_rows + p.zero_rows_bytes <= s.vmem_bytes &&
+         p.in_buf[0] + p.weight_stage_bytes <= s.vmem_bytes;
 }
 
 // Cout blocks per MXU when parts of lines would leave weight loads exposed.
@@ -111,7 +120,7 @@ ConvTap PlanTap(const ConvPlan& p, int64_t dy, int64_t dx) {
   t.slot = std::find(p.slot_phase.begin(), p.slot_phase.end(), phase) - p.slot_phase.begin();
   t.row_offset = dy / s.stride;
   t.column_offset = FloorDiv(cx, s.stride);
-  t.channel_shift = s.cin % 2 ? px % 2 : 0;
+  t.channel_shift = s.cin % 2 && !s.input_f32 ? px % 2 : 0;
   // Output columns whose input column exists; positions are column * imgs + image.
   const int64_t x_lo = std::max<int64_t>(0, CeilDiv(-cx, s.stride));
   const int64_t x_hi = std::min(p.ow, FloorDiv(s.w - 1 - cx, s.stride) + 1);
@@ -137,9 +146,9 @@ ConvTap FoldedTap(const ConvPlan& p) {
 }  // namespace
 
 int64_t ConvPlan::copy_bytes(int64_t cb) const {
-  if (fold) return fold_group * 2;
-  if (s.cin % 2) return RoundUp(s.cin * 2 + 2, 4);
-  return std::min(kMxuEdge, s.cin - cb * kMxuEdge) * 2;
+  if (fold) return fold_group * in_elem();
+  if (s.cin % 2 && !s.input_f32) return RoundUp(s.cin * 2 + 2, 4);
+  return std::min(kMxuEdge, s.cin - cb * kMxuEdge) * in_elem();
 }
 
 ConvPlan PlanConv(const ConvShape& shape) {
@@ -153,8 +162,10 @@ ConvPlan PlanConv(const ConvShape& shape) {
   p.phase_cols = s.w / s.stride;
   p.weight_taps = s.kh * s.kw;
   p.fold = s.cin < kFoldBelowCin && p.weight_taps > 1;
-  if (p.fold) {  // odd cin: one channel more, for the word-aligned copies
-    p.fold_group = s.cin % 2 ? s.cin + 1 : s.cin;
+  Require(!p.fold || !s.kernel_oi, "a 01oi kernel with under 16 input channels (not folded)");
+  p.zero_init = !p.fold && s.pad_lo + s.pad_hi >= std::min(s.kh, s.kw);
+  if (p.fold) {  // odd bf16 cin: one channel more, for the word-aligned copies
+    p.fold_group = s.cin % 2 && !s.input_f32 ? s.cin + 1 : s.cin;
     p.cinb = CeilDiv(p.weight_taps, p.fold_taps_per_block());
     p.weight_taps = 1, p.phase_cols = p.ow;
   }
@@ -168,7 +179,8 @@ ConvPlan PlanConv(const ConvShape& shape) {
   std::sort(p.slot_phase.begin(), p.slot_phase.end());
   p.slots = static_cast<int64_t>(p.slot_phase.size());
   p.weight_bytes = p.coutb * p.weight_taps * p.cinb * kTileBytes;
-  if (s.cin % kMxuEdge || s.cout % kMxuEdge) p.zero_block = 0;
+  p.weight_stage_bytes = s.kernel_f32 ? 2 * p.cout_block_weight_bytes() : 0;
+  if (s.cin % kMxuEdge || s.cout % kMxuEdge || p.zero_init) p.zero_block = 0;
   p.weights = p.needs_zero_fill() ? kZeroBlockBytes : 0;
   PlanChunks(p);
   PlanBands(p);

@@ -63,10 +63,23 @@ struct ConvPlan {
   std::vector<ConvTap> taps;  // taps[0] writes every position of every line (mxu.mm)
   std::vector<ConvBandKind> kinds;
   std::vector<int64_t> band_kind;  // per band of an image
-  int64_t hbm_row_bytes() const { return s.w * s.cin * 2; }
+  // f32 operands: DMA lands them in a staging area laid out as their bf16 place with every
+  // byte offset doubled, and the VPU rounds it into place (`stage`: the input's, after the
+  // output buffers; the weights pass a cout block at a time through the area from in_buf[0]).
+  int64_t stage = 0, stage_bytes = 0, weight_stage_bytes = 0;
+  // Padding at least the kernel size: some output pixel sees no tap, so each cout step
+  // first zeroes its accumulator rows with matmuls of zero rows (`zero_rows` in VMEM).
+  bool zero_init = false;
+  int64_t zero_rows = 0, zero_rows_bytes = 0;
+  int64_t in_elem() const { return s.input_f32 ? 4 : 2; }  // input bytes per element in HBM
+  int64_t kernel_elem() const { return s.kernel_f32 ? 4 : 2; }
+  int64_t in_scale() const { return s.input_f32 ? 2 : 1; }  // VMEM landing bytes per bf16 byte
+  int64_t kernel_scale() const { return s.kernel_f32 ? 2 : 1; }
+  int64_t cout_block_weight_bytes() const { return weight_taps * cinb * kTileBytes; }
+  int64_t hbm_row_bytes() const { return s.w * s.cin * in_elem(); }
   int64_t hbm_image_bytes() const { return s.h * hbm_row_bytes(); }
   int64_t out_pixel_bytes() const { return s.cout * 4; }
-  // Bytes of cin block `cb` each input pixel copy moves (odd cin: with the shift).
+  // Bytes of cin block `cb` each input pixel copy moves (odd bf16 cin: with the shift).
   int64_t copy_bytes(int64_t cb) const;
   bool needs_zero_fill() const { return zero_block >= 0; }
   int64_t fold_taps_per_block() const { return kMxuEdge / fold_group; }

@@ -18,7 +18,8 @@ void EmitBlock(const ConvPlan& p, ConvAsm& a, const ConvTap& t, const std::strin
   for (int64_t m = 0; m < p.mxus; ++m) {
     if (!t.count[m]) continue;
     if (p.split_cout) a.AddImm(kTmp2, kTile, m * cout_block_bytes);  // MXU m's cout block
-    a << "mxu.ldw m" + std::to_string(m) + ", " + R(p.split_cout ? kTmp2 : kTile);
+    a << std::string(p.s.kernel_oi ? "mxu.ldwt m" : "mxu.ldw m") + std::to_string(m) + ", " +
+             R(p.split_cout ? kTmp2 : kTile);
     a.AddImm(kAddr + m, kBase, t.first[m] * kSlotBytes);
     a.AddImm(kAccRow + m, kAccLine, t.first[m] - p.part_base(m));
     a.Li(kRows + m, t.count[m]);
@@ -69,7 +70,7 @@ void EmitTap(const ConvPlan& p, ConvAsm& a, const ConvTap& t, bool first,
   int64_t from = 0;
   if (first) {
     before_block(false);
-    EmitBlock(p, a, t, "mxu.mm");
+    EmitBlock(p, a, t, p.zero_init ? "mxu.mma" : "mxu.mm");
     from = 1;
     if (p.cinb > 1) NextBlock(p, a);
   }
@@ -127,12 +128,40 @@ void EmitOutputCopies(const ConvPlan& p, ConvAsm& a) {
   a.Label(copied);
 }
 
+// Zeroes the accumulator rows of every line each MXU pops: zero rows times zero weights.
+void EmitZeroTap(const ConvPlan& p, ConvAsm& a) {
+  a << "# zero the accumulators (padding: some output pixels see no tap)";
+  a.Li(kTmp2, p.zero_rows);
+  for (int64_t m = 0; m < p.mxus; ++m) {
+    a << "mxu.ldw m" + std::to_string(m) + ", " + R(kTmp2);
+    a.Li(kRows + m, p.part_rows(m));
+  }
+  a << "mov " + R(kAccLine) + ", " + R(kAcc);
+  a.Li(kCount, 0);
+  const std::string loop = a.NewLabel("zero_line");
+  a.Label(loop);
+  for (int64_t m = 0; m < p.mxus; ++m)
+    a << "mxu.mm m" + std::to_string(m) + ", " + R(kTmp2) + ", " + R(kRows + m) + ", " +
+             R(kAccLine);
+  a.AddImm(kAccLine, kAccLine, p.acc_line);
+  a << "addi " + R(kCount) + ", " + R(kCount) + ", 1";
+  a.Li(kTmp, p.band);
+  a << "blt " + R(kCount) + ", " + R(kTmp) + ", " + loop;
+}
+
 }  // namespace
 
 void EmitTaps(const ConvPlan& p, ConvAsm& a, const std::function<void(int64_t, bool)>& at_point) {
+  if (p.zero_init) {  // the points of the first tap's cin blocks, before the zeroing
+    for (int64_t cb = 0; cb < p.cinb; ++cb) at_point(cb, false);
+    EmitZeroTap(p, a);
+  }
   for (size_t i = 0; i < p.taps.size(); ++i) {
     if (i > 0) at_point(p.cinb + static_cast<int64_t>(i) - 1, false);
-    EmitTap(p, a, p.taps[i], i == 0, [&](bool in_loop) { at_point(0, in_loop); });
+    if (p.zero_init)
+      EmitTap(p, a, p.taps[i], i == 0, [](bool) {});
+    else
+      EmitTap(p, a, p.taps[i], i == 0, [&](bool in_loop) { at_point(0, in_loop); });
   }
 }
 

@@ -190,6 +190,10 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   s.cin = ker[static_cast<size_t>(cd->kernel_input_feature)];
   s.cout = ker[static_cast<size_t>(cd->kernel_output_feature)];
   s.kh = y.size, s.kw = x.size, s.stride = y.stride, s.pad_lo = y.pad_low, s.pad_hi = y.pad_high;
+  const hlo::Shape &in_shape = instr.operand(0)->shape(), &ker_shape = instr.operand(1)->shape();
+  s.input_f32 = in_shape.type == hlo::PrimitiveType::kF32;
+  s.kernel_f32 = ker_shape.type == hlo::PrimitiveType::kF32;
+  s.kernel_oi = cd->labels == "b01f_01oi->b01f";
   s.input = c.address(instr.operand(0)), s.kernel = c.address(instr.operand(1));
   s.output = c.address(&instr);
   s.tag = instr.name();
@@ -204,14 +208,15 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   op.kind = KernelKind::kMxu;
   op.flops = static_cast<double>(ConvFlops(s));
   const int64_t oh = ConvOutputSize(s), ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
-  op.hbm_bytes = static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * 2 + oh * ow * s.cout * 4) +
-                                       s.kh * s.kw * s.cin * s.cout * 2);
-  op.exact = cd->labels == "b01f_01io->b01f" &&
-             instr.operand(0)->shape().type == hlo::PrimitiveType::kBF16 &&
-             instr.operand(1)->shape().type == hlo::PrimitiveType::kBF16 &&
-             instr.shape().type == hlo::PrimitiveType::kF32;
-  if (cd->labels != "b01f_01io->b01f")
-    op.note = "kernel layout " + cd->labels + ": timing of the 01io form";
+  const int64_t in_elem = s.input_f32 ? 4 : 2, ker_elem = s.kernel_f32 ? 4 : 2;
+  op.hbm_bytes =
+      static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * 4) +
+                            s.kh * s.kw * s.cin * s.cout * ker_elem);
+  const bool known_layout = cd->labels == "b01f_01io->b01f" || s.kernel_oi;
+  op.exact = known_layout && FloatOrBf16(in_shape) && FloatOrBf16(ker_shape) &&
+             instr.shape().type == hlo::PrimitiveType::kF32 &&
+             ConvolutionWork(instr, c.split, c.cores).passes == 1;
+  if (!known_layout) op.note = "kernel layout " + cd->labels + ": timing of the 01io form";
   return k;
 }
 

@@ -1,0 +1,89 @@
+// Convolution kernels that compute exact values (conv_kernel.h): each module is compiled
+// for v3-8, simulated with random inputs and compared with the reference evaluator
+// (sim_values_util.h). Sizes are small and ragged: channels not multiples of 128, odd
+// spatial sizes, padding, stride 2, f32 operands rounded to bf16 on the way in.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "test/compiler/sim_values_util.h"
+
+namespace tpusim {
+namespace {
+
+using testing::SimulateValues;
+
+constexpr double kTolerance = 1e-5;  // f32 accumulation order (bf16 operands, as the evaluator)
+
+// One convolution `x * k -> out` with the given window and dim_labels.
+std::string ConvModule(const std::string& x, const std::string& k, const std::string& out,
+                       const std::string& window, const std::string& labels) {
+  return "HloModule m, replica_count=8\nENTRY %main (x: " + x + ", k: " + k + ") -> " + out +
+         " {\n  %x = " + x + " parameter(0)\n  %k = " + k + " parameter(1)\n  ROOT %c = " + out +
+         " convolution(%x, %k), window={" + window + "}, dim_labels=" + labels + "\n}\n";
+}
+
+void ExpectMatch(const std::string& hlo) {
+  testing::ValueRun r = SimulateValues(hlo);
+  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
+  EXPECT_TRUE(r.nonzero);
+  EXPECT_GE(r.error, 0);
+  EXPECT_LT(r.error, kTolerance);
+}
+
+TEST(ExactConv, CorruptedResultIsDetected) {  // the comparison itself is a real check
+  testing::ValueRun r =
+      SimulateValues(ConvModule("f32[2,9,9,5]", "f32[3,3,5,130]", "f32[2,9,9,130]",
+                                "size=3x3 pad=1_1x1_1", "b01f_01io->b01f"),
+                     /*corrupt=*/true);
+  ASSERT_TRUE(r.exact) << r.inexact_ops;
+  EXPECT_GT(r.error, 1.0);
+}
+
+TEST(ExactConv, ForwardF32RaggedChannelsPadded) {
+  ExpectMatch(ConvModule("f32[2,9,9,130]", "f32[3,3,130,5]", "f32[2,9,9,5]", "size=3x3 pad=1_1x1_1",
+                         "b01f_01io->b01f"));
+}
+
+TEST(ExactConv, ForwardF32OneChannelFolded) {  // as mnist-cnn's first layer
+  ExpectMatch(ConvModule("f32[2,9,9,1]", "f32[3,3,1,130]", "f32[2,7,7,130]", "size=3x3",
+                         "b01f_01io->b01f"));
+}
+
+TEST(ExactConv, ForwardF32StrideTwoFolded) {
+  ExpectMatch(ConvModule("f32[2,10,10,3]", "f32[3,3,3,130]", "f32[2,4,4,130]",
+                         "size=3x3 stride=2x2", "b01f_01io->b01f"));
+}
+
+TEST(ExactConv, ForwardF32StrideTwoPadded) {
+  ExpectMatch(ConvModule("f32[2,10,10,130]", "f32[3,3,130,6]", "f32[2,5,5,6]",
+                         "size=3x3 stride=2x2 pad=1_1x1_1", "b01f_01io->b01f"));
+}
+
+TEST(ExactConv, ForwardBf16InputF32Kernel) {
+  ExpectMatch(ConvModule("bf16[2,9,9,130]", "f32[3,3,130,6]", "f32[2,7,7,6]", "size=3x3",
+                         "b01f_01io->b01f"));
+}
+
+TEST(ExactConv, InputGradient01oiFullPadding) {  // as mnist-cnn's convolution.101
+  ExpectMatch(ConvModule("f32[2,9,9,130]", "f32[3,3,6,130]", "f32[2,11,11,6]",
+                         "size=3x3 pad=2_2x2_2", "b01f_01oi->b01f"));
+}
+
+TEST(ExactConv, InputGradient01oiOddChannels) {
+  ExpectMatch(ConvModule("f32[2,9,9,18]", "f32[3,3,5,18]", "f32[2,11,11,5]", "size=3x3 pad=2_2x2_2",
+                         "b01f_01oi->b01f"));
+}
+
+TEST(ExactConv, ReversedKernelFeedsInputGradient) {  // reverse.100 -> convolution.101
+  ExpectMatch(R"(HloModule m, replica_count=8
+ENTRY %main (x: f32[2,9,9,130], k: f32[3,3,6,130]) -> f32[2,11,11,6] {
+  %x = f32[2,9,9,130]{3,2,1,0} parameter(0)
+  %k = f32[3,3,6,130]{3,2,1,0} parameter(1)
+  %r = f32[3,3,6,130]{3,2,1,0} reverse(%k), dimensions={0,1}
+  ROOT %c = f32[2,11,11,6]{3,2,1,0} convolution(%x, %r), window={size=3x3 pad=2_2x2_2}, dim_labels=b01f_01oi->b01f
+})");
+}
+
+}  // namespace
+}  // namespace tpusim
