@@ -5,6 +5,7 @@
 #include "compiler/hlo/opcode.h"
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/conv_kernel.h"
+#include "compiler/lowering/conv_wgrad.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/exact_dot_kernel.h"
 #include "compiler/lowering/move_ops.h"
@@ -220,6 +221,43 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   return k;
 }
 
+// A weight gradient (`f01b_i01o->01bf`, window = the output gradient's size, f32 operands,
+// DEFAULT precision) on the kernel of conv_wgrad.h; empty when it does not take it.
+std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  const hlo::ConvDims* cd = instr.conv_dims();
+  const hlo::Window* win = instr.window();
+  const hlo::Shape &x = instr.operand(0)->shape(), &dy = instr.operand(1)->shape();
+  if (!cd || cd->labels != "f01b_i01o->01bf" || !win || win->dims.size() != 2 ||
+      x.type != hlo::PrimitiveType::kF32 || dy.type != hlo::PrimitiveType::kF32 ||
+      instr.shape().type != hlo::PrimitiveType::kF32 ||
+      instr.GetInt("feature_group_count").value_or(1) != 1 ||
+      instr.GetInt("batch_group_count").value_or(1) != 1 ||
+      ConvolutionWork(instr, c.split, c.cores).passes != 1)
+    return "";
+  for (const hlo::WindowDim& d : win->dims)
+    if (d.stride != 1 || d.pad_low || d.pad_high || d.lhs_dilate != 1 || d.rhs_dilate != 1)
+      return "";
+  WeightGradShape s;
+  s.batch = x.dims[0], s.h = x.dims[1], s.w = x.dims[2], s.cin = x.dims[3];
+  s.ho = dy.dims[1], s.wo = dy.dims[2], s.cout = dy.dims[3];
+  if (dy.dims[0] != s.batch || win->dims[0].size != s.ho || win->dims[1].size != s.wo) return "";
+  if (c.split > 0 && s.batch == c.split) s.batch /= c.cores;
+  s.x = c.address(instr.operand(0)), s.dy = c.address(instr.operand(1)), s.dw = c.address(&instr);
+  s.tag = instr.name(), s.mxus = c.mxus;
+  std::string k;
+  try {
+    k = WeightGradKernel(s);
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+  op.kind = KernelKind::kMxu;
+  op.flops = 2.0 * s.batch * s.ho * s.wo * (s.h - s.ho + 1) * (s.w - s.wo + 1) * s.cin * s.cout;
+  op.hbm_bytes = BytesPerCore(x, c.split, c.cores) + BytesPerCore(dy, c.split, c.cores) +
+                 BytesPerCore(instr.shape(), 0, 1);
+  op.exact = true;
+  return k;
+}
+
 }  // namespace
 
 uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores) {
@@ -250,6 +288,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
       return k;
     }
     case Opcode::kConvolution:
+      if (std::string k = WeightGrad(instr, c, op); !k.empty()) return k;
       if (std::string k = ConvolutionKernel(instr, c, op); !k.empty()) return k;
       return Mxu(ConvolutionWork(instr, c.split, c.cores), instr, c, op);
     case Opcode::kFusion:

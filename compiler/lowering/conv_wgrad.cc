@@ -1,0 +1,298 @@
+// Per block of output-gradient lines (the contraction: positions (line, column) over the
+// input's full width, at most 128, so a tap's X rows are 128 consecutive staged pixels): DMA
+// brings the block's X rows (with the kernel's halo) and dY rows into staging areas as f32;
+// the VPU rounds X to bf16 in place order and transposes each cout block of dY into a
+// [128 cout, 128 positions] bf16 tile (vxpose). Each MXU takes cout blocks: per tap and cin
+// block, the X rows from the tap's offset are the weights and the dY tile the left-hand rows,
+// accumulating dW^T. Columns past the output width have zero dY, so what X holds there does
+// not count. Blocks loop; tiles alternate between two buffers so the VPU prepares block
+// i + 1 while the MXUs multiply block i. At the end the VPU transposes the popped results.
+#include "compiler/lowering/conv_wgrad.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "compiler/lowering/conv_emit.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using conv::EmitRoundToBf16;
+
+constexpr int64_t kPixelBytes = kMxuEdge * 4;  // one staged f32 pixel of 128 channels
+constexpr int64_t kStageTileBytes = kMxuEdge * kPixelBytes;
+// Registers: block index, block row in the image, HBM sources, tile parity and base, temps.
+enum Reg : int { kBlock = 1, kRow, kXSrc, kDySrc, kParity, kTiles, kT1, kT2, kT3, kAddr = 26 };
+// Flags: copies landed, staging free, tiles ready, tiles free (per parity), zeros, pops, out.
+enum Flag : int { kLoaded = 0, kStageFree, kReady, kFree0, kFree1, kZeroed, kPopped, kOut };
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+struct Plan {
+  WeightGradShape s;
+  int64_t kh = 0, kw = 0, taps = 0, rows = 0, blocks = 0, tail = 0, pixels = 0;
+  int64_t cinb = 0, coutb = 0, mxus = 0, per_mxu = 0;  // cout blocks per MXU
+  int64_t zero = 0, sx = 0, sx_cb = 0, sd = 0, tiles[2] = {}, tiles_bytes = 0, out = 0,
+          out_bytes = 0;
+  // Offsets in a tile buffer: bf16 X [cin block][pixel], then dY^T tiles [cout block].
+  int64_t x_rows(int64_t cb, int64_t t) const {
+    return (cb * pixels + (t / kw) * s.w + t % kw) * kSlotBytes;
+  }
+  int64_t dy_tile(int64_t co) const { return cinb * pixels * kSlotBytes + co * kTileBytes; }
+  int64_t cout_rows(int64_t co) const { return std::min(kMxuEdge, s.cout - co * kMxuEdge); }
+  int64_t cin_rows(int64_t cb) const { return std::min(kMxuEdge, s.cin - cb * kMxuEdge); }
+  int64_t region(int64_t j, int64_t t, int64_t cb) const { return ((j * taps + t) * cinb + cb); }
+};
+
+void Require(bool ok, const std::string& why) {
+  if (!ok) throw std::invalid_argument("weight-gradient kernel: " + why);
+}
+
+Plan MakePlan(const WeightGradShape& s) {
+  Require(
+      s.batch > 0 && s.ho > 0 && s.wo > 0 && s.h >= s.ho && s.w >= s.wo && s.cin > 0 && s.cout > 0,
+      "needs positive sizes and a window no larger than the input");
+  Require(s.mxus >= 1 && s.mxus <= 2, "plans for 1 or 2 MXUs per core");
+  Plan p;
+  p.s = s;
+  p.kh = s.h - s.ho + 1, p.kw = s.w - s.wo + 1, p.taps = p.kh * p.kw;
+  Require(s.w <= kMxuEdge,
+          "an input row of " + std::to_string(s.w) + " pixels exceeds one 128-position block");
+  p.rows = kMxuEdge / s.w, p.blocks = CeilDiv(s.ho, p.rows);
+  p.tail = s.ho - (p.blocks - 1) * p.rows;
+  p.cinb = CeilDiv(s.cin, kMxuEdge), p.coutb = CeilDiv(s.cout, kMxuEdge);
+  p.mxus = std::min<int64_t>(s.mxus, p.coutb), p.per_mxu = CeilDiv(p.coutb, p.mxus);
+  Require(p.per_mxu * p.taps * p.cinb * kMxuEdge <= s.acc_rows,
+          "taps x cin blocks x cout blocks per MXU exceed the accumulator rows");
+  p.zero = 0;
+  p.sx = kTileBytes;
+  // Staged pixels: the block's lines with the halo, and every row a tap's weights read.
+  p.pixels = RoundUp(std::max((p.rows + p.kh - 1) * s.w, (p.kh - 1) * s.w + p.kw - 1 + kMxuEdge),
+                     2 * kZeroBlockBytes / kPixelBytes);
+  p.sx_cb = p.pixels * kPixelBytes;
+  p.sd = p.sx + p.cinb * p.sx_cb;
+  p.tiles_bytes = p.cinb * p.pixels * kSlotBytes + p.coutb * kTileBytes;
+  p.tiles[0] = p.sd + p.coutb * kStageTileBytes, p.tiles[1] = p.tiles[0] + p.tiles_bytes;
+  p.out = p.tiles[1] + p.tiles_bytes;
+  p.out_bytes = p.per_mxu * p.taps * p.cinb * kStageTileBytes;
+  Require(p.out + p.mxus * p.out_bytes <= s.vmem_bytes, "the buffers exceed VMEM");
+  return p;
+}
+
+// VPU: zero `bytes` (a multiple of 4096) of VMEM from `addr` with v0.
+void ZeroVmem(ConvAsm& a, int64_t addr, int64_t bytes) {
+  a << "vmovi v0, 0.0";
+  a.Li(kT1, addr);
+  a.Li(kT2, bytes / kZeroBlockBytes);
+  a << "vloop " + R(kT2) + ", 1"
+    << "vsts v0, " + R(kT1) + ", " + std::to_string(kZeroBlockBytes);
+}
+
+// The block's copies (`lines` dY rows, their X rows with the halo); each adds 1 to kLoaded.
+void EmitCopies(const Plan& p, ConvAsm& a, int64_t lines) {
+  const WeightGradShape& s = p.s;
+  for (int64_t cb = 0; cb < p.cinb; ++cb) {
+    a.Li(kT1, p.sx + cb * p.sx_cb);
+    a.AddImm(kT2, kXSrc, cb * kMxuEdge * 4);
+    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+             a.Desc({s.w, p.cin_rows(cb) * 4, s.cin * 4, kPixelBytes, lines + p.kh - 1,
+                     s.w * s.cin * 4, s.w * kPixelBytes}) +
+             ", " + F(kLoaded);
+  }
+  for (int64_t co = 0; co < p.coutb; ++co) {
+    const int64_t cols = std::min(kMxuEdge, s.cout - co * kMxuEdge);
+    a.Li(kT1, p.sd + co * kStageTileBytes);
+    a.AddImm(kT2, kDySrc, co * kMxuEdge * 4);
+    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+             a.Desc({s.wo, cols * 4, s.cout * 4, kPixelBytes, lines, s.wo * s.cout * 4,
+                     s.w * kPixelBytes}) +
+             ", " + F(kLoaded);
+  }
+}
+
+// `body(parity)` under a branch on kParity.
+template <typename F>
+void PerParity(ConvAsm& a, F body) {
+  const std::string odd = a.NewLabel("odd"), done = a.NewLabel("parity_done");
+  a << "bne " + R(kParity) + ", r0, " + odd;
+  body(0);
+  a << "jmp " + done;
+  a.Label(odd);
+  body(1);
+  a.Label(done);
+}
+
+// VPU: 16 vregs from VMEM `src` (8 rows of 128 f32 each, consecutive), transposed, stored
+// from register `dst` as 16 x 8 rows: bf16 (a tile) or f32.
+void Transpose(ConvAsm& a, int64_t src, int dst, bool bf16) {
+  for (int64_t j = 0; j < 16; ++j) {
+    a.Li(kAddr, src + j * kZeroBlockBytes);
+    a << "vld v" + std::to_string(j) + ", " + R(kAddr);
+  }
+  a << "vxpose v16, v0";
+  const int64_t step = bf16 ? kZeroBlockBytes / 2 : kZeroBlockBytes;
+  for (int64_t j = 0; j < 16; ++j) {
+    a << std::string(bf16 ? "vst.bf16 v" : "vst v") + std::to_string(16 + j) + ", " + R(dst);
+    if (j < 15) a.AddImm(dst, dst, step);
+  }
+}
+
+// VPU: X rounded to bf16 and the transposed dY tiles, into the tile buffer at kTiles.
+void EmitTiles(const Plan& p, ConvAsm& a) {
+  a << "wait vpu, " + F(kLoaded) + ", " + std::to_string(p.cinb + p.coutb);
+  PerParity(a,
+            [&](int par) { a << "wait vpu, " + F(kFree0 + par) + ", " + std::to_string(p.mxus); });
+  a.Li(kT3, p.sx);
+  EmitRoundToBf16(a, kTiles, kT3, kT2, p.cinb * p.pixels * kSlotBytes);
+  for (int64_t co = 0; co < p.coutb; ++co) {
+    a.AddImm(kT1, kTiles, p.dy_tile(co));
+    Transpose(a, p.sd + co * kStageTileBytes, kT1, true);
+  }
+  ZeroVmem(a, p.sd, p.coutb * kStageTileBytes);  // positions a short block leaves unwritten
+  a << "signal vpu, " + F(kStageFree) + ", 1"
+    << "signal vpu, " + F(kReady) + ", 1";
+}
+
+// MXU m: per cout block it owns, the dY tile as left-hand rows against the X rows of every
+// (tap, cin block) as weights.
+void EmitMatmuls(const Plan& p, ConvAsm& a) {
+  for (int64_t m = 0; m < p.mxus; ++m)
+    for (int64_t j = 0; j < p.per_mxu; ++j) {
+      const int64_t co = m + j * p.mxus;
+      if (co >= p.coutb) continue;
+      const std::string mx = "m" + std::to_string(m);
+      a.AddImm(kT1, kTiles, p.dy_tile(co));
+      a.Li(kT2, RoundUp(p.cout_rows(co), 8));
+      for (int64_t cb = 0; cb < p.cinb; ++cb)
+        for (int64_t t = 0; t < p.taps; ++t) {
+          a.AddImm(kAddr, kTiles, p.x_rows(cb, t));
+          a.Li(kT3, p.region(j, t, cb) * kMxuEdge);
+          a << "mxu.ldw " + mx + ", " + R(kAddr)
+            << "mxu.mma " + mx + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
+        }
+    }
+}
+
+void EmitDrain(const Plan& p, ConvAsm& a) {
+  const WeightGradShape& s = p.s;
+  for (int64_t m = 0; m < p.mxus; ++m) {
+    for (int64_t j = 0; j < p.per_mxu; ++j)
+      for (int64_t t = 0; t < p.taps; ++t)
+        for (int64_t cb = 0; cb < p.cinb; ++cb) {
+          const int64_t reg = p.region(j, t, cb);
+          a.Li(kT1, p.out + m * p.out_bytes + reg * kStageTileBytes);
+          a.Li(kT2, reg * kMxuEdge);
+          a.Li(kT3, kMxuEdge);
+          a << "mxu.pop m" + std::to_string(m) + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
+        }
+    a << "signal mxu" + std::to_string(m) + ", " + F(kPopped) + ", 1";
+  }
+  // dW^T per region: [cout][cin] -> [cin][cout] in place.
+  a << "wait vpu, " + F(kPopped) + ", " + std::to_string(p.mxus);
+  for (int64_t m = 0; m < p.mxus; ++m)
+    for (int64_t r = 0; r < p.per_mxu * p.taps * p.cinb; ++r) {
+      const int64_t at = p.out + m * p.out_bytes + r * kStageTileBytes;
+      a.Li(kT1, at);
+      Transpose(a, at, kT1, false);
+    }
+  a << "signal vpu, " + F(kZeroed) + ", 1"
+    << "wait dma, " + F(kZeroed) + ", 1";
+  int64_t copies = 0;
+  for (int64_t m = 0; m < p.mxus; ++m)
+    for (int64_t j = 0; j < p.per_mxu; ++j) {
+      const int64_t co = m + j * p.mxus;
+      if (co >= p.coutb) continue;
+      const int64_t cols = p.cout_rows(co);
+      for (int64_t cb = 0; cb < p.cinb; ++cb) {
+        a.Li(kT1, static_cast<int64_t>(s.dw) + ((cb * kMxuEdge) * s.cout + co * kMxuEdge) * 4);
+        a.Li(kT2, p.out + m * p.out_bytes + p.region(j, 0, cb) * kStageTileBytes);
+        a << "dma.vh " + R(kT1) + ", " + R(kT2) + ", " +
+                 a.Desc({p.cin_rows(cb), cols * 4, kPixelBytes, s.cout * 4, p.taps,
+                         p.cinb * kStageTileBytes, s.cin * s.cout * 4}) +
+                 ", " + F(kOut);
+        ++copies;
+      }
+    }
+  a << "wait seq, " + F(kOut) + ", " + std::to_string(copies);
+}
+
+}  // namespace
+
+std::string WeightGradKernel(const WeightGradShape& shape) {
+  const Plan p = MakePlan(shape);
+  const WeightGradShape& s = p.s;
+  ConvAsm a(31);
+  a << "# weight gradient " + std::to_string(s.batch) + "x" + std::to_string(s.h) + "x" +
+           std::to_string(s.w) + "x" + std::to_string(s.cin) + " by " + std::to_string(s.ho) + "x" +
+           std::to_string(s.wo) + "x" + std::to_string(s.cout) + ": " +
+           std::to_string(s.batch * p.blocks) + " blocks of " + std::to_string(p.rows) +
+           " lines (compiler/lowering/conv_wgrad.cc)";
+  for (int f = kLoaded; f <= kOut; ++f)
+    a << "sflag " + F(f) + ", " +
+             std::to_string(f == kStageFree              ? 1
+                            : f == kFree0 || f == kFree1 ? p.mxus
+                                                         : 0);
+  ZeroVmem(a, p.zero, p.sd + p.coutb * kStageTileBytes);  // zero tile and staging areas
+  a << "signal vpu, " + F(kZeroed) + ", 1"
+    << "wait seq, " + F(kZeroed) + ", 1";
+  for (int64_t m = 0; m < p.mxus; ++m) {  // zero every accumulator region
+    a.Li(kT1, p.zero);
+    a << "mxu.ldw m" + std::to_string(m) + ", " + R(kT1);
+    a.Li(kT2, kMxuEdge);
+    for (int64_t r = 0; r < p.per_mxu * p.taps * p.cinb; ++r) {
+      a.Li(kT3, r * kMxuEdge);
+      a << "mxu.mm m" + std::to_string(m) + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
+    }
+  }
+  a << "li " + R(kBlock) + ", 0"
+    << "li " + R(kRow) + ", 0"
+    << "li " + R(kParity) + ", 0";
+  a.Li(kXSrc, static_cast<int64_t>(s.x));
+  a.Li(kDySrc, static_cast<int64_t>(s.dy));
+  a.Li(kTiles, p.tiles[0]);
+  a.Label("block");
+  a << "wait dma, " + F(kStageFree) + ", 1";
+  if (p.tail == p.rows) {
+    EmitCopies(p, a, p.rows);
+  } else {
+    const std::string tail = a.NewLabel("tail"), copied = a.NewLabel("copied");
+    a.Li(kT3, p.blocks - 1);
+    a << "beq " + R(kRow) + ", " + R(kT3) + ", " + tail;
+    EmitCopies(p, a, p.rows);
+    a << "jmp " + copied;
+    a.Label(tail);
+    EmitCopies(p, a, p.tail);
+    a.Label(copied);
+  }
+  EmitTiles(p, a);
+  a << "wait seq, " + F(kReady) + ", 1";
+  EmitMatmuls(p, a);
+  PerParity(a, [&](int par) {
+    for (int64_t m = 0; m < p.mxus; ++m)
+      a << "signal mxu" + std::to_string(m) + ", " + F(kFree0 + par) + ", 1";
+  });
+  a << "li " + R(kT1) + ", 1"
+    << "xor " + R(kParity) + ", " + R(kParity) + ", " + R(kT1);
+  a.MulImm(kTiles, kParity, p.tiles_bytes);
+  a.AddImm(kTiles, kTiles, p.tiles[0]);
+  a.AddImm(kXSrc, kXSrc, p.rows * s.w * s.cin * 4);
+  a.AddImm(kDySrc, kDySrc, p.rows * s.wo * s.cout * 4);
+  a << "addi " + R(kRow) + ", " + R(kRow) + ", 1";
+  const std::string same = a.NewLabel("same_image");
+  a.Li(kT1, p.blocks);
+  a << "blt " + R(kRow) + ", " + R(kT1) + ", " + same << "li " + R(kRow) + ", 0";
+  a.AddImm(kXSrc, kXSrc, (s.h - p.blocks * p.rows) * s.w * s.cin * 4);
+  a.AddImm(kDySrc, kDySrc, (s.ho - p.blocks * p.rows) * s.wo * s.cout * 4);
+  a.Label(same);
+  a << "addi " + R(kBlock) + ", " + R(kBlock) + ", 1";
+  a.Li(kT1, s.batch * p.blocks);
+  a << "blt " + R(kBlock) + ", " + R(kT1) + ", block";
+  EmitDrain(p, a);
+  for (int f = kLoaded; f <= kOut; ++f) a << "sflag " + F(f) + ", 0";  // every unit is done
+  a << "halt";
+  return ".tag \"" + s.tag + "\"\n" + a.Text();
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,26 @@
+// The MXU kernel of a convolution's weight gradient (XLA's `f01b_i01o->01bf` form, the
+// window the size of the output gradient): dW[ky][kx][ci][co] = sum over b, y, x of
+// X[b][y + ky][x + kx][ci] * dY[b][y][x][co], on one core, f32 operands rounded to bf16.
+// docs/compiler.md, "Convolution weight gradients", describes the scheme.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tpusim::lowering {
+
+struct WeightGradShape {
+  int64_t batch = 0, h = 0, w = 0, cin = 0;  // X: f32[batch, h, w, cin] in HBM
+  int64_t ho = 0, wo = 0, cout = 0;          // dY: f32[batch, ho, wo, cout]
+  uint64_t x = 0, dy = 0, dw = 0;            // HBM; dW: f32[h-ho+1, w-wo+1, cin, cout]
+  std::string tag;
+  int mxus = 2;
+  int64_t vmem_bytes = int64_t{16} << 20;  // sim::CoreConfig vmem_bytes (TPU v3)
+  int64_t acc_rows = 4096;                 // sim::CoreConfig mxu_result_buffer_rows
+};
+
+// ISA assembly for one core (flags f0..f7, VMEM from address 0; ends in halt). Throws
+// std::invalid_argument, saying why, for shapes it does not support.
+std::string WeightGradKernel(const WeightGradShape& shape);
+
+}  // namespace tpusim::lowering
