@@ -22,10 +22,22 @@ using conv::EmitRoundToBf16;
 
 constexpr int64_t kPixelBytes = kMxuEdge * 4;  // one staged f32 pixel of 128 channels
 constexpr int64_t kStageTileBytes = kMxuEdge * kPixelBytes;
-// Registers: block index, block row in the image, HBM sources, tile parity and base, temps.
-enum Reg : int { kBlock = 1, kRow, kXSrc, kDySrc, kParity, kTiles, kT1, kT2, kT3, kAddr = 26 };
-// Flags: copies landed, staging free, tiles ready, tiles free (per parity), zeros, pops, out.
-enum Flag : int { kLoaded = 0, kStageFree, kReady, kFree0, kFree1, kZeroed, kPopped, kOut };
+// kRow, kXSrc, kDySrc describe the next block to copy; kBuf is the current block's buffer
+// (staging areas and tiles), kNext the next one's.
+enum Reg : int { kBlock = 1, kRow, kXSrc, kDySrc, kParity, kBuf, kT1, kT2, kT3, kNext, kAddr = 26 };
+// Flags: copies landed (per parity), staging free, tiles ready, tiles free (per parity),
+// zeros, pops, results out.
+enum Flag : int {
+  kLoaded0 = 0,
+  kStageFree,
+  kReady,
+  kFree0,
+  kFree1,
+  kZeroed,
+  kPopped,
+  kOut,
+  kLoaded1
+};
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -34,16 +46,20 @@ struct Plan {
   WeightGradShape s;
   int64_t kh = 0, kw = 0, taps = 0, rows = 0, blocks = 0, tail = 0, pixels = 0;
   int64_t cinb = 0, coutb = 0, mxus = 0, per_mxu = 0;  // cout blocks per MXU
-  int64_t zero = 0, sx = 0, sx_cb = 0, sd = 0, tiles[2] = {}, tiles_bytes = 0, out = 0,
+  // VMEM: the zero tile, two buffers (each: X staging [cin block][pixel], dY staging
+  // [cout block], tiles), the pop buffers. sd and tiles are offsets within a buffer.
+  int64_t zero = 0, buf[2] = {}, buf_bytes = 0, sx_cb = 0, sd = 0, tiles = 0, out = 0,
           out_bytes = 0;
-  // Offsets in a tile buffer: bf16 X [cin block][pixel], then dY^T tiles [cout block].
+  // Offsets in a buffer: bf16 X rows of a tap (from the tap's pixel), dY^T tiles.
   int64_t x_rows(int64_t cb, int64_t t) const {
-    return (cb * pixels + (t / kw) * s.w + t % kw) * kSlotBytes;
+    return tiles + (cb * pixels + (t / kw) * s.w + t % kw) * kSlotBytes;
   }
-  int64_t dy_tile(int64_t co) const { return cinb * pixels * kSlotBytes + co * kTileBytes; }
-  int64_t cout_rows(int64_t co) const { return std::min(kMxuEdge, s.cout - co * kMxuEdge); }
+  int64_t dy_tile(int64_t co) const { return tiles + cinb * pixels * kSlotBytes + co * kTileBytes; }
   int64_t cin_rows(int64_t cb) const { return std::min(kMxuEdge, s.cin - cb * kMxuEdge); }
-  int64_t region(int64_t j, int64_t t, int64_t cb) const { return ((j * taps + t) * cinb + cb); }
+  int64_t cout_rows(int64_t co) const { return std::min(kMxuEdge, s.cout - co * kMxuEdge); }
+  int64_t region(int64_t j, int64_t t, int64_t cb) const { return (j * taps + t) * cinb + cb; }
+  int64_t regions() const { return per_mxu * taps * cinb; }
+  int64_t copies() const { return cinb + coutb * (s.w == s.wo ? 1 : rows); }  // per block
 };
 
 void Require(bool ok, const std::string& why) {
@@ -64,52 +80,30 @@ Plan MakePlan(const WeightGradShape& s) {
   p.tail = s.ho - (p.blocks - 1) * p.rows;
   p.cinb = CeilDiv(s.cin, kMxuEdge), p.coutb = CeilDiv(s.cout, kMxuEdge);
   p.mxus = std::min<int64_t>(s.mxus, p.coutb), p.per_mxu = CeilDiv(p.coutb, p.mxus);
-  Require(p.per_mxu * p.taps * p.cinb * kMxuEdge <= s.acc_rows,
+  Require(p.regions() * kMxuEdge <= s.acc_rows,
           "taps x cin blocks x cout blocks per MXU exceed the accumulator rows");
-  p.zero = 0;
-  p.sx = kTileBytes;
   // Staged pixels: the block's lines with the halo, and every row a tap's weights read.
   p.pixels = RoundUp(std::max((p.rows + p.kh - 1) * s.w, (p.kh - 1) * s.w + p.kw - 1 + kMxuEdge),
                      2 * kZeroBlockBytes / kPixelBytes);
   p.sx_cb = p.pixels * kPixelBytes;
-  p.sd = p.sx + p.cinb * p.sx_cb;
-  p.tiles_bytes = p.cinb * p.pixels * kSlotBytes + p.coutb * kTileBytes;
-  p.tiles[0] = p.sd + p.coutb * kStageTileBytes, p.tiles[1] = p.tiles[0] + p.tiles_bytes;
-  p.out = p.tiles[1] + p.tiles_bytes;
-  p.out_bytes = p.per_mxu * p.taps * p.cinb * kStageTileBytes;
+  p.sd = p.cinb * p.sx_cb;
+  p.tiles = p.sd + p.coutb * kStageTileBytes;
+  p.buf_bytes =
+      RoundUp(p.tiles + p.cinb * p.pixels * kSlotBytes + p.coutb * kTileBytes, kZeroBlockBytes);
+  p.buf[0] = kTileBytes, p.buf[1] = p.buf[0] + p.buf_bytes;
+  p.out = p.buf[1] + p.buf_bytes;
+  p.out_bytes = p.regions() * kStageTileBytes;
   Require(p.out + p.mxus * p.out_bytes <= s.vmem_bytes, "the buffers exceed VMEM");
   return p;
 }
 
-// VPU: zero `bytes` (a multiple of 4096) of VMEM from `addr` with v0.
-void ZeroVmem(ConvAsm& a, int64_t addr, int64_t bytes) {
+// VPU: zero `bytes` (a multiple of 4096) of VMEM from register `base` + `offset` with v0.
+void ZeroVmem(ConvAsm& a, int base, int64_t offset, int64_t bytes) {
   a << "vmovi v0, 0.0";
-  a.Li(kT1, addr);
+  a.AddImm(kT1, base, offset);
   a.Li(kT2, bytes / kZeroBlockBytes);
   a << "vloop " + R(kT2) + ", 1"
     << "vsts v0, " + R(kT1) + ", " + std::to_string(kZeroBlockBytes);
-}
-
-// The block's copies (`lines` dY rows, their X rows with the halo); each adds 1 to kLoaded.
-void EmitCopies(const Plan& p, ConvAsm& a, int64_t lines) {
-  const WeightGradShape& s = p.s;
-  for (int64_t cb = 0; cb < p.cinb; ++cb) {
-    a.Li(kT1, p.sx + cb * p.sx_cb);
-    a.AddImm(kT2, kXSrc, cb * kMxuEdge * 4);
-    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
-             a.Desc({s.w, p.cin_rows(cb) * 4, s.cin * 4, kPixelBytes, lines + p.kh - 1,
-                     s.w * s.cin * 4, s.w * kPixelBytes}) +
-             ", " + F(kLoaded);
-  }
-  for (int64_t co = 0; co < p.coutb; ++co) {
-    const int64_t cols = std::min(kMxuEdge, s.cout - co * kMxuEdge);
-    a.Li(kT1, p.sd + co * kStageTileBytes);
-    a.AddImm(kT2, kDySrc, co * kMxuEdge * 4);
-    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
-             a.Desc({s.wo, cols * 4, s.cout * 4, kPixelBytes, lines, s.wo * s.cout * 4,
-                     s.w * kPixelBytes}) +
-             ", " + F(kLoaded);
-  }
 }
 
 // `body(parity)` under a branch on kParity.
@@ -124,11 +118,68 @@ void PerParity(ConvAsm& a, F body) {
   a.Label(done);
 }
 
-// VPU: 16 vregs from VMEM `src` (8 rows of 128 f32 each, consecutive), transposed, stored
-// from register `dst` as 16 x 8 rows: bf16 (a tile) or f32.
-void Transpose(ConvAsm& a, int64_t src, int dst, bool bf16) {
+// Copies of the block at kXSrc/kDySrc into kNext (`lines` dY rows, their X rows with the
+// halo; dY position (line, column) at line * w + column); each adds 1 to `flag`.
+void EmitCopies(const Plan& p, ConvAsm& a, int64_t lines, int flag) {
+  const WeightGradShape& s = p.s;
+  for (int64_t cb = 0; cb < p.cinb; ++cb) {
+    a.AddImm(kT1, kNext, cb * p.sx_cb);
+    a.AddImm(kT2, kXSrc, cb * kMxuEdge * 4);
+    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+             a.Desc({s.w, p.cin_rows(cb) * 4, s.cin * 4, kPixelBytes, lines + p.kh - 1,
+                     s.w * s.cin * 4, s.w * kPixelBytes}) +
+             ", " + F(flag);
+  }
+  // dY lands transposed, [cout][position] (4-byte rows): one copy per cout block when the
+  // lines are contiguous positions (w == wo), else one per line; a short block signals the
+  // copies it leaves out, so every block adds the same count.
+  const bool whole = s.w == s.wo;
+  for (int64_t co = 0; co < p.coutb; ++co)
+    for (int64_t r = 0; r < (whole ? 1 : lines); ++r) {
+      a.AddImm(kT1, kNext, p.sd + co * kStageTileBytes + r * s.w * 4);
+      a.AddImm(kT2, kDySrc, (r * s.wo * s.cout + co * kMxuEdge) * 4);
+      a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+               a.Desc({(whole ? lines : 1) * s.wo, 4, s.cout * 4, 4, p.cout_rows(co), 4,
+                       kPixelBytes}) +
+               ", " + F(flag);
+    }
+  if (!whole && lines < p.rows)
+    a << "signal dma, " + F(flag) + ", " + std::to_string((p.rows - lines) * p.coutb);
+}
+
+// The next block's copies (a short last block of an image copies fewer lines), then
+// kRow/kXSrc/kDySrc move to the block after it.
+void EmitNextBlock(const Plan& p, ConvAsm& a, int flag) {
+  const WeightGradShape& s = p.s;
+  a << "wait dma, " + F(kStageFree) + ", 1";
+  if (p.tail == p.rows) {
+    EmitCopies(p, a, p.rows, flag);
+  } else {
+    const std::string tail = a.NewLabel("tail"), copied = a.NewLabel("copied");
+    a.Li(kT3, p.blocks - 1);
+    a << "beq " + R(kRow) + ", " + R(kT3) + ", " + tail;
+    EmitCopies(p, a, p.rows, flag);
+    a << "jmp " + copied;
+    a.Label(tail);
+    EmitCopies(p, a, p.tail, flag);
+    a.Label(copied);
+  }
+  a.AddImm(kXSrc, kXSrc, p.rows * s.w * s.cin * 4);
+  a.AddImm(kDySrc, kDySrc, p.rows * s.wo * s.cout * 4);
+  a << "addi " + R(kRow) + ", " + R(kRow) + ", 1";
+  const std::string same = a.NewLabel("same_image");
+  a.Li(kT1, p.blocks);
+  a << "blt " + R(kRow) + ", " + R(kT1) + ", " + same << "li " + R(kRow) + ", 0";
+  a.AddImm(kXSrc, kXSrc, (s.h - p.blocks * p.rows) * s.w * s.cin * 4);
+  a.AddImm(kDySrc, kDySrc, (s.ho - p.blocks * p.rows) * s.wo * s.cout * 4);
+  a.Label(same);
+}
+
+// VPU: 16 vregs from VMEM register `base` + `src` (8 rows of 128 f32 each, consecutive),
+// transposed, stored from register `dst` as 16 x 8 rows: bf16 (a tile) or f32.
+void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16) {
   for (int64_t j = 0; j < 16; ++j) {
-    a.Li(kAddr, src + j * kZeroBlockBytes);
+    a.AddImm(kAddr, base, src + j * kZeroBlockBytes);
     a << "vld v" + std::to_string(j) + ", " + R(kAddr);
   }
   a << "vxpose v16, v0";
@@ -139,18 +190,19 @@ void Transpose(ConvAsm& a, int64_t src, int dst, bool bf16) {
   }
 }
 
-// VPU: X rounded to bf16 and the transposed dY tiles, into the tile buffer at kTiles.
+// VPU: X rounded to bf16 and the transposed dY tiles into kBuf's tiles, once its copies
+// landed and the MXUs are done with the tiles of two blocks ago.
 void EmitTiles(const Plan& p, ConvAsm& a) {
-  a << "wait vpu, " + F(kLoaded) + ", " + std::to_string(p.cinb + p.coutb);
-  PerParity(a,
-            [&](int par) { a << "wait vpu, " + F(kFree0 + par) + ", " + std::to_string(p.mxus); });
-  a.Li(kT3, p.sx);
-  EmitRoundToBf16(a, kTiles, kT3, kT2, p.cinb * p.pixels * kSlotBytes);
-  for (int64_t co = 0; co < p.coutb; ++co) {
-    a.AddImm(kT1, kTiles, p.dy_tile(co));
-    Transpose(a, p.sd + co * kStageTileBytes, kT1, true);
-  }
-  ZeroVmem(a, p.sd, p.coutb * kStageTileBytes);  // positions a short block leaves unwritten
+  PerParity(a, [&](int par) {
+    a << "wait vpu, " + F(par ? kLoaded1 : kLoaded0) + ", " + std::to_string(p.copies())
+      << "wait vpu, " + F(kFree0 + par) + ", " + std::to_string(p.mxus);
+  });
+  a.AddImm(kT3, kBuf, p.tiles);
+  EmitRoundToBf16(a, kT3, kBuf, kT2, p.cinb * p.pixels * kSlotBytes);
+  a.AddImm(kT3, kBuf, p.dy_tile(0));
+  a.AddImm(kT1, kBuf, p.sd);
+  EmitRoundToBf16(a, kT3, kT1, kT2, p.coutb * kTileBytes);
+  ZeroVmem(a, kBuf, p.sd, p.coutb * kStageTileBytes);  // what a short block leaves unwritten
   a << "signal vpu, " + F(kStageFree) + ", 1"
     << "signal vpu, " + F(kReady) + ", 1";
 }
@@ -163,11 +215,11 @@ void EmitMatmuls(const Plan& p, ConvAsm& a) {
       const int64_t co = m + j * p.mxus;
       if (co >= p.coutb) continue;
       const std::string mx = "m" + std::to_string(m);
-      a.AddImm(kT1, kTiles, p.dy_tile(co));
+      a.AddImm(kT1, kBuf, p.dy_tile(co));
       a.Li(kT2, RoundUp(p.cout_rows(co), 8));
       for (int64_t cb = 0; cb < p.cinb; ++cb)
         for (int64_t t = 0; t < p.taps; ++t) {
-          a.AddImm(kAddr, kTiles, p.x_rows(cb, t));
+          a.AddImm(kAddr, kBuf, p.x_rows(cb, t));
           a.Li(kT3, p.region(j, t, cb) * kMxuEdge);
           a << "mxu.ldw " + mx + ", " + R(kAddr)
             << "mxu.mma " + mx + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
@@ -175,27 +227,24 @@ void EmitMatmuls(const Plan& p, ConvAsm& a) {
     }
 }
 
+// Pops every region (dW^T), transposes it in place on the VPU and copies it out.
 void EmitDrain(const Plan& p, ConvAsm& a) {
   const WeightGradShape& s = p.s;
   for (int64_t m = 0; m < p.mxus; ++m) {
-    for (int64_t j = 0; j < p.per_mxu; ++j)
-      for (int64_t t = 0; t < p.taps; ++t)
-        for (int64_t cb = 0; cb < p.cinb; ++cb) {
-          const int64_t reg = p.region(j, t, cb);
-          a.Li(kT1, p.out + m * p.out_bytes + reg * kStageTileBytes);
-          a.Li(kT2, reg * kMxuEdge);
-          a.Li(kT3, kMxuEdge);
-          a << "mxu.pop m" + std::to_string(m) + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
-        }
+    for (int64_t r = 0; r < p.regions(); ++r) {
+      a.Li(kT1, p.out + m * p.out_bytes + r * kStageTileBytes);
+      a.Li(kT2, r * kMxuEdge);
+      a.Li(kT3, kMxuEdge);
+      a << "mxu.pop m" + std::to_string(m) + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
+    }
     a << "signal mxu" + std::to_string(m) + ", " + F(kPopped) + ", 1";
   }
-  // dW^T per region: [cout][cin] -> [cin][cout] in place.
   a << "wait vpu, " + F(kPopped) + ", " + std::to_string(p.mxus);
   for (int64_t m = 0; m < p.mxus; ++m)
-    for (int64_t r = 0; r < p.per_mxu * p.taps * p.cinb; ++r) {
+    for (int64_t r = 0; r < p.regions(); ++r) {
       const int64_t at = p.out + m * p.out_bytes + r * kStageTileBytes;
       a.Li(kT1, at);
-      Transpose(a, at, kT1, false);
+      Transpose(a, 0, at, kT1, false);
     }
   a << "signal vpu, " + F(kZeroed) + ", 1"
     << "wait dma, " + F(kZeroed) + ", 1";
@@ -204,12 +253,11 @@ void EmitDrain(const Plan& p, ConvAsm& a) {
     for (int64_t j = 0; j < p.per_mxu; ++j) {
       const int64_t co = m + j * p.mxus;
       if (co >= p.coutb) continue;
-      const int64_t cols = p.cout_rows(co);
       for (int64_t cb = 0; cb < p.cinb; ++cb) {
         a.Li(kT1, static_cast<int64_t>(s.dw) + ((cb * kMxuEdge) * s.cout + co * kMxuEdge) * 4);
         a.Li(kT2, p.out + m * p.out_bytes + p.region(j, 0, cb) * kStageTileBytes);
         a << "dma.vh " + R(kT1) + ", " + R(kT2) + ", " +
-                 a.Desc({p.cin_rows(cb), cols * 4, kPixelBytes, s.cout * 4, p.taps,
+                 a.Desc({p.cin_rows(cb), p.cout_rows(co) * 4, kPixelBytes, s.cout * 4, p.taps,
                          p.cinb * kStageTileBytes, s.cin * s.cout * 4}) +
                  ", " + F(kOut);
         ++copies;
@@ -223,25 +271,25 @@ void EmitDrain(const Plan& p, ConvAsm& a) {
 std::string WeightGradKernel(const WeightGradShape& shape) {
   const Plan p = MakePlan(shape);
   const WeightGradShape& s = p.s;
+  const int64_t total = s.batch * p.blocks;
   ConvAsm a(31);
   a << "# weight gradient " + std::to_string(s.batch) + "x" + std::to_string(s.h) + "x" +
            std::to_string(s.w) + "x" + std::to_string(s.cin) + " by " + std::to_string(s.ho) + "x" +
-           std::to_string(s.wo) + "x" + std::to_string(s.cout) + ": " +
-           std::to_string(s.batch * p.blocks) + " blocks of " + std::to_string(p.rows) +
-           " lines (compiler/lowering/conv_wgrad.cc)";
-  for (int f = kLoaded; f <= kOut; ++f)
+           std::to_string(s.wo) + "x" + std::to_string(s.cout) + ": " + std::to_string(total) +
+           " blocks of " + std::to_string(p.rows) + " lines (compiler/lowering/conv_wgrad.cc)";
+  for (int f = kLoaded0; f <= kLoaded1; ++f)
     a << "sflag " + F(f) + ", " +
-             std::to_string(f == kStageFree              ? 1
+             std::to_string(f == kStageFree              ? 2
                             : f == kFree0 || f == kFree1 ? p.mxus
                                                          : 0);
-  ZeroVmem(a, p.zero, p.sd + p.coutb * kStageTileBytes);  // zero tile and staging areas
+  ZeroVmem(a, 0, p.zero, p.out);  // the zero tile and both buffers
   a << "signal vpu, " + F(kZeroed) + ", 1"
     << "wait seq, " + F(kZeroed) + ", 1";
   for (int64_t m = 0; m < p.mxus; ++m) {  // zero every accumulator region
     a.Li(kT1, p.zero);
     a << "mxu.ldw m" + std::to_string(m) + ", " + R(kT1);
     a.Li(kT2, kMxuEdge);
-    for (int64_t r = 0; r < p.per_mxu * p.taps * p.cinb; ++r) {
+    for (int64_t r = 0; r < p.regions(); ++r) {
       a.Li(kT3, r * kMxuEdge);
       a << "mxu.mm m" + std::to_string(m) + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
     }
@@ -251,21 +299,17 @@ std::string WeightGradKernel(const WeightGradShape& shape) {
     << "li " + R(kParity) + ", 0";
   a.Li(kXSrc, static_cast<int64_t>(s.x));
   a.Li(kDySrc, static_cast<int64_t>(s.dy));
-  a.Li(kTiles, p.tiles[0]);
+  a.Li(kBuf, p.buf[0]);
+  a.Li(kNext, p.buf[0]);
+  EmitNextBlock(p, a, kLoaded0);
+  a.Li(kNext, p.buf[1]);
   a.Label("block");
-  a << "wait dma, " + F(kStageFree) + ", 1";
-  if (p.tail == p.rows) {
-    EmitCopies(p, a, p.rows);
-  } else {
-    const std::string tail = a.NewLabel("tail"), copied = a.NewLabel("copied");
-    a.Li(kT3, p.blocks - 1);
-    a << "beq " + R(kRow) + ", " + R(kT3) + ", " + tail;
-    EmitCopies(p, a, p.rows);
-    a << "jmp " + copied;
-    a.Label(tail);
-    EmitCopies(p, a, p.tail);
-    a.Label(copied);
-  }
+  const std::string no_next = a.NewLabel("no_next");  // block kBlock + 1's copies first
+  a << "addi " + R(kT1) + ", " + R(kBlock) + ", 1";
+  a.Li(kT2, total);
+  a << "bge " + R(kT1) + ", " + R(kT2) + ", " + no_next;
+  PerParity(a, [&](int par) { EmitNextBlock(p, a, par ? kLoaded0 : kLoaded1); });
+  a.Label(no_next);
   EmitTiles(p, a);
   a << "wait seq, " + F(kReady) + ", 1";
   EmitMatmuls(p, a);
@@ -273,24 +317,14 @@ std::string WeightGradKernel(const WeightGradShape& shape) {
     for (int64_t m = 0; m < p.mxus; ++m)
       a << "signal mxu" + std::to_string(m) + ", " + F(kFree0 + par) + ", 1";
   });
-  a << "li " + R(kT1) + ", 1"
-    << "xor " + R(kParity) + ", " + R(kParity) + ", " + R(kT1);
-  a.MulImm(kTiles, kParity, p.tiles_bytes);
-  a.AddImm(kTiles, kTiles, p.tiles[0]);
-  a.AddImm(kXSrc, kXSrc, p.rows * s.w * s.cin * 4);
-  a.AddImm(kDySrc, kDySrc, p.rows * s.wo * s.cout * 4);
-  a << "addi " + R(kRow) + ", " + R(kRow) + ", 1";
-  const std::string same = a.NewLabel("same_image");
-  a.Li(kT1, p.blocks);
-  a << "blt " + R(kRow) + ", " + R(kT1) + ", " + same << "li " + R(kRow) + ", 0";
-  a.AddImm(kXSrc, kXSrc, (s.h - p.blocks * p.rows) * s.w * s.cin * 4);
-  a.AddImm(kDySrc, kDySrc, (s.ho - p.blocks * p.rows) * s.wo * s.cout * 4);
-  a.Label(same);
-  a << "addi " + R(kBlock) + ", " + R(kBlock) + ", 1";
-  a.Li(kT1, s.batch * p.blocks);
+  a << "mov " + R(kT1) + ", " + R(kBuf) << "mov " + R(kBuf) + ", " + R(kNext)
+    << "mov " + R(kNext) + ", " + R(kT1) << "li " + R(kT1) + ", 1"
+    << "xor " + R(kParity) + ", " + R(kParity) + ", " + R(kT1)
+    << "addi " + R(kBlock) + ", " + R(kBlock) + ", 1";
+  a.Li(kT1, total);
   a << "blt " + R(kBlock) + ", " + R(kT1) + ", block";
   EmitDrain(p, a);
-  for (int f = kLoaded; f <= kOut; ++f) a << "sflag " + F(f) + ", 0";  // every unit is done
+  for (int f = kLoaded0; f <= kLoaded1; ++f) a << "sflag " + F(f) + ", 0";  // every unit is done
   a << "halt";
   return ".tag \"" + s.tag + "\"\n" + a.Text();
 }

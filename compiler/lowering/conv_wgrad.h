@@ -1,7 +1,7 @@
 // The MXU kernel of a convolution's weight gradient (XLA's `f01b_i01o->01bf` form, the
 // window the size of the output gradient): dW[ky][kx][ci][co] = sum over b, y, x of
 // X[b][y + ky][x + kx][ci] * dY[b][y][x][co], on one core, f32 operands rounded to bf16.
-// docs/compiler.md, "Convolution weight gradients", describes the scheme.
+// docs/compiler.md, section "Convolution weight gradients", describes the scheme.
 #pragma once
 
 #include <cstdint>

@@ -85,5 +85,26 @@ ENTRY %main (x: f32[2,9,9,130], k: f32[3,3,6,130]) -> f32[2,11,11,6] {
 })");
 }
 
+// Weight gradients: X f01b, dY i01o, window = dY's spatial size, dW 01bf.
+TEST(ExactConv, WeightGradientRaggedChannels) {  // as mnist-cnn's convolution.102
+  ExpectMatch(ConvModule("f32[2,9,9,130]", "f32[2,7,7,6]", "f32[3,3,130,6]", "size=7x7",
+                         "f01b_i01o->01bf"));
+}
+
+TEST(ExactConv, WeightGradientOneInputChannel) {  // as mnist-cnn's convolution.109
+  ExpectMatch(ConvModule("f32[3,11,11,1]", "f32[3,9,9,130]", "f32[3,3,1,130]", "size=9x9",
+                         "f01b_i01o->01bf"));
+}
+
+TEST(ExactConv, WeightGradientShortLastBlockOfLines) {  // 27 lines in blocks of 4
+  ExpectMatch(ConvModule("f32[3,29,29,130]", "f32[3,27,27,6]", "f32[3,3,130,6]", "size=27x27",
+                         "f01b_i01o->01bf"));
+}
+
+TEST(ExactConv, WeightGradientOneByOne) {  // contiguous positions: dY copied per cout block
+  ExpectMatch(ConvModule("f32[2,12,12,130]", "f32[2,12,12,140]", "f32[1,1,130,140]", "size=12x12",
+                         "f01b_i01o->01bf"));
+}
+
 }  // namespace
 }  // namespace tpusim
