@@ -1,21 +1,32 @@
-// A dot the MXUs compute exactly for any 2-D dimension numbers and f32 or bf16 operands
-// (DEFAULT precision: one bf16 pass, as XLA on TPU): both operands are packed into VMEM as
-// bf16 by DMA and the VPU (pack_kernel.h; transposed and padded on the way), the MXUs
-// multiply 128-column blocks of the result, and the f32 result rows go back to HBM by
-// strided DMA, so no padding reaches HBM. Everything lives in VMEM at once, which bounds
-// the sizes it takes.
+// The exact dot for any size: a 2-D dot at DEFAULT precision with f32 or bf16 operands and
+// an f32 result (either contracting dimension), computed as XLA on TPU does: operands
+// rounded to bf16, products summed in f32 in K order. C[M,N] = A[M,K] x B[K,N] runs in result
+// blocks that fit the MXU accumulators, K streamed in chunks (exact_dot_plan.h). Each step
+// copies the next chunk of A and B into VMEM by DMA while the VPU packs the current one to
+// bf16 (pack_kernel.h; transposing A^T tiles, zero-filling K padding) and the MXUs multiply,
+// all double-buffered; a finished block is popped and copied to HBM by strided DMA (no
+// padding reaches HBM). The program loops with scalar counters: its size does not depend on
+// M, K or N.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "compiler/lowering/pack_kernel.h"
-
 namespace tpusim::lowering {
 
-inline constexpr int64_t kExactDotVmemBytes = 16 << 20;  // sim/configs vmem_bytes (v2, v3)
-inline constexpr int64_t kExactDotAccRows = 2048;        // half of mxu_result_buffer_rows
-inline constexpr int64_t kExactDotMaxBlocks = 128;  // packed blocks: bounds the code (unrolled)
+inline constexpr int64_t kExactDotVmemBytes = 16 << 20;    // sim/configs vmem_bytes (v2, v3)
+inline constexpr int64_t kExactDotAccRows = 2048;          // half of mxu_result_buffer_rows
+inline constexpr int64_t kPackEdge = 128;                  // MXU tile edge
+inline constexpr int64_t kPackSublanes = 8;                // rows of one vreg
+inline constexpr int64_t kPackedRowBytes = kPackEdge * 2;  // one bf16 row of 128
+
+// The logical matrix X[rows, cols]; in HBM row-major as X, or as X^T when `transposed`.
+struct PackSource {
+  uint64_t address = 0;  // HBM
+  int64_t rows = 0, cols = 0;
+  bool transposed = false;
+  bool bf16 = false;  // element type in HBM (else f32)
+};
 
 struct ExactDotShape {
   int64_t m = 0, k = 0, n = 0;
@@ -25,8 +36,8 @@ struct ExactDotShape {
   int mxus = 2;
 };
 
-// The kernel; throws std::invalid_argument when the operands do not fit VMEM, M exceeds
-// the accumulators or DMA alignment fails (callers fall back to the timing kernel).
+// The kernel; throws std::invalid_argument when DMA alignment cannot be met (bf16 rows of
+// odd length; callers fall back to the timing kernel).
 std::string ExactDotKernel(const ExactDotShape& shape);
 
 }  // namespace tpusim::lowering

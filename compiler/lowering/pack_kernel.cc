@@ -1,10 +1,5 @@
 #include "compiler/lowering/pack_kernel.h"
 
-#include <algorithm>
-#include <map>
-#include <sstream>
-#include <stdexcept>
-#include <utility>
 #include <vector>
 
 #include "compiler/lowering/asm_util.h"
@@ -12,96 +7,141 @@
 namespace tpusim::lowering {
 namespace {
 
-constexpr int kVregsPerBlock = kPackEdge / kPackSublanes;  // 16 vregs hold a 128x128 block
-constexpr int kTransposed = 16;                            // vxpose writes v16..v31
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-struct Block {
-  int64_t rb = 0, cb = 0;
-  int64_t valid_rows = 0, valid_cols = 0, store_rows = 0;
-  bool partial() const { return valid_rows < store_rows || valid_cols < kPackEdge; }
-};
+// The sizes a dimension of `total` in chunks of `chunk` takes: the full one, the last one.
+std::vector<int64_t> Sizes(int64_t total, int64_t chunk) {
+  if (total <= chunk) return {total};
+  if (total % chunk == 0) return {chunk};
+  return {chunk, total - (CeilDiv(total, chunk) - 1) * chunk};
+}
+
+// Runs body(size) for each size, branching on index_reg == last index when there are two.
+void Branch(StreamAsm& s, int index_reg, int64_t total, int64_t chunk,
+            const std::function<void(int64_t)>& body) {
+  const std::vector<int64_t> sizes = Sizes(total, chunk);
+  if (sizes.size() == 1) return body(sizes[0]);
+  const std::string last = s.Label("last_"), done = s.Label("sized_");
+  s.code << "    li r" << kCaseScratch << ", " << CeilDiv(total, chunk) - 1 << "\n    beq r"
+         << index_reg << ", r" << kCaseScratch << ", " << last << "\n";
+  body(sizes[0]);
+  s.code << "    jmp " << done << "\n" << last << ":\n";
+  body(sizes[1]);
+  s.code << done << ":\n";
+}
+
+uint64_t Buffer(uint64_t base, int64_t bytes, int parity) {
+  return base + static_cast<uint64_t>(parity * bytes);
+}
 
 }  // namespace
 
-int64_t PackedBytes(const PackSource& src, int64_t padded_rows) {
-  const int64_t col_blocks = (src.cols + kPackEdge - 1) / kPackEdge;
-  return col_blocks * padded_rows * kPackedRowBytes;
+std::string StreamAsm::Desc(int64_t rows, int64_t row_bytes, int64_t src_stride, int64_t dst_stride,
+                            int64_t planes, int64_t src_plane_stride, int64_t dst_plane_stride) {
+  auto key = std::make_tuple(rows, row_bytes, src_stride, dst_stride, planes, src_plane_stride,
+                             dst_plane_stride);
+  auto [it, added] = descs_.emplace(key, "sd" + std::to_string(descs_.size()));
+  if (added) {
+    head_ << ".desc " << it->second << " rows=" << rows << " row_bytes=" << row_bytes
+          << " src_stride=" << src_stride << " dst_stride=" << dst_stride;
+    if (planes > 1)
+      head_ << " planes=" << planes << " src_plane_stride=" << src_plane_stride
+            << " dst_plane_stride=" << dst_plane_stride;
+    head_ << "\n";
+  }
+  return it->second;
 }
 
-std::string PackKernel(const PackSource& src, const PackTarget& dst, uint64_t stage,
-                       const std::string& id) {
-  const int64_t e = src.bf16 ? 2 : 4;
-  const int64_t minor = src.transposed ? src.rows : src.cols;  // HBM row length
-  if (dst.padded_rows % kPackSublanes || dst.padded_rows < src.rows || src.rows <= 0 ||
-      src.cols <= 0)
-    throw std::invalid_argument("pack: padded rows must be a multiple of 8 covering the rows");
-  if ((minor * e) % 4 || src.address % 4)
-    throw std::invalid_argument("pack: bf16 rows of odd length are not 4-byte aligned for DMA");
-  std::vector<Block> blocks;
-  for (int64_t rb = 0; rb * kPackEdge < dst.padded_rows; ++rb)
-    for (int64_t cb = 0; cb * kPackEdge < src.cols; ++cb) {
-      Block b{rb, cb};
-      b.valid_rows = std::clamp<int64_t>(src.rows - rb * kPackEdge, 0, kPackEdge);
-      b.valid_cols = std::min(kPackEdge, src.cols - cb * kPackEdge);
-      b.store_rows = std::min(kPackEdge, dst.padded_rows - rb * kPackEdge);
-      const int64_t run = src.transposed ? b.valid_rows : b.valid_cols;  // bytes per DMA row
-      if ((run * e) % 4) throw std::invalid_argument("pack: block rows not 4-byte aligned");
-      blocks.push_back(b);
-    }
-  std::ostringstream head, s;                                // descriptors first, then the code
-  std::map<std::pair<int64_t, int64_t>, std::string> descs;  // (rows, row bytes) -> name
-  auto desc = [&](int64_t rows, int64_t row_bytes) {
-    auto [it, added] =
-        descs.emplace(std::make_pair(rows, row_bytes), id + "blk" + std::to_string(descs.size()));
-    if (added)
-      head << ".desc " << it->second << " rows=" << rows << " row_bytes=" << row_bytes
-           << " src_stride=" << minor * e << " dst_stride=" << kPackEdge * e << "\n";
-    return it->second;
-  };
-  // Zero-fills staging buffer `slot` when the block is partial, then DMAs the block in.
-  auto fetch = [&](const Block& b, int slot) {
-    const uint64_t buf = stage + static_cast<uint64_t>(slot) * kPackStageBytes;
-    if (b.partial()) {
-      s << "    vmovi v16, 0.0\n    li r3, " << buf << "\n";
-      for (int j = 0; j < kVregsPerBlock * e / 4; ++j)  // the staging block, as f32 vregs
-        s << "    vst v16, r3\n    addi r3, r3, 4096\n";
-    }
-    if (b.valid_rows == 0) return;
-    const int64_t rows = src.transposed ? b.valid_cols : b.valid_rows;
-    const int64_t run = src.transposed ? b.valid_rows : b.valid_cols;
-    const int64_t first = src.transposed ? b.cb * kPackEdge * src.rows + b.rb * kPackEdge
-                                         : b.rb * kPackEdge * src.cols + b.cb * kPackEdge;
-    const std::string d = desc(rows, run * e);
-    s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n"
-      << "    li r1, " << buf << "\n"
-      << LoadAddress(2, src.address + static_cast<uint64_t>(first * e), 3) << "    dma.hv r1, r2, "
-      << d << ", f" << slot << "\n";
-  };
-  // Loads the staged block, transposes it if needed, stores its rows as bf16.
-  auto store = [&](const Block& b, int slot) {
-    const uint64_t buf = stage + static_cast<uint64_t>(slot) * kPackStageBytes;
-    if (b.valid_rows > 0) s << "    wait vpu, f" << slot << ", 1\n";
-    s << "    li r3, " << buf << "\n";
-    for (int j = 0; j < kVregsPerBlock; ++j)
-      s << (src.bf16 ? "    vld.bf16 v" : "    vld v") << j << ", r3\n    addi r3, r3, "
-        << kPackSublanes * kPackEdge * e << "\n";
-    int first = 0;
-    if (src.transposed) s << "    vxpose v" << kTransposed << ", v0\n", first = kTransposed;
-    const uint64_t out =
-        dst.base +
-        static_cast<uint64_t>((b.cb * dst.padded_rows + b.rb * kPackEdge) * kPackedRowBytes);
-    s << "    li r3, " << out << "\n";
-    for (int64_t j = 0; j < b.store_rows / kPackSublanes; ++j)
-      s << "    vst.bf16 v" << first + j << ", r3\n    addi r3, r3, "
-        << kPackSublanes * kPackedRowBytes << "\n";
-  };
-  // Block i+1 is fetched into the other buffer while the VPU packs block i.
-  fetch(blocks[0], 0);
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    if (i + 1 < blocks.size()) fetch(blocks[i + 1], static_cast<int>((i + 1) % 2));
-    store(blocks[i], static_cast<int>(i % 2));
+void StreamAsm::MulAdd(int rd, int rs, int64_t factor) {
+  if (factor < (int64_t{1} << 31)) {
+    code << "    muli r3, r" << rs << ", " << factor << "\n";
+  } else {
+    code << LoadAddress(3, static_cast<uint64_t>(factor), 2) << "    mul r3, r" << rs << ", r3\n";
   }
-  return head.str() + s.str();
+  code << "    add r" << rd << ", r" << rd << ", r3\n";
+}
+
+void ChunkCases(StreamAsm& s, const DotOperand& x, int row_reg, int col_reg,
+                const std::function<void(int64_t rows, int64_t cols)>& body) {
+  Branch(s, row_reg, x.rows, x.chunk_rows, [&](int64_t rows) {
+    Branch(s, col_reg, x.cols, x.chunk_cols, [&](int64_t cols) { body(rows, cols); });
+  });
+}
+
+int ChunkCopies(int64_t cols) { return (cols >= kPackEdge ? 1 : 0) + (cols % kPackEdge ? 1 : 0); }
+
+void FetchChunk(StreamAsm& s, const DotOperand& x, int parity, int row_reg, int col_reg,
+                int64_t rows, int64_t cols, int loaded_flag) {
+  const int64_t e = x.elem, plane = x.chunk_rows * kPackEdge * e,
+                vreg = kPackSublanes * kPackEdge * e;
+  const uint64_t stage = Buffer(x.stage, x.stage_bytes(), parity);
+  const std::string zero_store = e == 2 ? "vsts.bf16" : "vsts";
+  s.code << LoadAddress(1, x.hbm, 2);
+  s.MulAdd(1, row_reg, x.chunk_rows * x.cols * e);
+  s.MulAdd(1, col_reg, x.chunk_cols * e);
+  // K padding must be zeros (the MXU sums over it): the K edge plane, or the rows past K.
+  if (!x.k_in_rows && cols % kPackEdge) {
+    s.code << "    vmovi v0, 0.0\n    li r29, "
+           << stage + static_cast<uint64_t>(cols / kPackEdge * plane) << "\n    li r30, "
+           << x.chunk_rows / kPackSublanes << "\n    vloop r30, 1\n    " << zero_store
+           << " v0, r29, " << vreg << "\n";
+  } else if (x.k_in_rows && rows % kPackEdge) {
+    const int64_t z0 = rows / kPackSublanes * kPackSublanes;
+    const int64_t z1 = CeilDiv(rows, kPackEdge) * kPackEdge;
+    const std::string loop = s.Label("zero_");
+    s.code << "    vmovi v0, 0.0\n    li r29, " << stage + static_cast<uint64_t>(z0 * kPackEdge * e)
+           << "\n    li r30, " << (z1 - z0) / kPackSublanes << "\n    li r31, 0\n    li r27, "
+           << CeilDiv(cols, kPackEdge) << "\n"
+           << loop << ":\n    vloop r30, 1\n    " << zero_store << " v0, r29, " << vreg
+           << "\n    addi r29, r29, " << plane << "\n    addi r31, r31, 1\n    blt r31, r27, "
+           << loop << "\n";
+  }
+  s.code << "    signal vpu, f" << kStageFreeFlag << ", 1\n    wait dma, f" << kStageFreeFlag
+         << ", 1\n    li r2, " << stage << "\n";
+  const int64_t full = cols / kPackEdge, edge = cols % kPackEdge;
+  if (full > 0)
+    s.code << "    dma.hv r2, r1, "
+           << s.Desc(rows, kPackEdge * e, x.cols * e, kPackEdge * e, full, kPackEdge * e, plane)
+           << ", f" << loaded_flag << "\n";
+  if (edge > 0)
+    s.code << "    addi r1, r1, " << full * kPackEdge * e << "\n    addi r2, r2, " << full * plane
+           << "\n    dma.hv r2, r1, " << s.Desc(rows, edge * e, x.cols * e, kPackEdge * e) << ", f"
+           << loaded_flag << "\n";
+}
+
+void PackChunk(StreamAsm& s, const DotOperand& x, int parity, int64_t rows, int64_t cols,
+               int loaded_flag) {
+  const int64_t e = x.elem, vreg = kPackSublanes * kPackEdge * e;
+  const int64_t planes = CeilDiv(cols, kPackEdge);
+  const uint64_t stage = Buffer(x.stage, x.stage_bytes(), parity);
+  const uint64_t packed = Buffer(x.packed, x.packed_bytes(), parity);
+  const std::string load = e == 2 ? "vld.bf16" : "vld";
+  s.code << "    wait vpu, f" << loaded_flag << ", " << ChunkCopies(cols) << "\n";
+  if (!x.transpose) {  // same layout, bf16: one hardware loop over the chunk's vregs
+    s.code << "    li r24, " << stage << "\n    li r25, " << packed << "\n    li r26, "
+           << planes * x.chunk_rows / kPackSublanes << "\n    vloop r26, 2\n    "
+           << (e == 2 ? "vlds.bf16" : "vlds") << " v0, r24, " << vreg << "\n    vsts.bf16 v0, r25, "
+           << kPackSublanes * kPackedRowBytes << "\n";
+    return;
+  }
+  // A^T: tile (plane p, k block t) of [K rows][128 m] becomes rows m of packed k block t.
+  const std::string plane_loop = s.Label("xplane_"), tile_loop = s.Label("xtile_");
+  s.code << "    li r24, 0\n"
+         << plane_loop << ":\n    muli r26, r24, " << x.chunk_rows * kPackEdge * e
+         << "\n    addi r26, r26, " << stage << "\n    muli r27, r24, "
+         << kPackEdge * kPackedRowBytes << "\n    addi r27, r27, " << packed << "\n    li r25, 0\n"
+         << tile_loop << ":\n    mov r29, r26\n";
+  for (int j = 0; j < kPackEdge / kPackSublanes; ++j)
+    s.code << "    " << load << " v" << j << ", r29\n    addi r29, r29, " << vreg << "\n";
+  s.code << "    vxpose v16, v0\n    mov r29, r27\n";
+  for (int j = 0; j < kPackEdge / kPackSublanes; ++j)
+    s.code << "    vst.bf16 v" << 16 + j << ", r29\n    addi r29, r29, "
+           << kPackSublanes * kPackedRowBytes << "\n";
+  s.code << "    addi r26, r26, " << kPackEdge * kPackEdge * e << "\n    addi r27, r27, "
+         << x.chunk_cols * kPackedRowBytes << "\n    addi r25, r25, 1\n    li r30, "
+         << CeilDiv(rows, kPackEdge) << "\n    blt r25, r30, " << tile_loop
+         << "\n    addi r24, r24, 1\n    li r30, " << planes << "\n    blt r24, r30, " << plane_loop
+         << "\n";
 }
 
 }  // namespace tpusim::lowering

@@ -1,45 +1,70 @@
-// Packs a row-major matrix from HBM into the MXU's VMEM operand layout on the hardware:
-// DMA brings 128x128 blocks into a staging buffer, the VPU loads them (widening bf16),
-// transposes them when the matrix is stored transposed (vxpose) and stores them rounded to
-// bf16 (vst.bf16). Blocks at the edges are zero-filled first, so padding is exact zeros.
+// Assembly pieces of the streaming exact dot (exact_dot_kernel.h): bringing one chunk of an
+// operand from HBM into its VMEM staging buffer (strided DMA, zero-filled K padding) and
+// packing it to bf16 in the MXU layout (VPU: widen, transpose A^T tiles, round). A chunk's
+// size depends on whether it is the last along each dimension; `ChunkCases` branches on that
+// at run time, so the code does not grow with the number of chunks.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <sstream>
 #include <string>
+#include <tuple>
+
+#include "compiler/lowering/exact_dot_plan.h"
 
 namespace tpusim::lowering {
 
-inline constexpr int64_t kPackEdge = 128;                              // MXU tile edge
-inline constexpr int64_t kPackSublanes = 8;                            // rows of one vreg
-inline constexpr int64_t kPackStageBytes = kPackEdge * kPackEdge * 4;  // one f32 block
-inline constexpr int64_t kPackedRowBytes = kPackEdge * 2;              // one bf16 row of 128
+// The program being written: code, its DMA descriptors and fresh labels.
+class StreamAsm {
+ public:
+  std::ostringstream code;
+  std::string Label(const std::string& stem) { return stem + std::to_string(labels_++); }
+  // The name of a descriptor with these fields (defined once).
+  std::string Desc(int64_t rows, int64_t row_bytes, int64_t src_stride, int64_t dst_stride,
+                   int64_t planes = 1, int64_t src_plane_stride = 0, int64_t dst_plane_stride = 0);
+  // rd += rs * factor (factor may exceed 32 bits); clobbers r2, r3.
+  void MulAdd(int rd, int rs, int64_t factor);
+  std::string Text(const std::string& header) const { return header + head_.str() + code.str(); }
 
-// The logical matrix X[rows, cols]; in HBM row-major as X, or as X^T when `transposed`.
-struct PackSource {
-  uint64_t address = 0;  // HBM
-  int64_t rows = 0, cols = 0;
-  bool transposed = false;
-  bool bf16 = false;  // element type in HBM (else f32)
+ private:
+  std::ostringstream head_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>, std::string>
+      descs_;
+  int labels_ = 0;
 };
 
-// Destination: column-blocked bf16 at VMEM `base`: block cb (columns cb*128..) holds
-// `padded_rows` rows of 128 bf16 (256 bytes) each, so element (r, c) lives at
-// base + ((c / 128) * padded_rows + r) * 256 + (c % 128) * 2. padded_rows is a multiple
-// of 8 and >= rows; columns pad to a multiple of 128.
-struct PackTarget {
-  uint64_t base = 0;
-  int64_t padded_rows = 0;
-};
+// Sync flags of the kernel (kernels own f0..f15, asm_util.h).
+// + parity: A's chunk copies landed in staging buffer `parity` (DMA); B's on their own
+// flags, since a small chunk of one may land before a large chunk of the other.
+inline constexpr int kLoadedFlagA = 0, kLoadedFlagB = 11;
+inline constexpr int kStageFreeFlag = 2;   // the VPU is done with earlier staging (VPU -> DMA)
+inline constexpr int kResidentFlag = 3;    // the resident operand's copies landed
+inline constexpr int kReadyFlag = 4;       // + MXU: a packed chunk is ready (VPU -> MXU)
+inline constexpr int kPackedFreeFlag = 6;  // + MXU: the MXU is done with a packed buffer
+inline constexpr int kPoppedFlag = 8;      // results popped to VMEM (MXUs -> DMA)
+inline constexpr int kOutFlag = 9;         // + parity: result copies landed in HBM
+// Register r28 is the scratch of ChunkCases; the bodies must not use it.
+inline constexpr int kCaseScratch = 28;
 
-// Bytes the packed matrix occupies in VMEM.
-int64_t PackedBytes(const PackSource& src, int64_t padded_rows);
+// Emits, for each chunk size the chunk at row index `row_reg` and column index `col_reg` of
+// `x` can have, a branch running `body(rows, cols)` (the valid extent of the chunk).
+void ChunkCases(StreamAsm& s, const DotOperand& x, int row_reg, int col_reg,
+                const std::function<void(int64_t rows, int64_t cols)>& body);
 
-// Assembly that packs `src` (labels and descriptors prefixed with `id`). Uses the two f32
-// staging buffers at VMEM `stage` (2 x kPackStageBytes), flags f0..f3 (left at 0), v0..v31
-// and r1..r3. When it returns, every pack store has been issued to the VPU (follow with a
-// VPU signal before other units read the result). Throws std::invalid_argument when DMA
-// alignment (4 bytes) cannot be met (bf16 with an odd row length).
-std::string PackKernel(const PackSource& src, const PackTarget& dst, uint64_t stage,
-                       const std::string& id);
+// Copies issued for a chunk of this extent.
+int ChunkCopies(int64_t cols);
+
+// Copies chunk (row_reg, col_reg) of valid extent rows x cols into staging buffer `parity`
+// (after the VPU is done with what it read there), adding one per copy to `loaded_flag`.
+// Clobbers r1..r3, r27, r29..r31.
+void FetchChunk(StreamAsm& s, const DotOperand& x, int parity, int row_reg, int col_reg,
+                int64_t rows, int64_t cols, int loaded_flag);
+
+// Waits for the chunk's copies on `loaded_flag`, then packs staging buffer `parity` into
+// packed buffer `parity` as bf16. Clobbers r24..r27, r29, r30, v0..v31.
+void PackChunk(StreamAsm& s, const DotOperand& x, int parity, int64_t rows, int64_t cols,
+               int loaded_flag);
 
 }  // namespace tpusim::lowering
