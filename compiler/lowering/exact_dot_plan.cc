@@ -42,25 +42,37 @@ ExactDotPlan PlanExactDot(const ExactDotShape& d) {
   ExactDotPlan p;
   p.m = d.m, p.k = d.k, p.n = d.n, p.b_transposed = d.b.transposed;
   // A^T is transposed in 128x128 tiles, so its blocks are whole tiles of M.
-  p.mb = std::min(RoundUp(d.m, d.a.transposed ? kPackEdge : kPackSublanes), kExactDotAccRows);
+  const int64_t m_tile = d.a.transposed ? kPackEdge : kPackSublanes;
   const int64_t col_blocks = CeilDiv(d.n, kPackEdge);
   // Flags and registers of the kernel are laid out for up to two MXUs (v2, v3 cores).
   p.mxus = static_cast<int>(std::min<int64_t>({d.mxus, 2, col_blocks}));
-  const int64_t per_mxu_max = std::max<int64_t>(1, kExactDotAccRows / p.mb);
   auto nb_of = [&](int64_t per_mxu) { return per_mxu * p.mxus * kPackEdge; };
-  auto fits = [&](int64_t nb, int64_t kc) {
-    return Footprint(d, p.mb, nb, kc) <= kExactDotVmemBytes &&
-           StepBytes(d, p.mb, nb, kc) <= kExactDotStepBytes;
+  auto fits = [&](int64_t mb, int64_t nb, int64_t kc) {
+    return Footprint(d, mb, nb, kc) <= kExactDotVmemBytes &&
+           StepBytes(d, mb, nb, kc) <= kExactDotStepBytes;
   };
-  // Widest result block at a K chunk of up to 512, then the longest K chunk at that width.
-  int64_t kc = std::min<int64_t>(RoundUp(d.k, kPackEdge), 4 * kPackEdge);
-  int64_t per_mxu = std::min(per_mxu_max, CeilDiv(col_blocks, p.mxus));
-  while (per_mxu > 1 && !fits(nb_of(per_mxu), kc)) --per_mxu;
-  while (kc > kPackEdge && !fits(nb_of(per_mxu), kc)) kc -= kPackEdge;
-  while (kc + kPackEdge <= RoundUp(d.k, kPackEdge) && fits(nb_of(per_mxu), kc + kPackEdge))
-    kc += kPackEdge;
-  if (!fits(nb_of(per_mxu), kc)) throw std::invalid_argument("exact dot: no block fits VMEM");
+  // Each shape of result block the accumulators take (mb rows x per_mxu column blocks per
+  // MXU), with the longest K chunk that fits; the plan moving the fewest bytes wins (each
+  // operand is read once per block of the other; a step costs its start besides).
+  int64_t mb = 0, per_mxu = 0, kc = 0;
+  double best = 0;
+  for (int64_t rows = std::min(RoundUp(d.m, m_tile), kExactDotAccRows); rows >= m_tile;
+       rows = rows > kPackEdge ? RoundUp(rows / 2, m_tile) : 0) {
+    for (int64_t w = std::min(kExactDotAccRows / rows, CeilDiv(col_blocks, p.mxus)); w >= 1; --w) {
+      int64_t k = kPackEdge;
+      if (!fits(rows, nb_of(w), k)) continue;
+      while (k + kPackEdge <= RoundUp(d.k, kPackEdge) && fits(rows, nb_of(w), k + kPackEdge))
+        k += kPackEdge;
+      const double m_blocks = CeilDiv(d.m, rows), n_blocks = CeilDiv(d.n, nb_of(w));
+      const double bytes = static_cast<double>(d.m) * d.k * (d.a.bf16 ? 2 : 4) * n_blocks +
+                           static_cast<double>(d.k) * d.n * (d.b.bf16 ? 2 : 4) * m_blocks +
+                           m_blocks * n_blocks * CeilDiv(d.k, k) * kExactDotStepOverheadBytes;
+      if (per_mxu == 0 || bytes < best) mb = rows, per_mxu = w, kc = k, best = bytes;
+    }
+  }
+  if (per_mxu == 0) throw std::invalid_argument("exact dot: no block fits VMEM");
   // Balance the blocks: as many as needed, each as even as the tiles allow.
+  p.mb = RoundUp(CeilDiv(d.m, CeilDiv(d.m, mb)), m_tile);
   const int64_t n_blocks = CeilDiv(col_blocks, per_mxu * p.mxus);
   p.per_mxu = CeilDiv(CeilDiv(col_blocks, n_blocks), p.mxus);
   p.nb = nb_of(p.per_mxu);

@@ -13,6 +13,9 @@ namespace tpusim::lowering {
 // Bytes one step loads (both operands' chunks): large copies hide dma_latency_cycles, small
 // ones shorten the pipeline's fill and drain. A kernel design choice, not a hardware number.
 inline constexpr int64_t kExactDotStepBytes = 2 << 20;
+// What a step costs beyond its bytes, counted as bytes when choosing block sizes: about the
+// copies' start latency (sim/configs dma_latency_cycles, 500 cycles ~ 240 KB of HBM time).
+inline constexpr int64_t kExactDotStepOverheadBytes = 256 << 10;
 
 // One operand as stored in HBM: X = A, A^T, B or B^T, row-major [rows, cols].
 struct DotOperand {

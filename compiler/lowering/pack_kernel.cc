@@ -125,23 +125,31 @@ void PackChunk(StreamAsm& s, const DotOperand& x, int parity, int64_t rows, int6
     return;
   }
   // A^T: tile (plane p, k block t) of [K rows][128 m] becomes rows m of packed k block t.
-  const std::string plane_loop = s.Label("xplane_"), tile_loop = s.Label("xtile_");
-  s.code << "    li r24, 0\n"
-         << plane_loop << ":\n    muli r26, r24, " << x.chunk_rows * kPackEdge * e
-         << "\n    addi r26, r26, " << stage << "\n    muli r27, r24, "
-         << kPackEdge * kPackedRowBytes << "\n    addi r27, r27, " << packed << "\n    li r25, 0\n"
-         << tile_loop << ":\n    mov r29, r26\n";
-  for (int j = 0; j < kPackEdge / kPackSublanes; ++j)
-    s.code << "    " << load << " v" << j << ", r29\n    addi r29, r29, " << vreg << "\n";
-  s.code << "    vxpose v16, v0\n    mov r29, r27\n";
-  for (int j = 0; j < kPackEdge / kPackSublanes; ++j)
-    s.code << "    vst.bf16 v" << 16 + j << ", r29\n    addi r29, r29, "
-           << kPackSublanes * kPackedRowBytes << "\n";
-  s.code << "    addi r26, r26, " << kPackEdge * kPackEdge * e << "\n    addi r27, r27, "
-         << x.chunk_cols * kPackedRowBytes << "\n    addi r25, r25, 1\n    li r30, "
-         << CeilDiv(rows, kPackEdge) << "\n    blt r25, r30, " << tile_loop
-         << "\n    addi r24, r24, 1\n    li r30, " << planes << "\n    blt r24, r30, " << plane_loop
-         << "\n";
+  // A tile is two hardware loops of one trip (16 loads and the transpose, 16 stores), their
+  // 16 addresses in registers; the tile counters live in SMEM words 0 (p) and 4 (t).
+  static constexpr int kBases[] = {1, 2, 3, 4, 5, 6, 20, 21, 22, 23, 24, 25, 26, 27, 29, 30};
+  const std::string tile_loop = s.Label("xtile_");
+  auto bases = [&](int64_t p_stride, int64_t t_stride, uint64_t base, int64_t vreg_stride) {
+    s.code << "    sld r1, r0, 0\n    sld r2, r0, 4\n    muli r1, r1, " << p_stride
+           << "\n    muli r2, r2, " << t_stride << "\n    add r1, r1, r2\n    addi r1, r1, " << base
+           << "\n";
+    for (int j = 1; j < 16; ++j)
+      s.code << "    addi r" << kBases[j] << ", r1, " << j * vreg_stride << "\n";
+  };
+  s.code << "    sst r0, r0, 0\n    sst r0, r0, 4\n    li r31, 1\n" << tile_loop << ":\n";
+  bases(x.chunk_rows * kPackEdge * e, kPackEdge * kPackEdge * e, stage, vreg);
+  s.code << "    vloop r31, 17\n";
+  for (int j = 0; j < 16; ++j) s.code << "    " << load << " v" << j << ", r" << kBases[j] << "\n";
+  s.code << "    vxpose v16, v0\n";
+  bases(kPackEdge * kPackedRowBytes, x.chunk_cols * kPackedRowBytes, packed,
+        kPackSublanes * kPackedRowBytes);
+  s.code << "    vloop r31, 16\n";
+  for (int j = 0; j < 16; ++j) s.code << "    vst.bf16 v" << 16 + j << ", r" << kBases[j] << "\n";
+  s.code << "    sld r1, r0, 4\n    addi r1, r1, 1\n    sst r1, r0, 4\n    li r2, "
+         << CeilDiv(rows, kPackEdge) << "\n    blt r1, r2, " << tile_loop
+         << "\n    sst r0, r0, 4\n    sld r1, r0, 0\n    addi r1, r1, 1\n    sst r1, r0, 0\n    li "
+            "r2, "
+         << planes << "\n    blt r1, r2, " << tile_loop << "\n";
 }
 
 }  // namespace tpusim::lowering

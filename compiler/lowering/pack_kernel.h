@@ -63,7 +63,7 @@ void FetchChunk(StreamAsm& s, const DotOperand& x, int parity, int row_reg, int 
                 int64_t rows, int64_t cols, int loaded_flag);
 
 // Waits for the chunk's copies on `loaded_flag`, then packs staging buffer `parity` into
-// packed buffer `parity` as bf16. Clobbers r24..r27, r29, r30, v0..v31.
+// packed buffer `parity` as bf16. Clobbers r1..r6, r20..r27, r29..r31, SMEM [0, 8), v0..v31.
 void PackChunk(StreamAsm& s, const DotOperand& x, int parity, int64_t rows, int64_t cols,
                int loaded_flag);
 
