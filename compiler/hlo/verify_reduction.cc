@@ -136,7 +136,22 @@ Status VerifyGatherScatter(const HloModule&, const HloInstruction& i) {
       return Error(i, "result rank " + Str(i.shape().rank()) + " should be " +
                           Str(batch_rank + static_cast<int64_t>(offset->size())));
     }
-    return ExpectDims(i, *offset, i.shape().rank(), "offset dimension");
+    HLO_RETURN_IF_ERROR(ExpectDims(i, *offset, i.shape().rank(), "offset dimension"));
+    // Each offset dimension of the result is the slice size of the next operand dimension
+    // that is neither collapsed nor a batching dimension (XLA's shape inference).
+    size_t k = 0;
+    for (int64_t d = 0; d < a.rank(); ++d) {
+      const auto in = [d](const IntList* l) { return l && std::count(l->begin(), l->end(), d); };
+      if ((*sizes)[d] < 0 || (*sizes)[d] > a.dims[d])
+        return Error(i, "slice_sizes[" + Str(d) + "] = " + Str((*sizes)[d]) +
+                            " exceeds the operand's dimension " + Str(a.dims[d]));
+      if (in(collapsed) || in(batching) || k >= offset->size()) continue;
+      const int64_t got = i.shape().dims[(*offset)[k++]];
+      if (got != (*sizes)[d])
+        return Error(i, "result dimension " + Str((*offset)[k - 1]) + " is " + Str(got) +
+                            " but slice_sizes[" + Str(d) + "] is " + Str((*sizes)[d]));
+    }
+    return Status::Ok();
   }
   size_t n = (i.operand_count() - 1) / 2;
   if (n == 0 || i.operand_count() % 2 == 0) {

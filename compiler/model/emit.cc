@@ -95,8 +95,8 @@ std::string Attributes(const Node& n, const Builder& b, Reducers& reducers, int6
       const Shape& indices = b.node(n.operands[1]).shape;
       const std::string rank = std::to_string(indices.rank());
       return ", offset_dims={" + rank + "}, collapsed_slice_dims={0}, start_index_map={0}" +
-             ", index_vector_dim=" + rank + ", slice_sizes={1," + std::to_string(n.shape.dims[1]) +
-             "}";
+             ", index_vector_dim=" + rank + ", slice_sizes={1," +
+             std::to_string(b.node(n.operands[0]).shape.dims[1]) + "}";
     }
     case Opcode::kScatter: {
       const std::string rank = std::to_string(b.node(n.operands[1]).shape.rank());

@@ -39,6 +39,18 @@ TEST(Verifier, DotGeneralBatchDims) {
             "%d: result shape is f32[4,8,8] but should be f32[4,8,32]");
 }
 
+TEST(Verifier, GatherOffsetDimensionsAreTheSliceSizes) {  // an embedding lookup
+  const std::string ops = "%w = f32[100,16] parameter(0)\n%ids = s32[4,8] parameter(1)\n";
+  const std::string attrs =
+      "offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, "
+      "index_vector_dim=2, slice_sizes=";
+  EXPECT_EQ(VerifyError(ops + "ROOT %g = f32[4,8,16] gather(%w, %ids), " + attrs + "{1,16}"), "");
+  EXPECT_EQ(VerifyError(ops + "ROOT %g = f32[4,8,16] gather(%w, %ids), " + attrs + "{1,8}"),
+            "%g: result dimension 2 is 16 but slice_sizes[1] is 8");
+  EXPECT_EQ(VerifyError(ops + "ROOT %g = f32[4,8,17] gather(%w, %ids), " + attrs + "{1,17}"),
+            "%g: slice_sizes[1] = 17 exceeds the operand's dimension 16");
+}
+
 TEST(Verifier, ElementwiseNeedsSameShapes) {
   EXPECT_EQ(VerifyError("%x = f32[2,3] parameter(0)\n%y = f32[3] parameter(1)\n"
                         "ROOT %s = f32[2,3] add(%x, %y)"),
