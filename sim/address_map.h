@@ -6,8 +6,9 @@
 
 namespace tpusim::sim {
 
-enum class Space : uint8_t { kHbm = 0, kVmem = 1 };
-inline constexpr int kNumSpaces = 2;
+enum class Space : uint8_t { kHbm = 0, kVmem = 1, kSmem = 2 };
+inline constexpr int kNumSpaces = 3;
+inline constexpr int kNumGlobalSpaces = 2;  // dma.g reaches HBM and VMEM, not SMEM
 
 // Layout: bits 63..56 core, 55..48 space, 47..0 offset (256 TiB per space).
 inline constexpr uint64_t kOffsetBits = 48;
@@ -20,6 +21,8 @@ inline int AddrCore(uint64_t a) { return static_cast<int>(a >> 56); }
 inline Space AddrSpace(uint64_t a) { return static_cast<Space>((a >> kOffsetBits) & 0xff); }
 inline uint64_t AddrOffset(uint64_t a) { return a & kOffsetMask; }
 
-inline const char* SpaceName(Space s) { return s == Space::kHbm ? "HBM" : "VMEM"; }
+inline const char* SpaceName(Space s) {
+  return s == Space::kHbm ? "HBM" : s == Space::kVmem ? "VMEM" : "SMEM";
+}
 
 }  // namespace tpusim::sim

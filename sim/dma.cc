@@ -22,6 +22,8 @@ DmaUnit::Endpoints DmaUnit::Resolve(const Issued& it) {
       return local(Space::kVmem, Space::kVmem);
     case Opcode::kDmaHh:
       return local(Space::kHbm, Space::kHbm);
+    case Opcode::kDmaHs:
+      return local(Space::kHbm, Space::kSmem);
     default:
       break;  // dma.g: global addresses
   }
@@ -29,7 +31,7 @@ DmaUnit::Endpoints DmaUnit::Resolve(const Issued& it) {
     uint64_t u = static_cast<uint64_t>(a);
     core = AddrCore(u), off = static_cast<int64_t>(AddrOffset(u));
     int s = static_cast<int>((u >> kOffsetBits) & 0xff);
-    if (s >= kNumSpaces || !ctx_.Peer(core))
+    if (s >= kNumGlobalSpaces || !ctx_.Peer(core))
       ctx_.Fail(it, std::string(role) + " global address names core " + std::to_string(core) +
                         ", space " + std::to_string(s) + ", which this board does not have");
     space = static_cast<Space>(s);
@@ -60,7 +62,9 @@ void DmaUnit::CheckRange(const Issued& it, int core, Space space, int64_t base, 
     }
   }
   CoreContext& owner = *ctx_.Peer(core);
-  const Memory& mem = space == Space::kHbm ? static_cast<const Memory&>(*owner.hbm) : *owner.vmem;
+  const Memory& mem = space == Space::kHbm    ? static_cast<const Memory&>(*owner.hbm)
+                      : space == Space::kVmem ? static_cast<const Memory&>(*owner.vmem)
+                                              : static_cast<const Memory&>(*owner.smem);
   const char* role = is_src ? "source" : "destination";
   if (lo < 0 || uint64_t(hi) > mem.size())
     ctx_.Fail(it, std::string(role) + " " + SpaceName(space) + " range [" + std::to_string(lo) +

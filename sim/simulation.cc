@@ -43,7 +43,7 @@ void Simulation::Connect() {
   fabric_ = std::make_unique<IciFabric>("ici", board_);
   for (auto& c : cores_) {
     c->router().out.bind(fabric_->in);
-    c->router().SetDefaultRoute(2);  // after the core's own HBM (0) and VMEM (1)
+    c->router().SetDefaultRoute(TensorCore::kLocalMemoryPorts);  // after the core's memories
   }
   for (auto& c : cores_) {
     fabric_->out.bind(c->hbm_port().socket);

@@ -19,6 +19,10 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int core, const CoreConfig&
   hbm_port_ = std::make_unique<MemoryPort>("hbm", hbm_, cfg.hbm_bandwidth_bytes_per_s, functional);
   vmem_port_ =
       std::make_unique<MemoryPort>("vmem", vmem_, cfg.vmem_dma_bandwidth_bytes_per_s, functional);
+  // SMEM copies are a few words (gather indices): they pay the DMA latency and move at the
+  // VMEM DMA bandwidth (no separate figure is published).
+  smem_port_ =
+      std::make_unique<MemoryPort>("smem", smem_, cfg.vmem_dma_bandwidth_bytes_per_s, functional);
   router_ = std::make_unique<Router>("router");
   dma_ = std::make_unique<DmaUnit>("dma", ctx_);
   for (int i = 0; i < cfg.mxus; ++i)
@@ -36,6 +40,8 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int core, const CoreConfig&
   router_->AddRoute(core, Space::kHbm, 0);
   router_->out.bind(vmem_port_->socket);
   router_->AddRoute(core, Space::kVmem, 1);
+  router_->out.bind(smem_port_->socket);
+  router_->AddRoute(core, Space::kSmem, 2);
 }
 
 std::vector<std::string> TensorCore::BlockedUnits() const {

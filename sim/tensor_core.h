@@ -28,6 +28,9 @@ class TensorCore : public sc_core::sc_module {
   MemoryPort& hbm_port() { return *hbm_port_; }
   MemoryPort& vmem_port() { return *vmem_port_; }
   Router& router() { return *router_; }
+  // The router's outputs to this core's memories (HBM 0, VMEM 1, SMEM 2); the board binds
+  // the fabric next, at this index.
+  static constexpr int kLocalMemoryPorts = 3;
   // Lines describing every blocked unit (for deadlock reports).
   std::vector<std::string> BlockedUnits() const;
 
@@ -35,7 +38,7 @@ class TensorCore : public sc_core::sc_module {
   CoreContext ctx_;
   SparseMemory hbm_;
   LinearMemory vmem_, smem_;
-  std::unique_ptr<MemoryPort> hbm_port_, vmem_port_;
+  std::unique_ptr<MemoryPort> hbm_port_, vmem_port_, smem_port_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<DmaUnit> dma_;
   std::vector<std::unique_ptr<MxuUnit>> mxus_;
