@@ -8,6 +8,7 @@
 #include "compiler/lowering/conv_wgrad.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/exact_dot_kernel.h"
+#include "compiler/lowering/gather_kernel.h"
 #include "compiler/lowering/move_ops.h"
 #include "compiler/lowering/mxu_ops.h"
 #include "compiler/lowering/tile_ops.h"
@@ -328,6 +329,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   if (code == Opcode::kReduce || code == Opcode::kBroadcast || code == Opcode::kIota)
     if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
   if (std::string m = MoveOpKernel(instr, c, op); !m.empty()) return m;
+  if (std::string g = GatherKernel(instr, c, op); !g.empty()) return g;
   switch (cat) {
     case OpCategory::kReduction:
     case OpCategory::kNormalization:
