@@ -106,5 +106,15 @@ TEST(ExactConv, WeightGradientOneByOne) {  // contiguous positions: dY copied pe
                          "f01b_i01o->01bf"));
 }
 
+TEST(ExactConv, WeightGradientBlocksOfSeveralTiles) {  // 60 lines: 5 blocks of 6 K tiles
+  ExpectMatch(ConvModule("f32[2,60,60,130]", "f32[2,60,60,6]", "f32[1,1,130,6]", "size=60x60",
+                         "f01b_i01o->01bf"));
+}
+
+TEST(ExactConv, WeightGradientManyBlocksShortLast) {  // 32 lines in 11 blocks of 3
+  ExpectMatch(ConvModule("f32[2,34,34,20]", "f32[2,32,32,6]", "f32[3,3,20,6]", "size=32x32",
+                         "f01b_i01o->01bf"));
+}
+
 }  // namespace
 }  // namespace tpusim
