@@ -1,6 +1,7 @@
 // The interpreter loop, the opcode dispatch table, and the replica rendezvous.
 #include "compiler/eval/evaluator.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
@@ -67,23 +68,45 @@ uint64_t Interpreter::NextRandom() {
   return z ^ (z >> 31);
 }
 
-const std::vector<size_t>& Interpreter::LastUses(const hlo::HloComputation& comp) {
-  auto [it, inserted] = last_uses_.try_emplace(&comp);
-  if (!inserted) return it->second;
-  const auto& instrs = comp.instructions();
-  std::vector<size_t>& last = it->second;
-  last.resize(instrs.size());
-  for (size_t i = 0; i < instrs.size(); ++i) {
-    last[i] = i;
-    for (const hlo::HloInstruction* op : instrs[i]->operands()) last[local_index_.at(op)] = i;
+const Lifetimes& Interpreter::Plan(const hlo::HloComputation& comp) {
+  auto it = lifetimes_.find(&comp);
+  if (it == lifetimes_.end())
+    it = lifetimes_.emplace(&comp, PlanLifetimes(comp, local_index_)).first;
+  return it->second;
+}
+
+// Evaluates a tuple or get-tuple-element by moving values nobody reads later instead of
+// copying them; false when this instruction must go through its op function.
+bool Interpreter::TryMove(const hlo::HloInstruction& instr, size_t i, const Lifetimes& life,
+                          std::vector<Value>& values, const std::vector<const Value*>& slots,
+                          Value& out) {
+  auto owned = [&](size_t j) { return slots[j] == &values[j]; };
+  const auto& ops = instr.operands();
+  if (instr.opcode() == hlo::Opcode::kTuple) {
+    std::vector<Value> elements;
+    for (const hlo::HloInstruction* op : ops) {
+      const size_t j = local_index_.at(op);
+      const bool once = std::count(ops.begin(), ops.end(), op) == 1;
+      elements.push_back(owned(j) && once && life.last_use[j] == i ? std::move(values[j])
+                                                                   : *slots[j]);
+    }
+    out = Value::Tuple(std::move(elements));
+    return true;
   }
-  if (comp.root() != nullptr) last[local_index_.at(comp.root())] = instrs.size();
-  return last;
+  if (!life.takes_element[i] || ops.size() != 1) return false;
+  const size_t j = local_index_.at(ops[0]);
+  const int64_t index = instr.GetInt("index").value_or(-1);
+  if (!owned(j) || !values[j].IsTuple() || index < 0 ||
+      index >= static_cast<int64_t>(values[j].elements.size()))
+    return false;
+  out = std::move(values[j].elements[static_cast<size_t>(index)]);
+  return true;
 }
 
 Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const Value> args) {
   const auto& instrs = comp.instructions();
-  const std::vector<size_t>& last_use = LastUses(comp);
+  const Lifetimes& life = Plan(comp);
+  const std::vector<size_t>& last_use = life.last_use;
   // Parameters are read in place from `args`; other values are dropped after their last use.
   std::vector<Value> values(instrs.size());
   std::vector<const Value*> slots(instrs.size(), nullptr);
@@ -112,7 +135,10 @@ Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const
     for (const hlo::HloInstruction* op : instr.operands()) {
       operands.push_back(slots[local_index_.at(op)]);
     }
-    Result<Value> r = fn(instr, operands, *this);
+    Value moved;
+    Result<Value> r = TryMove(instr, i, life, values, slots, moved)
+                          ? Result<Value>(std::move(moved))
+                          : fn(instr, operands, *this);
     if (!r.ok()) return r.status();
     if (!r->shape.Compatible(instr.shape())) {
       return InstrError(instr, "evaluated to " + r->shape.ToString(false) + " but the shape is " +

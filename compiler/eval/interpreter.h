@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/eval/evaluator.h"
+#include "compiler/eval/lifetimes.h"
 #include "compiler/eval/rendezvous.h"
 
 namespace tpusim::eval {
@@ -56,9 +57,9 @@ class Interpreter {
   uint64_t NextRandom();  // deterministic stream from options.rng_seed and the replica id
 
  private:
-  // For each instruction of `comp` (by position), the position of its last user; the root's
-  // is past the end. Computed once per computation.
-  const std::vector<size_t>& LastUses(const hlo::HloComputation& comp);
+  const Lifetimes& Plan(const hlo::HloComputation& comp);  // computed once per computation
+  bool TryMove(const hlo::HloInstruction& instr, size_t i, const Lifetimes& life,
+               std::vector<Value>& values, const std::vector<const Value*>& slots, Value& out);
 
   const hlo::HloModule& module_;
   EvalOptions options_;
@@ -66,7 +67,7 @@ class Interpreter {
   Rendezvous* rendezvous_;
   uint64_t rng_state_;
   std::unordered_map<const hlo::HloInstruction*, size_t> local_index_;
-  std::unordered_map<const hlo::HloComputation*, std::vector<size_t>> last_uses_;
+  std::unordered_map<const hlo::HloComputation*, Lifetimes> lifetimes_;
 };
 
 // Scalar kernels shared by families (ops_elementwise.cc). `type` is the operand type.
