@@ -50,6 +50,10 @@ const HloInstruction* FusedContraction(const HloInstruction& fusion) {
   return nullptr;
 }
 
+bool IsF32Scalar(const hlo::Shape& s) {
+  return s.IsArray() && s.dims.empty() && s.type == hlo::PrimitiveType::kF32;
+}
+
 StreamOperand Operand(const HloInstruction* v, const OpContext& c) {
   return StreamOperand{c.address(v), ElemBytes(v->shape()),
                        BytesPerCore(v->shape(), c.split, c.cores)};
@@ -64,7 +68,9 @@ std::string Stream(const HloInstruction& instr, const OpContext& c, LoweredOp& o
   for (const HloInstruction* in : inputs) {
     if (!in->shape().IsArray()) continue;
     iter = std::max(iter, body ? 0 : ElementsPerCore(in->shape(), c.split, c.cores));
-    if (st.inputs.size() < 6) st.inputs.push_back(Operand(in, c));
+    if (st.inputs.size() >= 6) continue;
+    st.inputs.push_back(Operand(in, c));
+    st.inputs.back().splat = body && IsF32Scalar(in->shape());
   }
   st.output = Operand(&instr, c);
   st.vregs = std::max<int64_t>(1, (iter + kVregElements - 1) / kVregElements);
@@ -86,7 +92,8 @@ std::string Stream(const HloInstruction& instr, const OpContext& c, LoweredOp& o
 bool AllFullSize(const VpuBody& b, const HloInstruction& instr) {
   if (!FloatOrBf16(instr.shape()) || instr.shape().ElementCount() % kVregElements) return false;
   return std::all_of(b.inputs.begin(), b.inputs.end(), [&](const HloInstruction* in) {
-    return FloatOrBf16(in->shape()) && in->shape().ElementCount() == instr.shape().ElementCount();
+    return IsF32Scalar(in->shape()) ||  // splat into its vreg (vpu_stream.h)
+           (FloatOrBf16(in->shape()) && in->shape().ElementCount() == instr.shape().ElementCount());
   });
 }
 

@@ -15,6 +15,8 @@ constexpr int64_t kChunkVregs = 128;
 constexpr uint64_t kOperandBytes = kChunkVregs * 4096;  // one operand's area in a slot
 constexpr uint64_t kSlotBytes = 8 * kOperandBytes;      // 6 inputs + output, rounded up
 constexpr int kInputPtr = 16, kOutPtr = 22;             // HBM pointers r16..r21, r22
+constexpr uint64_t kSplatArea = 2 * kSlotBytes;         // VMEM: one vreg per splat input
+constexpr int kSplatFlag = 6;                           // their copies' arrivals
 
 uint64_t VregBytes(const StreamOperand& o) { return o.elem_bytes >= 4 ? 4096 : 2048; }
 
@@ -34,15 +36,20 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
       st.store_every_vreg ? ChunkBytes(st.output, chunk_vregs, st.vregs) : 4096;
   const uint64_t out_vmem = 6 * kOperandBytes;  // input i at i * kOperandBytes of the slot
   std::ostringstream s;
-  for (int i = 0; i < n; ++i)
+  int streamed = 0;  // inputs copied per chunk (splat scalars are in their vregs already)
+  for (int i = 0; i < n; ++i) {
+    if (st.inputs[i].splat) continue;
+    ++streamed;
     s << ".desc in" << i << " rows=1 row_bytes=" << in_chunk[i] << " src_stride=0 dst_stride=0\n";
+  }
   s << ".desc out rows=1 row_bytes=" << out_chunk << " src_stride=0 dst_stride=0\n"
     << "    sflag f4, 1\n    sflag f5, 1\n    li r1, 0\n    li r2, " << chunks << "\n";
   auto load = [&](int slot) {  // chunk r1 (+1 when prefetching) into `slot`
     for (int i = 0; i < n; ++i)
-      s << "    li r3, " << slot * kSlotBytes + i * kOperandBytes << "\n    dma.hv r3, r"
-        << kInputPtr + i << ", in" << i << ", f" << slot << "\n    addi r" << kInputPtr + i << ", r"
-        << kInputPtr + i << ", " << in_chunk[i] << "\n";
+      if (!st.inputs[i].splat)
+        s << "    li r3, " << slot * kSlotBytes + i * kOperandBytes << "\n    dma.hv r3, r"
+          << kInputPtr + i << ", in" << i << ", f" << slot << "\n    addi r" << kInputPtr + i
+          << ", r" << kInputPtr + i << ", " << in_chunk[i] << "\n";
   };
   load(0);
   s << "pair:\n";
@@ -51,16 +58,18 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
     s << "    bge r1, r2, done\n    addi r14, r1, 1\n    bge r14, r2, nopf" << sl << "\n";
     load(1 - slot);
     s << "nopf" << sl << ":\n";
-    if (n) s << "    wait vpu, f" << slot << ", " << n << "\n";
+    if (streamed) s << "    wait vpu, f" << slot << ", " << streamed << "\n";
     s << "    wait vpu, f" << 4 + slot << ", 1\n";
     for (int i = 0; i < n; ++i)
-      s << "    li r" << 7 + i << ", " << slot * kSlotBytes + i * kOperandBytes << "\n";
+      if (!st.inputs[i].splat)
+        s << "    li r" << 7 + i << ", " << slot * kSlotBytes + i * kOperandBytes << "\n";
     s << "    li r13, " << slot * kSlotBytes + out_vmem << "\n";
     // One hardware loop per chunk: each trip loads the next vreg of every full-size input
     // (smaller ones are re-read), runs the body and stores the result's next vreg.
-    const size_t loop_len = n + st.body.size() + (st.store_every_vreg ? 1 : 0);
+    const size_t loop_len = streamed + st.body.size() + (st.store_every_vreg ? 1 : 0);
     s << "    li r14, " << chunk_vregs << "\n    vloop r14, " << loop_len << "\n";
     for (int i = 0; i < n; ++i) {
+      if (st.inputs[i].splat) continue;
       const bool full = st.inputs[i].bytes >= VregBytes(st.inputs[i]) * st.vregs;
       s << (st.inputs[i].elem_bytes >= 4 ? "    vlds v" : "    vlds.bf16 v") << i << ", r" << 7 + i
         << ", " << (full ? VregBytes(st.inputs[i]) : 0) << "\n";
@@ -80,6 +89,27 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
   return s.str();
 }
 
+// Each splat scalar copied by DMA into all 1024 elements of a VMEM vreg, then into its
+// input register, which the body only reads.
+std::string Splats(const VpuStream& st) {
+  std::ostringstream s;
+  int copies = 0;
+  for (size_t i = 0; i < st.inputs.size(); ++i) {
+    if (!st.inputs[i].splat) continue;
+    if (!copies++)
+      s << ".desc splat rows=" << kVregElements << " row_bytes=4 src_stride=0 dst_stride=4\n"
+        << "    sflag f" << kSplatFlag << ", 0\n";
+    s << "    li r3, " << kSplatArea + i * 4096 << "\n    dma.hv r3, r" << kInputPtr + i
+      << ", splat, f" << kSplatFlag << "\n";
+  }
+  if (!copies) return "";
+  s << "    wait vpu, f" << kSplatFlag << ", " << copies << "\n";
+  for (size_t i = 0; i < st.inputs.size(); ++i)
+    if (st.inputs[i].splat)
+      s << "    li r3, " << kSplatArea + i * 4096 << "\n    vld v" << i << ", r3\n";
+  return s.str();
+}
+
 }  // namespace
 
 std::string VpuStreamKernel(const VpuStream& st) {
@@ -91,6 +121,7 @@ std::string VpuStreamKernel(const VpuStream& st) {
   for (size_t i = 0; i < st.inputs.size(); ++i)
     s << LoadAddress(kInputPtr + static_cast<int>(i), st.inputs[i].address, 27);
   s << LoadAddress(kOutPtr, st.output.address, 27);
+  s << Splats(st);
   for (const std::string& line : st.prologue) s << "    " << line << "\n";
   const int64_t full = st.vregs / kChunkVregs, rest = st.vregs % kChunkVregs;
   if (full) s << ScopeKernel(Pass(st, full, kChunkVregs), "a_");

@@ -1,7 +1,8 @@
 // The streaming VPU kernel every elementwise, fused or reducing op is lowered to: operands
 // flow HBM -> VMEM in chunks of up to 32 vregs, double-buffered by DMA, the VPU runs the
 // same instruction list on each vreg, and results flow back to HBM. Values are exact when
-// the body is (vpu_body.h) and every operand is full-size and tile-aligned.
+// the body is (vpu_body.h) and every operand is full-size and tile-aligned or a splat
+// scalar, which is copied once into every element of its input vreg.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@ struct StreamOperand {
   uint64_t address = 0;  // HBM
   int elem_bytes = 4;    // 4: vld/vst (f32); 2 or less: vld.bf16/vst.bf16
   uint64_t bytes = 0;    // what the kernel moves for this operand, per core
+  bool splat = false;    // a scalar (f32[]): read once and repeated over its whole vreg
 };
 
 struct VpuStream {
