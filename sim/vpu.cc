@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "isa/bf16.h"
@@ -171,6 +172,19 @@ void VpuUnit::Compute(const Issued& it, uint64_t addr) {
       break;
     case Opcode::kVcvtBf16:
       Map1(d, va, isa::RoundToBf16);
+      break;
+    case Opcode::kVaddS32:  // two's complement on the bit patterns: wraps
+      Map2(d, va, vb, [](float x, float y) {
+        return std::bit_cast<float>(std::bit_cast<uint32_t>(x) + std::bit_cast<uint32_t>(y));
+      });
+      break;
+    case Opcode::kVsubS32:
+      Map2(d, va, vb, [](float x, float y) {
+        return std::bit_cast<float>(std::bit_cast<uint32_t>(x) - std::bit_cast<uint32_t>(y));
+      });
+      break;
+    case Opcode::kVcvtF32S32:  // the conversion rounds to nearest even (the default mode)
+      Map1(d, va, [](float x) { return static_cast<float>(std::bit_cast<int32_t>(x)); });
       break;
     case Opcode::kVcmpLt:
       Map2(d, va, vb, [](float x, float y) { return x < y ? 1.f : 0.f; });

@@ -153,15 +153,16 @@ bool LeafLayouts(const HloInstruction& instr, std::map<const HloInstruction*, Di
   return true;
 }
 
-// The VPU holds s32 values as f32 bit patterns: they may be moved (broadcast, select) and
-// compared for equality, nothing else.
-bool IntsOnlyCompared(const std::vector<const HloInstruction*>& computed) {
+// The VPU holds s32 values as bit patterns: they may be moved (broadcast, select), added,
+// subtracted and converted to f32 (vpu_body.h) and compared for equality, nothing else.
+bool IntsSupported(const std::vector<const HloInstruction*>& computed) {
   for (const HloInstruction* u : computed)
     for (size_t k = 0; k < u->operand_count(); ++k) {
       if (!IsInt32(u->operand(k)->shape())) continue;
       const Opcode op = u->opcode();
       const std::string dir = u->GetWord("direction").value_or("");
       const bool ok = op == Opcode::kBroadcast || op == Opcode::kCopy || op == Opcode::kBitcast ||
+                      op == Opcode::kAdd || op == Opcode::kSubtract || op == Opcode::kConvert ||
                       (op == Opcode::kSelect && k > 0) ||
                       (op == Opcode::kCompare && (dir == "EQ" || dir == "NE"));
       if (!ok) return false;
@@ -182,7 +183,7 @@ bool PlanElementwise(const HloInstruction& instr, TileProgram& p,
     return false;
   std::map<const HloInstruction*, DimMap> maps;
   std::vector<const HloInstruction*> computed;
-  if (!LeafLayouts(instr, maps, computed) || !IntsOnlyCompared(computed)) return false;
+  if (!LeafLayouts(instr, maps, computed) || !IntsSupported(computed)) return false;
   VpuBody body = BuildVpuBody(instr, /*mapped_broadcasts=*/true);
   if (!body.exact || body.ops > kTileMaxBodyOps) return false;
   p.prologue = body.prologue, p.body = body.body, p.result = body.result;
@@ -228,7 +229,8 @@ bool PlanIota(const HloInstruction& instr, TileProgram& p, std::vector<DimMap>& 
 
 std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   const bool iota = instr.opcode() == Opcode::kIota;
-  if (c.split > 0 || !(F32(instr.shape()) || (iota && IsInt32(instr.shape())))) return "";
+  const bool reduce = instr.opcode() == Opcode::kReduce;
+  if (c.split > 0 || !(F32(instr.shape()) || (!reduce && IsInt32(instr.shape())))) return "";
   TileProgram p;
   p.tag = instr.name();
   p.output = c.address(&instr);
@@ -237,7 +239,7 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   std::vector<DimMap> layouts;  // of each loaded value in the result
   if (iota) {
     if (!PlanIota(instr, p, layouts)) return "";
-  } else if (instr.opcode() == Opcode::kReduce) {
+  } else if (reduce) {
     if (!PlanReduce(instr, p)) return "";
     loaded = {instr.operand(0)};
     layouts = {Identity(instr.operand(0)->shape().dims.size())};
@@ -267,7 +269,9 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   op.hbm_bytes = BytesPerCore(instr.shape(), 0, 1);
   for (const HloInstruction* in : loaded) op.hbm_bytes += BytesPerCore(in->shape(), 0, 1);
   op.exact = true;
-  op.note = ints ? "s32 compared as f32 bit patterns: exact for values in [0, 2^31 - 2^23)" : "";
+  op.note = ints ? "s32 kept as bit patterns; an EQ/NE compare of them is exact for values in "
+                   "[0, 2^31 - 2^23)"
+                 : "";
   return k;
 }
 

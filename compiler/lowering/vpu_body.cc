@@ -1,6 +1,9 @@
 #include "compiler/lowering/vpu_body.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -13,13 +16,22 @@ namespace {
 using hlo::HloInstruction;
 using hlo::Opcode;
 
+bool Int32(const hlo::Shape& s) {
+  return s.IsArray() && (s.type == hlo::PrimitiveType::kS32 || s.type == hlo::PrimitiveType::kU32);
+}
+
 constexpr int kMaxInputs = 6, kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, kLastConst = 30;
 
 class BodyBuilder {
  public:
   BodyBuilder(VpuBody& b, bool mapped_broadcasts) : b_(b), mapped_(mapped_broadcasts) {}
 
-  int ConstantReg(double v) { return Constant(v); }
+  // A constant's register, with `value` as the bits of an s32 when `s32` (else an f32);
+  // `local` (a fusion parameter) then stands for that value.
+  int ConstantReg(double value, bool s32, const HloInstruction* local) {
+    known_[local] = value;
+    return Constant(value, s32);
+  }
   static std::optional<double> ConstantValue(const HloInstruction* i) {
     return ScalarConstantImpl(i);
   }
@@ -41,13 +53,39 @@ class BodyBuilder {
     return ScalarConstantImpl(i);
   }
 
-  int Constant(double v) {
-    if (auto it = consts_.find(v); it != consts_.end()) return it->second;
+  int Constant(double v, bool s32 = false) {
+    const float f = static_cast<float>(v);
+    const uint32_t bits =
+        s32 ? static_cast<uint32_t>(static_cast<int64_t>(v)) : std::bit_cast<uint32_t>(f);
+    const uint64_t key = (uint64_t{s32} << 32) | bits;
+    if (auto it = consts_.find(key); it != consts_.end()) return it->second;
     int r = next_const_ <= kLastConst ? next_const_++ : (b_.exact = false, kLastConst);
     char text[64];
-    std::snprintf(text, sizeof text, "vmovi v%d, %.9g", r, v);
+    if (s32)
+      std::snprintf(text, sizeof text, "vmovi v%d, f32:0x%08x", r, bits);
+    else
+      std::snprintf(text, sizeof text, "vmovi v%d, %.9g", r, v);
     b_.prologue.push_back(text);
-    return consts_[v] = r;
+    return consts_[key] = r;
+  }
+  // The value of `i` when it is a scalar constant or stands for one.
+  std::optional<double> Known(const HloInstruction* i) const {
+    if (auto it = known_.find(i); it != known_.end()) return it->second;
+    return ScalarConstantImpl(i);
+  }
+  // pow(c, y) for a scalar constant base c: exp(y * log(c)) with log(c) folded at compile
+  // time; within a few f32 ulps of pow times |y log c| (bf16 tolerance for |y| < 10^4).
+  // A base that is not a constant, or is negative, is costed as that sequence only.
+  int Power(const HloInstruction* i, const std::map<const HloInstruction*, int>& bound) {
+    const std::optional<double> c = Known(i->operand(0));
+    const int y = Value(i->operand(1), bound);
+    if (c && *c == 1) return Constant(1.0);  // pow(1, y) = 1, even for a NaN y
+    if (c && *c > 0 && std::isfinite(*c)) {
+      const double log_c = std::log(static_cast<double>(static_cast<float>(*c)));
+      return Emit("vexp", {Emit("vmul", {y, Constant(log_c)})});
+    }
+    b_.exact = false;
+    return Emit("vexp", {Emit("vmul", {y, Emit("vlog", {Value(i->operand(0), bound)})})});
   }
   int Emit(const std::string& mnemonic, std::vector<int> srcs) {
     int d = Temp();
@@ -71,8 +109,17 @@ class BodyBuilder {
   }
 
   int Compute(const HloInstruction* i, const std::map<const HloInstruction*, int>& bound) {
-    if (auto c = ScalarConstant(i)) return Constant(*c);
+    if (auto c = ScalarConstant(i)) return Constant(*c, Int32(i->shape()));
     auto in = [&](int k) { return Value(i->operand(k), bound); };
+    // s32 elements are bit patterns: add and subtract have integer forms; other
+    // arithmetic on them is costed as the f32 instruction only.
+    const bool ints = Int32(i->shape()) && i->opcode() != Opcode::kSelect &&
+                      i->opcode() != Opcode::kConvert && i->opcode() != Opcode::kBroadcast &&
+                      i->opcode() != Opcode::kCopy && i->opcode() != Opcode::kBitcast &&
+                      i->opcode() != Opcode::kReshape;
+    if (ints && i->opcode() == Opcode::kAdd) return Emit("vadd.s32", {in(0), in(1)});
+    if (ints && i->opcode() == Opcode::kSubtract) return Emit("vsub.s32", {in(0), in(1)});
+    if (ints) b_.exact = false;
     switch (i->opcode()) {
       case Opcode::kAdd:
         return Emit("vadd", {in(0), in(1)});
@@ -122,6 +169,11 @@ class BodyBuilder {
       }
       case Opcode::kConvert: {
         const hlo::PrimitiveType t = i->shape().type;
+        const hlo::PrimitiveType from = i->operand(0)->shape().type;
+        if (from == hlo::PrimitiveType::kS32 && t == hlo::PrimitiveType::kF32)
+          return Emit("vcvt.f32.s32", {in(0)});
+        if (Int32(i->shape()) && Int32(i->operand(0)->shape())) return in(0);  // same bits
+        if (Int32(i->operand(0)->shape())) b_.exact = false;  // s32 -> bf16: not one op
         if (t == hlo::PrimitiveType::kBF16) return Emit("vcvt.bf16", {in(0)});
         if (t == hlo::PrimitiveType::kF32) return in(0);
         b_.exact = false;
@@ -134,9 +186,8 @@ class BodyBuilder {
       case Opcode::kBroadcast:  // a scalar fills the vreg; anything else is costed only
         if (!i->operand(0)->shape().IsScalar() && !mapped_) b_.exact = false;
         return in(0);
-      case Opcode::kPower:  // exp(y * log(x)): the cost of the VPU sequence
-        b_.exact = false;
-        return Emit("vexp", {Emit("vmul", {in(1), Emit("vlog", {in(0)})})});
+      case Opcode::kPower:
+        return Power(i, bound);
       default: {  // sine, floor, clamp, bitwise, ...: one or two ALU operations' cost
         b_.exact = false;
         int r = in(0);
@@ -150,7 +201,8 @@ class BodyBuilder {
   VpuBody& b_;
   bool mapped_ = false;
   std::map<const HloInstruction*, int> reg_;
-  std::map<double, int> consts_;
+  std::map<uint64_t, int> consts_;                 // by s32 flag and bits
+  std::map<const HloInstruction*, double> known_;  // parameters bound to constants
   int next_temp_ = kFirstTemp, next_const_ = kFirstConst;
 };
 
@@ -191,7 +243,7 @@ void BindLeaves(const HloInstruction& op, VpuBody& b, BodyBuilder& builder,
   const bool fusion = op.opcode() == Opcode::kFusion && op.fused_computation();
   auto bind = [&](const HloInstruction* local, const HloInstruction* outside) {
     if (auto c = BodyBuilder::ConstantValue(outside); c && (fusion || mapped)) {
-      bound[local] = builder.ConstantReg(*c);
+      bound[local] = builder.ConstantReg(*c, Int32(outside->shape()), local);
       return;
     }
     if (mapped && inline_pred && InlinedIntoUsers(*outside)) {

@@ -50,5 +50,73 @@ TEST(ExactVpuKernels, CorruptedStreamResultIsDetected) {
   EXPECT_GT(r.error, 1.0);
 }
 
+TEST(ExactVpuKernels, S32AddSubtractAndConvertToF32) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+ENTRY %main (step: s32[], a: s32[20,130], b: s32[20,130]) -> (f32[], s32[], f32[20,130]) {
+  %step = s32[] parameter(0)
+  %a = s32[20,130]{1,0} parameter(1)
+  %b = s32[20,130]{1,0} parameter(2)
+  %one = s32[] constant(1)
+  %next = s32[] add(%step, %one)
+  %t = f32[] convert(%next)
+  %big = s32[] constant(-2147483647)
+  %low = s32[] subtract(%big, %next)
+  %d = s32[20,130]{1,0} subtract(%a, %b)
+  %k = s32[] constant(16777217)
+  %bk = s32[20,130]{1,0} broadcast(%k), dimensions={}
+  %e = s32[20,130]{1,0} add(%d, %bk)
+  %f = f32[20,130]{1,0} convert(%e)
+  ROOT %r = (f32[], s32[], f32[20,130]) tuple(%t, %low, %f)
+})");
+}
+
+// Adam's bias correction: lr * sqrt(1 - beta2^t) / (1 - beta1^t) with t = step + 1. The
+// powers have constant bases, so the VPU computes exp(t * log(beta)) (log folded at
+// compile time), within f32 rounding of |t log beta| ulps of the evaluator's powf.
+TEST(ExactVpuKernels, PowerWithAConstantBaseAsInAdamsBiasCorrection) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+%correction (p0: f32[], p1: f32[], p2: f32[], p3: f32[], p4: f32[]) -> f32[] {
+  %p0 = f32[] parameter(0)
+  %p1 = f32[] parameter(1)
+  %p2 = f32[] parameter(2)
+  %p3 = f32[] parameter(3)
+  %p4 = f32[] parameter(4)
+  %pow1 = f32[] power(%p0, %p1)
+  %sub1 = f32[] subtract(%p2, %pow1)
+  %pow2 = f32[] power(%p3, %p1)
+  %sub2 = f32[] subtract(%p2, %pow2)
+  %sqrt = f32[] sqrt(%sub2)
+  %div = f32[] divide(%sqrt, %sub1)
+  ROOT %mul = f32[] multiply(%div, %p4)
+}
+%powers (q0: f32[20,130], q1: f32[20,130]) -> f32[20,130] {
+  %q0 = f32[20,130]{1,0} parameter(0)
+  %q1 = f32[20,130]{1,0} parameter(1)
+  %two = f32[] constant(2)
+  %b2 = f32[20,130]{1,0} broadcast(%two), dimensions={}
+  %x = f32[20,130]{1,0} multiply(%q0, %b2)
+  %p = f32[20,130]{1,0} power(%b2, %x)
+  %one = f32[] constant(1)
+  %b1 = f32[20,130]{1,0} broadcast(%one), dimensions={}
+  %q = f32[20,130]{1,0} power(%b1, %q1)
+  ROOT %s = f32[20,130]{1,0} add(%p, %q)
+}
+ENTRY %main (step: s32[], x: f32[20,130], y: f32[20,130]) -> (f32[], f32[20,130]) {
+  %step = s32[] parameter(0)
+  %x = f32[20,130]{1,0} parameter(1)
+  %y = f32[20,130]{1,0} parameter(2)
+  %one = s32[] constant(1)
+  %next = s32[] add(%step, %one)
+  %t = f32[] convert(%next)
+  %beta1 = f32[] constant(0.9)
+  %c1 = f32[] constant(1)
+  %beta2 = f32[] constant(0.999)
+  %lr = f32[] constant(0.001)
+  %c = f32[] fusion(%beta1, %t, %c1, %beta2, %lr), kind=kLoop, calls=%correction
+  %p = f32[20,130]{1,0} fusion(%x, %y), kind=kLoop, calls=%powers
+  ROOT %r = (f32[], f32[20,130]) tuple(%c, %p)
+})");
+}
+
 }  // namespace
 }  // namespace tpusim
