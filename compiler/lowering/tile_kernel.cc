@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -13,12 +14,16 @@ namespace tpusim::lowering {
 namespace {
 
 constexpr int64_t kVregBytes = kTileSublanes * kTileEdge * 4;
+constexpr int64_t kTileRows = kTileVregs * kTileSublanes;
 constexpr int64_t kBufBytes = kTileVregs * kVregBytes;  // one operand's tile
 constexpr int64_t kSlotBytes = 8 * kBufBytes;           // inputs 0..5, mask, output
 constexpr int64_t kOnes = 2 * kSlotBytes;               // a vreg of 1.0 (mask source)
 constexpr int64_t kRowAcc = kOnes + kVregBytes;         // partial row results (kRows)
-constexpr int64_t kIndexScratch = 2 << 20;              // vregs whose first element is k
-constexpr int kInPtr = 7, kMaskPtr = 13, kOutPtr = 14;  // VPU loop address registers
+constexpr int64_t kIndexScratch = kRowAcc + kBufBytes;  // vregs whose first element is k
+static_assert(kIndexScratch + kTileMaxIndex * kVregBytes <= static_cast<int64_t>(kTileIndexTable));
+constexpr int kInPtr = 7, kMaskPtr = 13, kOutPtr = 14;  // VMEM buffers of a tile's vloop
+constexpr int kHbmPtr = 20, kOutHbm = 26;  // the next tile's inputs, this tile's output
+constexpr int kTrip = 27, kTrips = 28;     // a run's loop counter and trip count
 // v20: scratch, v21: the neutral element, v22: the masked result, v23: the mask.
 
 struct Tile {
@@ -31,7 +36,6 @@ class Emitter {
   explicit Emitter(const TileProgram& p) : p_(p) {}
 
   std::string Run() {
-    const bool reduce = p_.reduce != TileReduce::kNone;
     const std::string neutral = !p_.max ? "0.0" : "-inf";
     s_ << "# tiled VPU kernel [" << p_.rows << "," << p_.cols << "]\n";
     for (int f = 0; f < 9; ++f) s_ << "    sflag f" << f << ", " << (f == 6 || f == 7) << "\n";
@@ -40,37 +44,117 @@ class Emitter {
        << "    vmovi v31, " << neutral << "\n";
     for (const std::string& line : p_.prologue) s_ << "    " << line << "\n";
     if (p_.index_table > 0) IndexTable();
-    std::vector<Tile> tiles = Tiles(reduce);
-    Fetch(tiles[0], 0);
-    for (size_t i = 0; i < tiles.size(); ++i) {
-      if (i + 1 < tiles.size()) Fetch(tiles[i + 1], static_cast<int>((i + 1) % 2));
-      Compute(tiles[i], static_cast<int>(i % 2), i);
-    }
+    tiles_ = Tiles();
+    SetPointers(Pointers(-1));
+    s_ << Fetch(tiles_[0], 0);
+    Steps();
     // Once the VPU is past its last wait, the credits left are the last stores' arrivals.
     s_ << "    signal vpu, f8, 1\n    wait seq, f8, 1\n    wait seq, f6, 1\n    wait seq, f7, 1\n";
     return head_.str() + s_.str();
   }
 
  private:
-  std::vector<Tile> Tiles(bool reduce) const {
+  std::vector<Tile> Tiles() const {
     std::vector<Tile> out;
-    const int64_t rbs = (p_.rows + kTileEdge - 1) / kTileEdge;
+    const int64_t rbs = (p_.rows + kTileRows - 1) / kTileRows;
     const int64_t cbs = (p_.cols + kTileEdge - 1) / kTileEdge;
     const bool rows_outer = p_.reduce == TileReduce::kRows;
+    const bool reduce = p_.reduce != TileReduce::kNone;
     for (int64_t a = 0; a < (rows_outer ? rbs : cbs); ++a)
       for (int64_t b = 0; b < (rows_outer ? cbs : rbs); ++b) {
         const int64_t rb = rows_outer ? a : b, cb = rows_outer ? b : a;
         Tile t;
-        t.r0 = rb * kTileEdge, t.c0 = cb * kTileEdge;
-        t.rows = std::min(kTileEdge, p_.rows - t.r0), t.cols = std::min(kTileEdge, p_.cols - t.c0);
+        t.r0 = rb * kTileRows, t.c0 = cb * kTileEdge;
+        t.rows = std::min(kTileRows, p_.rows - t.r0), t.cols = std::min(kTileEdge, p_.cols - t.c0);
         t.vregs = (t.rows + kTileSublanes - 1) / kTileSublanes;
         t.first_col = cb == 0, t.last_col = cb + 1 == cbs, t.last_row = rb + 1 == rbs;
         t.masked = reduce && (t.rows < t.vregs * kTileSublanes || t.cols < kTileEdge);
         out.push_back(t);
       }
-    if (static_cast<int64_t>(out.size()) > kTileMaxTiles)
-      throw std::invalid_argument("tile kernel: too many tiles");
+    const bool columns = p_.reduce == TileReduce::kCols || p_.reduce == TileReduce::kAll;
+    if (!columns && static_cast<int64_t>(out.size()) > kTileMaxRowTiles)
+      throw std::invalid_argument("tile kernel: too many tiles for a result with rows");
     return out;
+  }
+
+  // Step k fetches tile k + 1 and computes tile k. Where the text of steps repeats with
+  // period two (the two staging slots) and the HBM pointers advance evenly, the steps
+  // become a loop over pairs; elsewhere each step is written out.
+  void Steps() {
+    const size_t n = tiles_.size();
+    std::vector<std::string> text(n);
+    for (size_t k = 0; k < n; ++k)
+      text[k] = (k + 1 < n ? Fetch(tiles_[k + 1], static_cast<int>((k + 1) % 2)) : "") +
+                Compute(tiles_[k], static_cast<int>(k % 2));
+    for (size_t k = 0; k < n;) {
+      size_t j = 1;
+      std::vector<int64_t> delta;
+      if (k + 3 < n) {
+        delta = Pointers(static_cast<int64_t>(k + 1));
+        const std::vector<int64_t> first = Pointers(static_cast<int64_t>(k));
+        bool fits = true;
+        for (size_t i = 0; i < delta.size(); ++i) {
+          delta[i] -= first[i];
+          fits = fits && delta[i] >= std::numeric_limits<int32_t>::min() &&
+                 delta[i] <= std::numeric_limits<int32_t>::max();
+        }
+        for (j = fits ? 2 : 1; fits && k + j < n && text[k + j] == text[k + j % 2]; ++j) {
+          const std::vector<int64_t> at = Pointers(static_cast<int64_t>(k + j));
+          bool even = true;
+          for (size_t i = 0; i < at.size(); ++i)
+            even = even && at[i] == first[i] + static_cast<int64_t>(j) * delta[i];
+          if (!even) break;
+        }
+      }
+      SetPointers(Pointers(static_cast<int64_t>(k)));
+      if (j < 4) {
+        s_ << text[k++];
+        continue;
+      }
+      const size_t pairs = j / 2;
+      const std::string label = "run" + std::to_string(runs_++);
+      s_ << "    li r" << kTrip << ", 0\n    li r" << kTrips << ", " << pairs << "\n"
+         << label << ":\n"
+         << text[k] << Advance(delta) << text[k + 1] << Advance(delta) << "    addi r" << kTrip
+         << ", r" << kTrip << ", 1\n    blt r" << kTrip << ", r" << kTrips << ", " << label << "\n";
+      k += 2 * pairs;
+    }
+  }
+
+  // HBM (or VMEM) addresses step k uses: the inputs of tile k + 1, the output of tile k.
+  std::vector<int64_t> Pointers(int64_t k) const {
+    std::vector<int64_t> v(p_.inputs.size() + 1, 0);
+    if (k + 1 < static_cast<int64_t>(tiles_.size())) {
+      const Tile& t = tiles_[static_cast<size_t>(k + 1)];
+      for (size_t i = 0; i < p_.inputs.size(); ++i) {
+        const TileOperand& o = p_.inputs[i];
+        v[i] = static_cast<int64_t>(o.address) + (t.r0 * o.row_stride + t.c0 * o.col_stride) * 4;
+      }
+    }
+    if (k >= 0) {
+      const Tile& t = tiles_[static_cast<size_t>(k)];
+      const int64_t first = p_.reduce == TileReduce::kNone   ? t.r0 * p_.cols + t.c0
+                            : p_.reduce == TileReduce::kRows ? t.r0
+                            : p_.reduce == TileReduce::kCols ? t.c0
+                                                             : 0;
+      v.back() = static_cast<int64_t>(p_.output) + first * 4;
+    }
+    return v;
+  }
+
+  void SetPointers(const std::vector<int64_t>& v) {
+    for (size_t i = 0; i + 1 < v.size(); ++i)
+      s_ << LoadAddress(kHbmPtr + static_cast<int>(i), static_cast<uint64_t>(v[i]), 3);
+    s_ << LoadAddress(kOutHbm, static_cast<uint64_t>(v.back()), 3);
+  }
+
+  static std::string Advance(const std::vector<int64_t>& delta) {
+    std::ostringstream s;
+    for (size_t i = 0; i < delta.size(); ++i) {
+      const int r = i + 1 < delta.size() ? kHbmPtr + static_cast<int>(i) : kOutHbm;
+      if (delta[i]) s << "    addi r" << r << ", r" << r << ", " << delta[i] << "\n";
+    }
+    return s.str();
   }
 
   // Entry k in the first element of vreg k of a scratch area, gathered into one row by DMA.
@@ -96,24 +180,23 @@ class Emitter {
     return it->second;
   }
 
-  // Staging buffers of `slot` receive the tile's operands (and its mask) by DMA.
-  void Fetch(const Tile& t, int slot) {
+  // Staging buffers of `slot` receive the tile's operands (and its mask) by DMA from the
+  // addresses in the input pointer registers.
+  std::string Fetch(const Tile& t, int slot) {
+    std::ostringstream s;
     const int64_t base = slot * kSlotBytes;
-    if (t.masked) {  // zero the mask, then copy 1.0 over the tile's valid elements
-      s_ << "    vmovi v22, 0.0\n    li r3, " << base + 6 * kBufBytes << "\n";
-      for (int64_t j = 0; j < t.vregs; ++j) s_ << "    vst v22, r3\n    addi r3, r3, 4096\n";
-    }
-    s_ << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
+    if (t.masked)  // zero the mask, then copy 1.0 over the tile's valid elements
+      s << "    vmovi v22, 0.0\n    li r3, " << base + 6 * kBufBytes << "\n    li r4, " << t.vregs
+        << "\n    vloop r4, 1\n    vsts v22, r3, " << kVregBytes << "\n";
+    s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
     if (t.masked)
-      s_ << "    li r1, " << base + 6 * kBufBytes << "\n    li r2, " << kOnes
-         << "\n    dma.vv r1, r2, "
-         << Desc("rows=" + std::to_string(t.rows) + " row_bytes=" + std::to_string(t.cols * 4) +
-                 " src_stride=0 dst_stride=512")
-         << ", f" << slot << "\n";
+      s << "    li r1, " << base + 6 * kBufBytes << "\n    li r2, " << kOnes
+        << "\n    dma.vv r1, r2, "
+        << Desc("rows=" + std::to_string(t.rows) + " row_bytes=" + std::to_string(t.cols * 4) +
+                " src_stride=0 dst_stride=512")
+        << ", f" << slot << "\n";
     for (size_t i = 0; i < p_.inputs.size(); ++i) {
       const TileOperand& o = p_.inputs[i];
-      const uint64_t at =
-          o.address + static_cast<uint64_t>((t.r0 * o.row_stride + t.c0 * o.col_stride) * 4);
       std::string d =
           o.col_stride == 1
               ? "rows=" + std::to_string(t.rows) + " row_bytes=" + std::to_string(t.cols * 4) +
@@ -122,78 +205,86 @@ class Emitter {
                     " row_bytes=4 src_stride=0 dst_stride=4 planes=" + std::to_string(t.rows) +
                     " src_plane_stride=" + std::to_string(o.row_stride * 4) +
                     " dst_plane_stride=512";
-      s_ << "    li r1, " << base + static_cast<int64_t>(i) * kBufBytes << "\n"
-         << LoadAddress(2, at, 3) << (o.vmem ? "    dma.vv" : "    dma.hv") << " r1, r2, "
-         << Desc(d) << ", f" << slot << "\n";
+      s << "    li r1, " << base + static_cast<int64_t>(i) * kBufBytes << "\n"
+        << (o.vmem ? "    dma.vv" : "    dma.hv") << " r1, r" << kHbmPtr + static_cast<int>(i)
+        << ", " << Desc(d) << ", f" << slot << "\n";
     }
+    return s.str();
   }
 
-  void Op(const std::string& d, const std::string& a, const std::string& b) {
-    s_ << "    " << (p_.max ? "vmax " : "vadd ") << d << ", " << a << ", " << b << "\n";
+  std::string Op(const std::string& d, const std::string& a, const std::string& b) const {
+    return (p_.max ? "vmax " : "vadd ") + d + ", " + a + ", " + b;
+  }
+
+  // What one vloop trip does to vreg j of the tile: load, compute, mask, store or combine.
+  std::vector<std::string> Trip(const Tile& t) const {
+    std::vector<std::string> b;
+    const std::string step = ", " + std::to_string(kVregBytes);
+    for (size_t i = 0; i < p_.inputs.size(); ++i)
+      b.push_back("vlds v" + std::to_string(i) + ", r" + std::to_string(kInPtr + i) + step);
+    b.insert(b.end(), p_.body.begin(), p_.body.end());
+    std::string v = "v" + std::to_string(p_.result);
+    if (t.masked) {
+      b.push_back("vlds v23, r" + std::to_string(kMaskPtr) + step);
+      b.push_back("vsel v22, v23, " + v + ", v21");
+      v = "v22";
+    }
+    switch (p_.reduce) {
+      case TileReduce::kNone:
+        b.push_back("vsts " + v + ", r" + std::to_string(kOutPtr) + step);
+        break;
+      case TileReduce::kCols:
+      case TileReduce::kAll:
+        b.push_back(Op("v31", "v31", v));
+        break;
+      case TileReduce::kRows:
+        b.push_back(std::string("vredlane.") + (p_.max ? "max" : "sum") + " v22, " + v);
+        if (!t.first_col) b.push_back("vlds v20, r17" + step), b.push_back(Op("v22", "v22", "v20"));
+        if (t.last_col) b.push_back("vmovi v20, " + Init()), b.push_back(Op("v22", "v22", "v20"));
+        b.push_back("vsts v22, r" + std::to_string(t.last_col ? kOutPtr : 17) + step);
+        break;
+    }
+    return b;
   }
 
   // The VPU computes the tile from `slot`; results leave by DMA when the tile completes one.
-  void Compute(const Tile& t, int slot, size_t index) {
+  std::string Compute(const Tile& t, int slot) {
+    std::ostringstream s;
     const int64_t base = slot * kSlotBytes, out = base + 7 * kBufBytes;
     const int dmas = static_cast<int>(p_.inputs.size()) + (t.masked ? 1 : 0);
     const bool stores =
         p_.reduce == TileReduce::kNone || (p_.reduce == TileReduce::kRows && t.last_col);
-    if (dmas) s_ << "    wait vpu, f" << slot << ", " << dmas << "\n";
-    if (stores) s_ << "    wait vpu, f" << 6 + slot << ", 1\n";
+    if (dmas) s << "    wait vpu, f" << slot << ", " << dmas << "\n";
+    if (stores) s << "    wait vpu, f" << 6 + slot << ", 1\n";
     if (p_.reduce == TileReduce::kCols && t.r0 == 0)
-      s_ << "    vmovi v31, " << (p_.max ? "-inf" : "0.0") << "\n";
+      s << "    vmovi v31, " << (p_.max ? "-inf" : "0.0") << "\n";
     for (size_t i = 0; i < p_.inputs.size(); ++i)
-      s_ << "    li r" << kInPtr + i << ", " << base + static_cast<int64_t>(i) * kBufBytes << "\n";
-    s_ << "    li r" << kMaskPtr << ", " << base + 6 * kBufBytes << "\n    li r" << kOutPtr << ", "
-       << out << "\n    li r17, " << kRowAcc << "\n    li r15, 0\n    li r16, " << t.vregs << "\nt"
-       << index << "_v:\n";
-    for (size_t i = 0; i < p_.inputs.size(); ++i)
-      s_ << "    vld v" << i << ", r" << kInPtr + i << "\n    addi r" << kInPtr + i << ", r"
-         << kInPtr + i << ", 4096\n";
-    for (const std::string& line : p_.body) s_ << "    " << line << "\n";
-    std::string v = "v" + std::to_string(p_.result);
-    if (t.masked) {
-      s_ << "    vld v23, r" << kMaskPtr << "\n    vsel v22, v23, " << v << ", v21\n";
-      v = "v22";
-    }
-    s_ << "    addi r" << kMaskPtr << ", r" << kMaskPtr << ", 4096\n";
-    switch (p_.reduce) {
-      case TileReduce::kNone:
-        s_ << "    vst " << v << ", r" << kOutPtr << "\n";
-        break;
-      case TileReduce::kCols:
-      case TileReduce::kAll:
-        Op("v31", "v31", v);
-        break;
-      case TileReduce::kRows:
-        s_ << "    vredlane." << (p_.max ? "max" : "sum") << " v22, " << v << "\n";
-        if (!t.first_col) s_ << "    vld v20, r17\n", Op("v22", "v22", "v20");
-        if (t.last_col) s_ << "    vmovi v20, " << Init() << "\n", Op("v22", "v22", "v20");
-        s_ << "    vst v22, r" << (t.last_col ? kOutPtr : 17) << "\n";
-        break;
-    }
-    s_ << "    addi r" << kOutPtr << ", r" << kOutPtr << ", 4096\n    addi r17, r17, 4096\n"
-       << "    addi r15, r15, 1\n    blt r15, r16, t" << index << "_v\n";
+      s << "    li r" << kInPtr + i << ", " << base + static_cast<int64_t>(i) * kBufBytes << "\n";
+    const std::vector<std::string> trip = Trip(t);
+    s << "    li r" << kMaskPtr << ", " << base + 6 * kBufBytes << "\n    li r" << kOutPtr << ", "
+      << out << "\n    li r17, " << kRowAcc << "\n    li r16, " << t.vregs << "\n    vloop r16, "
+      << trip.size() << "\n";
+    for (const std::string& line : trip) s << "    " << line << "\n";
     if (p_.reduce == TileReduce::kNone)
-      Store(slot, out, t.r0 * p_.cols + t.c0,
-            "rows=" + std::to_string(t.rows) + " row_bytes=" + std::to_string(t.cols * 4) +
-                " src_stride=512 dst_stride=" + std::to_string(p_.cols * 4));
+      s << Store(slot, out,
+                 "rows=" + std::to_string(t.rows) + " row_bytes=" + std::to_string(t.cols * 4) +
+                     " src_stride=512 dst_stride=" + std::to_string(p_.cols * 4));
     if (p_.reduce == TileReduce::kRows && t.last_col)
-      Store(slot, out, t.r0,
-            "rows=" + std::to_string(t.rows) + " row_bytes=4 src_stride=512 dst_stride=4");
+      s << Store(slot, out,
+                 "rows=" + std::to_string(t.rows) + " row_bytes=4 src_stride=512 dst_stride=4");
     const bool done_cols = p_.reduce == TileReduce::kCols && t.last_row;
     const bool done_all = p_.reduce == TileReduce::kAll && t.last_row && t.last_col;
     if (done_cols || done_all) {
-      s_ << "    wait vpu, f" << 6 + slot << ", 1\n    vredsub." << (p_.max ? "max" : "sum")
-         << " v22, v31\n";
-      if (done_all) s_ << "    vredlane." << (p_.max ? "max" : "sum") << " v22, v22\n";
-      s_ << "    vmovi v20, " << Init() << "\n";
-      Op("v22", "v22", "v20");
-      s_ << "    li r3, " << out << "\n    vst v22, r3\n";
-      Store(slot, out, done_all ? 0 : t.c0,
-            "rows=1 row_bytes=" + std::to_string(done_all ? 4 : t.cols * 4) +
-                " src_stride=0 dst_stride=0");
+      s << "    wait vpu, f" << 6 + slot << ", 1\n    vredsub." << (p_.max ? "max" : "sum")
+        << " v22, v31\n";
+      if (done_all) s << "    vredlane." << (p_.max ? "max" : "sum") << " v22, v22\n";
+      s << "    vmovi v20, " << Init() << "\n    " << Op("v22", "v22", "v20") << "\n    li r3, "
+        << out << "\n    vst v22, r3\n"
+        << Store(slot, out,
+                 "rows=1 row_bytes=" + std::to_string(done_all ? 4 : t.cols * 4) +
+                     " src_stride=0 dst_stride=0");
     }
+    return s.str();
   }
 
   std::string Init() const {
@@ -202,16 +293,20 @@ class Emitter {
     return text;
   }
 
-  // The output buffer of `slot` to HBM element `first` once the VPU has written it.
-  void Store(int slot, int64_t out, int64_t first, const std::string& desc) {
-    s_ << "    signal vpu, f" << 4 + slot << ", 1\n    wait dma, f" << 4 + slot << ", 1\n"
-       << LoadAddress(18, p_.output + static_cast<uint64_t>(first * 4), 3) << "    li r19, " << out
-       << "\n    dma.vh r18, r19, " << Desc(desc) << ", f" << 6 + slot << "\n";
+  // The output buffer of `slot` to the output pointer once the VPU has written it.
+  std::string Store(int slot, int64_t out, const std::string& desc) {
+    std::ostringstream s;
+    s << "    signal vpu, f" << 4 + slot << ", 1\n    wait dma, f" << 4 + slot << ", 1\n"
+      << "    li r19, " << out << "\n    dma.vh r" << kOutHbm << ", r19, " << Desc(desc) << ", f"
+      << 6 + slot << "\n";
+    return s.str();
   }
 
   const TileProgram& p_;
+  std::vector<Tile> tiles_;
   std::ostringstream head_, s_;
   std::map<std::string, std::string> descs_;
+  int runs_ = 0;
 };
 
 }  // namespace

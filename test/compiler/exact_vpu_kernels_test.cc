@@ -50,6 +50,68 @@ TEST(ExactVpuKernels, CorruptedStreamResultIsDetected) {
   EXPECT_GT(r.error, 1.0);
 }
 
+// Column sums of a [14400,256]-like matrix as in mnist-cnn's bias gradients (reduce over
+// {0,1,2}), at [6000,256] (12 row tiles of 512, the last ragged; the middle ones a loop), with row
+// sums and a max over everything of a ragged [1100,300] beside them.
+TEST(ExactVpuKernels, LoopedReductionsOverManyTiles) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %r = f32[] add(%x, %y)
+}
+%max (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %r = f32[] maximum(%x, %y)
+}
+ENTRY %main (a: f32[10,24,25,256], b: f32[1100,300]) -> (f32[256], f32[1100], f32[]) {
+  %a = f32[10,24,25,256]{3,2,1,0} parameter(0)
+  %b = f32[1100,300]{1,0} parameter(1)
+  %zero = f32[] constant(0)
+  %low = f32[] constant(-inf)
+  %cols = f32[256]{0} reduce(%a, %zero), dimensions={0,1,2}, to_apply=%sum
+  %rows = f32[1100]{0} reduce(%b, %zero), dimensions={1}, to_apply=%sum
+  %all = f32[] reduce(%b, %low), dimensions={0,1}, to_apply=%max
+  ROOT %t = (f32[256], f32[1100], f32[]) tuple(%cols, %rows, %all)
+})");
+}
+
+// A ragged [2600,100] result (6 tiles of 512 rows) with row, column and scalar broadcasts: the
+// interior tiles run as a loop, the edges written out.
+TEST(ExactVpuKernels, LoopedTilesWithBroadcastOperands) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+ENTRY %main (a: f32[2600,100], r: f32[100], c: f32[2600], s: f32[]) -> f32[2600,100] {
+  %a = f32[2600,100]{1,0} parameter(0)
+  %r = f32[100]{0} parameter(1)
+  %c = f32[2600]{0} parameter(2)
+  %s = f32[] parameter(3)
+  %br = f32[2600,100]{1,0} broadcast(%r), dimensions={1}
+  %bc = f32[2600,100]{1,0} broadcast(%c), dimensions={0}
+  %bs = f32[2600,100]{1,0} broadcast(%s), dimensions={}
+  %add = f32[2600,100]{1,0} add(%a, %br)
+  %mul = f32[2600,100]{1,0} multiply(%add, %bc)
+  ROOT %sub = f32[2600,100]{1,0} subtract(%mul, %bs)
+})");
+}
+
+TEST(ExactVpuKernels, CorruptedLoopedReductionIsDetected) {
+  testing::ValueRun r = SimulateValues(R"(HloModule m, replica_count=8
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %r = f32[] add(%x, %y)
+}
+ENTRY %main (a: f32[6000,256]) -> f32[256] {
+  %a = f32[6000,256]{1,0} parameter(0)
+  %zero = f32[] constant(0)
+  ROOT %cols = f32[256]{0} reduce(%a, %zero), dimensions={0}, to_apply=%sum
+})",
+                                       /*corrupt=*/true);
+  ASSERT_TRUE(r.exact) << r.inexact_ops;
+  EXPECT_GT(r.error, 1.0);
+}
+
 TEST(ExactVpuKernels, S32AddSubtractAndConvertToF32) {
   ExpectMatch(R"(HloModule m, replica_count=8
 ENTRY %main (step: s32[], a: s32[20,130], b: s32[20,130]) -> (f32[], s32[], f32[20,130]) {
