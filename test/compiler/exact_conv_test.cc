@@ -13,8 +13,6 @@ namespace {
 
 using testing::SimulateValues;
 
-constexpr double kTolerance = 1e-5;  // f32 accumulation order (bf16 operands, as the evaluator)
-
 // One convolution `x * k -> out` with the given window and dim_labels.
 std::string ConvModule(const std::string& x, const std::string& k, const std::string& out,
                        const std::string& window, const std::string& labels) {
@@ -23,13 +21,7 @@ std::string ConvModule(const std::string& x, const std::string& k, const std::st
          " convolution(%x, %k), window={" + window + "}, dim_labels=" + labels + "\n}\n";
 }
 
-void ExpectMatch(const std::string& hlo) {
-  testing::ValueRun r = SimulateValues(hlo);
-  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
-  EXPECT_TRUE(r.nonzero);
-  EXPECT_GE(r.error, 0);
-  EXPECT_LT(r.error, kTolerance);
-}
+using testing::ExpectMatch;
 
 TEST(ExactConv, CorruptedResultIsDetected) {  // the comparison itself is a real check
   testing::ValueRun r =

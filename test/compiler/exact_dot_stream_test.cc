@@ -16,8 +16,6 @@ namespace {
 
 using lowering::ExactDotShape;
 
-constexpr double kTolerance = 1e-5;  // f32 rounding (bf16 operands, as the evaluator)
-
 // The shape op_kernels.cc builds for the dot (addresses do not matter to the plan).
 ExactDotShape Shape(int64_t m, int64_t k, int64_t n, bool a_t, bool b_t, bool b_bf16 = false) {
   ExactDotShape d;
@@ -36,13 +34,7 @@ std::string Module(const std::string& lhs, const std::string& rhs, const std::st
          std::to_string(rhs_contracting) + "}\n}\n";
 }
 
-void ExpectMatch(const std::string& hlo) {
-  testing::ValueRun r = testing::SimulateValues(hlo);
-  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
-  EXPECT_TRUE(r.nonzero);
-  EXPECT_GE(r.error, 0);
-  EXPECT_LT(r.error, kTolerance);
-}
+using testing::ExpectMatch;
 
 TEST(ExactDotStream, KChunksWithRaggedKAndN) {
   const auto p = lowering::PlanExactDot(Shape(37, 3000, 300, false, false));

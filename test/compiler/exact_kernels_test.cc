@@ -11,15 +11,7 @@ namespace {
 
 using testing::SimulateValues;
 
-constexpr double kTolerance = 1e-5;  // f32 rounding (dots: bf16 operands, as the evaluator)
-
-void ExpectMatch(const std::string& hlo) {
-  testing::ValueRun r = SimulateValues(hlo);
-  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
-  EXPECT_TRUE(r.nonzero);
-  EXPECT_GE(r.error, 0);
-  EXPECT_LT(r.error, kTolerance);
-}
+using testing::ExpectMatch;
 
 TEST(ExactKernels, CorruptedResultIsDetected) {  // the comparison itself is a real check
   testing::ValueRun r = SimulateValues(R"(HloModule m, replica_count=8

@@ -10,15 +10,7 @@ namespace {
 
 using testing::SimulateValues;
 
-constexpr double kTolerance = 1e-5;  // f32 rounding
-
-void ExpectMatch(const std::string& hlo, double tolerance = kTolerance) {
-  testing::ValueRun r = SimulateValues(hlo);
-  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
-  EXPECT_TRUE(r.nonzero);
-  EXPECT_GE(r.error, 0);
-  EXPECT_LT(r.error, tolerance);
-}
+using testing::ExpectMatch;
 
 // An Adam-style update over 320 vregs (two full chunks and a partial one) whose step size
 // is a scalar operand: the stream splats it into a vreg once.

@@ -60,4 +60,14 @@ inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
   return out;
 }
 
+// The module computes exact values and they equal the evaluator's within `tolerance` (of
+// the largest |reference|): f32 rounding, bf16 operands of dots as the evaluator rounds them.
+inline void ExpectMatch(const std::string& hlo, double tolerance = 1e-5) {
+  ValueRun r = SimulateValues(hlo);
+  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
+  EXPECT_TRUE(r.nonzero);
+  EXPECT_GE(r.error, 0);
+  EXPECT_LT(r.error, tolerance);
+}
+
 }  // namespace tpusim::testing
