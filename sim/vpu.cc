@@ -106,8 +106,10 @@ void VpuUnit::Compute(const Issued& it, uint64_t addr) {
   auto& d = regs_[a[0]];
   // Elementwise ops read element i before writing it, so vd may alias a source; the
   // cross-lane ops below copy their sources first.
-  const auto& va = regs_[a[1] % isa::kNumVregs];
-  const auto& vb = regs_[a[2] % isa::kNumVregs];
+  // a[1], a[2] are immediates for some opcodes (vmovi's bits may be negative): the unsigned
+  // remainder keeps these unused references inside the register file.
+  const auto& va = regs_[static_cast<uint64_t>(a[1]) % isa::kNumVregs];
+  const auto& vb = regs_[static_cast<uint64_t>(a[2]) % isa::kNumVregs];
   switch (it.instr.op) {
     case Opcode::kVld:
     case Opcode::kVlds:
