@@ -86,7 +86,9 @@ class Writer {
     for (bool is_a : {true, false}) {
       const DotOperand& x = is_a ? p_.a : p_.b;
       if (x.resident) continue;
-      auto [rr, cr] = ChunkRegs(is_a, is_a ? d_.a.transposed : d_.b.transposed, f);
+      // Plain variables: C++17 lambdas cannot capture structured bindings (clang rejects it).
+      const std::pair<int, int> regs = ChunkRegs(is_a, is_a ? d_.a.transposed : d_.b.transposed, f);
+      const int rr = regs.first, cr = regs.second;
       ChunkCases(s_, x, rr, cr, [&](int64_t rows, int64_t cols) {
         FetchChunk(s_, x, parity, rr, cr, rows, cols,
                    (is_a ? kLoadedFlagA : kLoadedFlagB) + parity);
