@@ -13,25 +13,12 @@
 #include <utility>
 #include <vector>
 
+#include "bench/read_module.h"
 #include "compiler/eval/evaluator.h"
 #include "compiler/hlo/parser.h"
 
 namespace tpusim::bench {
 namespace {
-
-// The module's text from the working directory or else the source tree; empty if neither.
-std::string ReadEvalModule(const std::string& relative_path) {
-  namespace fs = std::filesystem;
-  const fs::path source_root = fs::path(__FILE__).parent_path().parent_path();
-  for (const fs::path& path : {fs::path(relative_path), source_root / relative_path}) {
-    std::ifstream in(path);
-    if (!in) continue;
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-  return "";
-}
 
 // Seeded arguments: floats uniform in [-1, 1), integers (labels) in [0, 8).
 std::vector<eval::Value> SeededArgs(const hlo::HloModule& module) {
@@ -47,7 +34,7 @@ std::vector<eval::Value> SeededArgs(const hlo::HloModule& module) {
 }
 
 void BM_EvalStep(benchmark::State& state, const std::string& path) {
-  const std::string text = ReadEvalModule(path);
+  const std::string text = ReadModule(path);
   if (text.empty()) return state.SkipWithError(("cannot read " + path).c_str());
   auto module = hlo::ParseHlo(text, path);
   if (!module.ok()) return state.SkipWithError(module.status().message().c_str());

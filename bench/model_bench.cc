@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/read_module.h"
 #include "cli/board_target.h"
 #include "compiler/compile.h"
 #include "compiler/lowering/asm_util.h"
@@ -25,21 +26,6 @@
 
 namespace tpusim::bench {
 namespace {
-
-// The module's text, read from the working directory or else from the source tree this
-// file was built from. Empty when neither has it.
-std::string ReadModule(const std::string& relative_path) {
-  namespace fs = std::filesystem;
-  const fs::path source_root = fs::path(__FILE__).parent_path().parent_path();
-  for (const fs::path& path : {fs::path(relative_path), source_root / relative_path}) {
-    std::ifstream in(path);
-    if (!in) continue;
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-  return "";
-}
 
 profiler::HardwarePeaks PeaksOf(const sim::BoardConfig& board) {
   profiler::HardwarePeaks peaks;
