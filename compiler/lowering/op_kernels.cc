@@ -4,6 +4,7 @@
 
 #include "compiler/hlo/opcode.h"
 #include "compiler/lowering/asm_util.h"
+#include "compiler/lowering/batch_norm_kernel.h"
 #include "compiler/lowering/conv_kernel.h"
 #include "compiler/lowering/conv_wgrad.h"
 #include "compiler/lowering/data_parallel.h"
@@ -335,6 +336,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   }
   if (code == Opcode::kReduce || code == Opcode::kBroadcast || code == Opcode::kIota)
     if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
+  if (std::string b = BatchNormKernel(instr, c, op); !b.empty()) return b;
   if (std::string m = MoveOpKernel(instr, c, op); !m.empty()) return m;
   if (std::string g = GatherKernel(instr, c, op); !g.empty()) return g;
   switch (cat) {

@@ -72,7 +72,7 @@ class Emitter {
         out.push_back(t);
       }
     const bool columns = p_.reduce == TileReduce::kCols || p_.reduce == TileReduce::kAll;
-    if (!columns && static_cast<int64_t>(out.size()) > kTileMaxRowTiles)
+    if (!columns && static_cast<int64_t>(out.size()) > p_.max_row_tiles)
       throw std::invalid_argument("tile kernel: too many tiles for a result with rows");
     return out;
   }
@@ -199,7 +199,8 @@ class Emitter {
       const TileOperand& o = p_.inputs[i];
       std::string d =
           o.col_stride == 1
-              ? "rows=" + std::to_string(t.rows) + " row_bytes=" + std::to_string(t.cols * 4) +
+              ? "rows=" + std::to_string(Held(o) ? kTileSublanes : t.rows) +
+                    " row_bytes=" + std::to_string(t.cols * 4) +
                     " src_stride=" + std::to_string(o.row_stride * 4) + " dst_stride=512"
               : "rows=" + std::to_string(t.cols) +
                     " row_bytes=4 src_stride=0 dst_stride=4 planes=" + std::to_string(t.rows) +
@@ -212,6 +213,10 @@ class Emitter {
     return s.str();
   }
 
+  bool Held(const TileOperand& o) const {
+    return p_.hold_row_vectors && o.row_stride == 0 && o.col_stride == 1;
+  }
+
   std::string Op(const std::string& d, const std::string& a, const std::string& b) const {
     return (p_.max ? "vmax " : "vadd ") + d + ", " + a + ", " + b;
   }
@@ -221,7 +226,8 @@ class Emitter {
     std::vector<std::string> b;
     const std::string step = ", " + std::to_string(kVregBytes);
     for (size_t i = 0; i < p_.inputs.size(); ++i)
-      b.push_back("vlds v" + std::to_string(i) + ", r" + std::to_string(kInPtr + i) + step);
+      b.push_back("vlds v" + std::to_string(i) + ", r" + std::to_string(kInPtr + i) +
+                  (Held(p_.inputs[i]) ? ", 0" : step));
     b.insert(b.end(), p_.body.begin(), p_.body.end());
     std::string v = "v" + std::to_string(p_.result);
     if (t.masked) {
@@ -297,8 +303,8 @@ class Emitter {
   std::string Store(int slot, int64_t out, const std::string& desc) {
     std::ostringstream s;
     s << "    signal vpu, f" << 4 + slot << ", 1\n    wait dma, f" << 4 + slot << ", 1\n"
-      << "    li r19, " << out << "\n    dma.vh r" << kOutHbm << ", r19, " << Desc(desc) << ", f"
-      << 6 + slot << "\n";
+      << "    li r19, " << out << "\n    " << (p_.output_vmem ? "dma.vv" : "dma.vh") << " r"
+      << kOutHbm << ", r19, " << Desc(desc) << ", f" << 6 + slot << "\n";
     return s.str();
   }
 

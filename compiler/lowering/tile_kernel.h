@@ -56,6 +56,11 @@ struct TileProgram {
   // `index_bits` (else f32 values): what an iota reads (0: no table).
   int64_t index_table = 0;
   bool index_bits = false;
+  int64_t max_row_tiles = kTileMaxRowTiles;  // a result with rows: its tile budget
+  bool output_vmem = false;  // `output` is a VMEM address (a per-column scratch vector)
+  // Row vectors (row_stride 0, col_stride 1) arrive as one vreg per tile, which every trip
+  // reloads: the DMA moves 4 KiB of them, not the tile's rows.
+  bool hold_row_vectors = false;
   std::string tag;
 };
 

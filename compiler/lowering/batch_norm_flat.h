@@ -1,0 +1,48 @@
+// Batch norm over values that stream flat (feature_stream.h): the passes over the
+// [rows, features] matrices are feature streams, and everything per feature (folding the
+// sums, gamma / sqrt(var + eps), ...) runs on pattern vregs in VMEM: a [features] vector
+// laid out as the streamed vregs see it, so it is loaded straight into their registers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpusim::lowering {
+
+class FlatBatchNorm {
+ public:
+  FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag);
+
+  // Whether [rows, features] f32 values stream flat (and fit this kernel's VMEM areas).
+  static bool Takes(int64_t rows, int64_t features);
+
+  // The op's passes (operands and results are HBM addresses).
+  std::string Training(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t y, uint64_t mean,
+                       uint64_t var);
+  std::string Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean, uint64_t var,
+                        uint64_t y);
+  std::string Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
+                   uint64_t dx, uint64_t dgamma, uint64_t dbeta);
+
+ private:
+  int64_t Period() const;
+  void Expand(uint64_t hbm, int area);   // a [features] vector from HBM into a pattern
+  void Fold(int accumulator, int area);  // an accumulator's per-feature totals
+  void Math(const std::vector<int>& in, const std::vector<std::string>& body,
+            const std::vector<std::pair<int, int>>& out);  // (register, area) results
+  void Store(int area, uint64_t hbm);                      // a pattern's [features] vector to HBM
+  void Flush();                                            // waits for the stores; ends the block
+  void Stream(std::vector<uint64_t> inputs, std::vector<int> patterns, bool accumulate,
+              std::vector<std::string> body, int result, uint64_t output);
+  std::string Desc(const std::string& text);
+
+  int64_t rows_, features_;
+  double epsilon_;
+  std::string tag_, code_;
+  int descs_ = 0, streams_ = 0, stores_ = 0;
+  bool block_ = false;  // inside a per-feature block (flags and constants set)
+};
+
+}  // namespace tpusim::lowering
