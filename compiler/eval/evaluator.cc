@@ -220,6 +220,18 @@ Result<std::vector<Value>> Evaluate(const hlo::HloModule& module, const std::vec
   return Flatten(std::move(*r));
 }
 
+Result<std::vector<Value>> EvaluateMirrored(const hlo::HloModule& module,
+                                            const std::vector<Value>& args, int64_t replicas,
+                                            const EvalOptions& options) {
+  if (replicas < 1) return Status::Error("EvaluateMirrored needs at least one replica");
+  if (std::optional<std::string> why = MirrorObstacle(module, replicas))
+    return Status::Error("replicas cannot be mirrored: " + *why);
+  // No rendezvous: Exchange hands back this replica's value alone, which stands for all.
+  Result<Value> r = RunReplica(module, args, options, 0, replicas, nullptr);
+  if (!r.ok()) return r.status();
+  return Flatten(std::move(*r));
+}
+
 Result<std::vector<Value>> EvaluateText(std::string_view hlo_text, const std::vector<Value>& args,
                                         const EvalOptions& options) {
   Result<hlo::HloModule> m = hlo::ParseHlo(hlo_text, "<eval>");

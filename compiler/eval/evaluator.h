@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,5 +42,18 @@ Result<std::vector<Value>> EvaluateText(std::string_view hlo_text, const std::ve
 Result<std::vector<std::vector<Value>>> EvaluateReplicated(
     const hlo::HloModule& module, const std::vector<std::vector<Value>>& per_replica_args,
     const EvalOptions& options = {});
+
+// Why replicas given the same arguments could end with different values: the first op that
+// gives each replica its own value (reduce-scatter, rng, a collective-permute or replica
+// groups that treat replicas differently), named; nullopt when every replica computes the same.
+std::optional<std::string> MirrorObstacle(const hlo::HloModule& module, int64_t replicas);
+
+// Evaluates `replicas` replicas that all receive `args` as one interpreter: the result of
+// every replica, equal to each of EvaluateReplicated's with the same arguments (collectives
+// fold the one value once per group member, in group order), in 1/replicas of the memory
+// and time. An error names the MirrorObstacle when there is one.
+Result<std::vector<Value>> EvaluateMirrored(const hlo::HloModule& module,
+                                            const std::vector<Value>& args, int64_t replicas,
+                                            const EvalOptions& options = {});
 
 }  // namespace tpusim::eval

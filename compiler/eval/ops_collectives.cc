@@ -38,9 +38,14 @@ Value Pack(Operands ops) {
   return Value::Tuple(std::move(v));
 }
 
+// Replica r's contribution; a single value stands for every replica (EvaluateMirrored).
+const Value& Of(const std::vector<Value>& all, int64_t r) {
+  return all.size() == 1 ? all[0] : all[static_cast<size_t>(r)];
+}
+
 // Operand j of replica r's contribution.
 const Value& Part(const std::vector<Value>& all, int64_t r, size_t j, size_t n) {
-  return n == 1 ? all[r] : all[r].elements[j];
+  return n == 1 ? Of(all, r) : Of(all, r).elements[j];
 }
 
 // Elementwise fold of operand j over the group, in group order.
@@ -150,7 +155,7 @@ Result<Value> CollectivePermute(const HloInstruction& instr, Operands ops, Inter
         return InstrError(instr, "pair {" + std::to_string(s) + "," + std::to_string(t) +
                                      "} names a replica that does not run");
       }
-      if (t == interp.replica_id()) return (**all)[s];
+      if (t == interp.replica_id()) return Of(**all, s);
     }
   }
   return Value::Zeros(instr.shape());

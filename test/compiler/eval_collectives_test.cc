@@ -111,5 +111,52 @@ TEST(EvalCollectives, ReplicasThatSkipACollectiveDoNotHang) {
   EXPECT_EQ(r.status().message(), "replica 0: %a: some replicas finished without reaching %a");
 }
 
+// Replicas given the same arguments: one mirrored interpreter equals every replica of the
+// replicated run, bit for bit (folding x six times in f32 rounds differently than 6 * x).
+TEST(EvalCollectives, MirroredReplicasEqualEveryReplicatedOne) {
+  Result<hlo::HloModule> m = hlo::ParseHlo(
+      std::string("HloModule t, replica_count=6\n") + kAdd +
+      "ENTRY %e {\n%x = f32[4] parameter(0)\n"
+      "%a = f32[4] all-reduce(%x), replica_groups={{2,0,1,5,4,3}}, to_apply=%add\n"
+      "%g = f32[24] all-gather(%a), replica_groups={}, dimensions={0}\n"
+      "%p = f32[24] collective-permute(%g), "
+      "source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,0}}\n"
+      "ROOT %t = (f32[4], f32[24]) tuple(%a, %p)\n}\n");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const std::vector<Value> args = {
+      Value::FromVector(PrimitiveType::kF32, {4}, {1.9991562366485596, -2.5, 1e-8, 3.0})};
+  Result<std::vector<Value>> mirrored = EvaluateMirrored(*m, args, 6);
+  ASSERT_TRUE(mirrored.ok()) << mirrored.status().message();
+  Result<std::vector<std::vector<Value>>> replicated = EvaluateReplicated(*m, std::vector<std::vector<Value>>(6, args));
+  ASSERT_TRUE(replicated.ok()) << replicated.status().message();
+  EXPECT_NE(mirrored->at(0).data[0], RoundTo(PrimitiveType::kF32, 6 * args[0].data[0]));
+  for (const std::vector<Value>& replica : *replicated) {
+    ASSERT_EQ(replica.size(), mirrored->size());
+    for (size_t i = 0; i < replica.size(); ++i) EXPECT_EQ(replica[i].data, mirrored->at(i).data);
+  }
+}
+
+TEST(EvalCollectives, MirroringNamesTheOpThatTellsReplicasApart) {
+  auto obstacle = [](const std::string& body) {
+    Result<hlo::HloModule> m =
+        hlo::ParseHlo(std::string("HloModule t, replica_count=2\n") + kAdd +
+                      "ENTRY %e {\n%x = f32[4] parameter(0)\n" + body + "\n}\n");
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    if (!m.ok()) return std::string();
+    Result<std::vector<Value>> r =
+        EvaluateMirrored(*m, {Value::Zeros(hlo::Shape::Array(PrimitiveType::kF32, {4}))}, 2);
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(MirrorObstacle(*m, 2).has_value(), !r.ok());
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(obstacle("ROOT %s = f32[2] reduce-scatter(%x), dimensions={0}, to_apply=%add"),
+            "replicas cannot be mirrored: %s (reduce-scatter) gives each replica a different part");
+  EXPECT_EQ(obstacle("ROOT %p = f32[4] collective-permute(%x), source_target_pairs={{0,1}}"),
+            "replicas cannot be mirrored: %p (collective-permute) sends to only some replicas "
+            "(the others receive zeros)");
+  EXPECT_EQ(obstacle("ROOT %a = f32[4] all-reduce(%x), replica_groups={{0}}, to_apply=%add"),
+            "replicas cannot be mirrored: %a (all-reduce) leaves some replica out of its groups");
+}
+
 }  // namespace
 }  // namespace tpusim::eval
