@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 #include "cli/board_target.h"
 #include "cli/commands.h"
@@ -164,7 +165,7 @@ int RunCommand(const std::vector<std::string>& argv) {
 
   PrintResult(RunShape{a.module_path, a.steps, a.steps_per_execution}, board, compiled, r, report);
   if (values) {
-    const ValueCheck v = CompareWithEvaluator(simulation, compiled, args, a.steps);
+    const ValueCheck v = CompareWithEvaluator(simulation, compiled, std::move(args), a.steps);
     const double err = v.error;
     std::printf("values: max |simulated - reference| = %.2e of the largest |reference| (%s)\n", err,
                 err < 1e-3 ? "match" : "MISMATCH");
@@ -174,7 +175,13 @@ int RunCommand(const std::vector<std::string>& argv) {
           "%.6g at step 1 -> %.6g at step %zu (simulated %.6g)\n",
           v.fed_back, v.reference_output0.front(), v.reference_output0.back(),
           v.reference_output0.size(), v.simulated_output0);
-    if (err >= 1e-3) throw CliError("simulated values differ from the reference evaluator");
+    if (err >= 1e-3) {
+      std::printf("values: worst result: output %zu%s, %.2e of its largest |reference|\n",
+                  v.worst_output,
+                  v.worst_output_name.empty() ? "" : (" (" + v.worst_output_name + ")").c_str(),
+                  v.worst_output_error);
+      throw CliError("simulated values differ from the reference evaluator");
+    }
   }
   if (!report.recommendations.empty())
     std::printf("top recommendation: %s\n", report.recommendations[0].text.c_str());

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
 #include <utility>
 
 #include "cli/commands.h"
@@ -32,11 +35,48 @@ std::vector<uint8_t> Encode(const eval::Value& v, int64_t first, int64_t count) 
   return out;
 }
 
+// Optimizer state as `tpusim model` names its parameters (compiler/model/optimizer.cc):
+// momentum, Adam's moments and step count.
+bool IsOptimizerState(const std::string& parameter_name) {
+  const std::string name = parameter_name.substr(0, parameter_name.rfind('.'));  // no ".ID"
+  for (const char* suffix : {"_momentum", "_adam_m", "_adam_v"})
+    if (name.size() > std::strlen(suffix) && name.ends_with(suffix)) return true;
+  return name == "adam_step";
+}
+
+// Element i of `bytes` holding elements of `type` as Encode writes them.
+double Decode(hlo::PrimitiveType type, const uint8_t* bytes, int64_t i) {
+  if (type == hlo::PrimitiveType::kBF16) {
+    uint16_t b;
+    std::copy_n(bytes + 2 * i, 2, reinterpret_cast<uint8_t*>(&b));
+    return isa::Bf16ToF32(b);
+  }
+  if (type == hlo::PrimitiveType::kS32) {
+    int32_t n;
+    std::copy_n(bytes + 4 * i, 4, reinterpret_cast<uint8_t*>(&n));
+    return n;
+  }
+  float f;
+  std::copy_n(bytes + 4 * i, 4, reinterpret_cast<uint8_t*>(&f));
+  return f;
+}
+
+// |got - want|, where a NaN or infinity matches only its like (a NaN would drop out of max).
+double Difference(double got, double want) {
+  if (std::isnan(got) || std::isnan(want))
+    return std::isnan(got) && std::isnan(want) ? 0 : std::numeric_limits<double>::infinity();
+  if (std::isinf(got) || std::isinf(want))
+    return got == want ? 0 : std::numeric_limits<double>::infinity();
+  return std::fabs(got - want);
+}
+
 // Seeded synthetic data a training step can learn from: floats uniform in [-1, 1) scaled
 // like LeCun initialisation (by 1 / sqrt(fan-in) for rank >= 2, fan-in = every dimension
 // but the last), so activations and the loss stay of order one; integers (labels, token
-// ids) small and non-negative, in [0, 8) (a class index below every shipped model's count).
+// ids) small and non-negative, in [0, 8) (a class index below every shipped model's count);
+// optimizer state zero, as at the start of training (a random second moment has no root).
 eval::Value SyntheticInput(const hlo::HloInstruction& p, uint64_t seed) {
+  if (IsOptimizerState(p.name())) return eval::Value::Zeros(p.shape());
   eval::Value v = eval::Value::Random(p.shape(), seed);
   const hlo::Shape& s = p.shape();
   if (s.IsArray() && s.type == hlo::PrimitiveType::kS32)
@@ -64,8 +104,9 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
     const bool split = low.data_parallel && std::count(low.batch_parameters.begin(),
                                                        low.batch_parameters.end(), p->name());
     const int64_t n = p->shape().ElementCount(), share = split ? n / cores : n;
+    std::vector<uint8_t> bytes;  // a replicated argument is encoded once for every core
     for (int c = 0; c < cores; ++c) {
-      std::vector<uint8_t> bytes = Encode(args[i], split ? c * share : 0, share);
+      if (split || c == 0) bytes = Encode(args[i], split ? c * share : 0, share);
       sim.core(c).hbm().Write(static_cast<uint64_t>(buf->offset), bytes.data(), bytes.size());
     }
   }
@@ -98,7 +139,7 @@ std::vector<std::pair<size_t, size_t>> FedBack(const CompiledModule& compiled) {
 }  // namespace
 
 ValueCheck CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
-                                const std::vector<eval::Value>& args, int steps) {
+                                std::vector<eval::Value> args, int steps) {
   const lowering::LoweredModule& low = compiled.lowered;
   const int cores = static_cast<int>(low.programs.size());
   // A replicated module: replica i runs on core i with the same inputs (LoadInputs).
@@ -106,19 +147,25 @@ ValueCheck CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& comp
   const auto fed_back = FedBack(compiled);
   ValueCheck check;
   check.fed_back = static_cast<int>(fed_back.size());
-  std::vector<std::vector<eval::Value>> inputs(static_cast<size_t>(replicas), args);
+  // Every replica gets the same inputs (LoadInputs), so one mirrored interpreter stands for
+  // all of them unless some op tells them apart (reduce-scatter, rng, ...).
+  const bool mirrored = replicas > 1 && !eval::MirrorObstacle(compiled.original, replicas);
+  const size_t evaluated = mirrored ? 1 : static_cast<size_t>(replicas);
+  std::vector<std::vector<eval::Value>> inputs(evaluated - 1, args);
+  inputs.push_back(std::move(args));
   std::vector<std::vector<eval::Value>> refs;
   for (int step = 0; step < steps; ++step) {
     if (step > 0 && fed_back.empty()) break;  // every step computes the same
     for (size_t r = 0; r < refs.size(); ++r)
-      for (auto [k, i] : fed_back) inputs[r][i] = refs[r][k];
+      for (auto [k, i] : fed_back) inputs[r][i] = std::move(refs[r][k]);
     refs.clear();
-    if (replicas > 1) {
+    if (evaluated > 1) {
       auto ref = eval::EvaluateReplicated(compiled.original, inputs);
       if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
       refs = std::move(ref.value());
     } else {
-      auto ref = eval::Evaluate(compiled.original, inputs[0]);
+      auto ref = mirrored ? eval::EvaluateMirrored(compiled.original, inputs[0], replicas)
+                          : eval::Evaluate(compiled.original, inputs[0]);
       if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
       refs.push_back(std::move(ref.value()));
     }
@@ -126,32 +173,39 @@ ValueCheck CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& comp
       check.reference_output0.push_back(refs[0][0].data[0]);
   }
   double worst = 0, scale = 1e-30;
-  for (int r = 0; r < replicas; ++r)
-    for (size_t o = 0; o < low.outputs.size() && o < refs[static_cast<size_t>(r)].size(); ++o) {
-      const eval::Value& want = refs[static_cast<size_t>(r)][o];
+  std::vector<uint8_t> got;
+  for (int r = 0; r < replicas; ++r) {
+    const std::vector<eval::Value>& ref = refs[mirrored ? 0 : static_cast<size_t>(r)];
+    for (size_t o = 0; o < low.outputs.size() && o < ref.size(); ++o) {
+      const eval::Value& want = ref[o];
       const bool bf16 = want.shape.type == hlo::PrimitiveType::kBF16;
       const int64_t n = want.shape.ElementCount();
       const int64_t share = low.outputs[o].split ? n / cores : n;
-      std::vector<uint8_t> got(static_cast<size_t>(share) * (bf16 ? 2 : 4));
+      got.resize(static_cast<size_t>(share) * (bf16 ? 2 : 4));  // HBM reads fill it
+      double output_worst = 0, output_scale = 1e-30;
       for (int c = r; c < (low.outputs[o].split ? cores : r + 1); ++c) {
         sim.core(c).hbm().Read(low.outputs[o].address, got.data(), got.size());
         for (int64_t i = 0; i < share; ++i) {
-          float g;
-          if (bf16) {
-            uint16_t b;
-            std::copy_n(got.data() + 2 * i, 2, reinterpret_cast<uint8_t*>(&b));
-            g = isa::Bf16ToF32(b);
-          } else {
-            std::copy_n(got.data() + 4 * i, 4, reinterpret_cast<uint8_t*>(&g));
-          }
+          const double g = Decode(want.shape.type, got.data(), i);
           const int64_t first = low.outputs[o].split ? c * share : 0;  // of the core's share
           const double w = want.data[static_cast<size_t>(first + i)];
           if (o == 0 && r == 0 && c == 0 && i == 0) check.simulated_output0 = g;
-          worst = std::max(worst, std::fabs(g - w));
-          scale = std::max(scale, std::fabs(w));
+          output_worst = std::max(output_worst, Difference(g, w));
+          if (std::isfinite(w)) output_scale = std::max(output_scale, std::fabs(w));
         }
       }
+      worst = std::max(worst, output_worst);
+      scale = std::max(scale, output_scale);
+      if (output_worst / output_scale > check.worst_output_error) {
+        check.worst_output_error = output_worst / output_scale;
+        check.worst_output = o;
+        const hlo::HloInstruction* root = compiled.original.entry()->root();
+        check.worst_output_name = root->opcode() == hlo::Opcode::kTuple && o < root->operand_count()
+                                      ? "%" + root->operand(o)->name()
+                                      : "";
+      }
     }
+  }
   check.error = worst / scale;
   return check;
 }

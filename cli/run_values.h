@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "compiler/compile.h"
@@ -18,6 +19,11 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
 
 struct ValueCheck {
   double error = 0;  // largest |simulated - reference| over every result / largest |reference|
+  // The result whose own relative error is largest: its index, the root operand it comes
+  // from (empty for a non-tuple root) and its largest |simulated - reference| / |reference|.
+  size_t worst_output = 0;
+  std::string worst_output_name;
+  double worst_output_error = 0;
   int fed_back = 0;  // outputs written over their parameters (donated): the next step reads them
   // Output 0 when it is a scalar (a training step's loss): the reference after each step,
   // and the simulated value after the last.
@@ -28,6 +34,6 @@ struct ValueCheck {
 // Runs the evaluator for `steps` steps, feeding each donated output back into its parameter
 // as the simulated program does, and compares the simulated results of the last step.
 ValueCheck CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
-                                const std::vector<eval::Value>& args, int steps = 1);
+                                std::vector<eval::Value> args, int steps = 1);
 
 }  // namespace tpusim::cli

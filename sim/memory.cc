@@ -38,7 +38,8 @@ void SparseMemory::Write(uint64_t addr, const void* src, uint64_t n) {
     uint64_t page = addr / kPageBytes, offset = addr % kPageBytes;
     uint64_t take = std::min(n, kPageBytes - offset);
     auto& p = pages_[page];
-    if (!p) p.reset(new uint8_t[kPageBytes]());
+    // A new page is zeroed (unwritten memory reads as zeros) unless this write fills it.
+    if (!p) p.reset(take == kPageBytes ? new uint8_t[kPageBytes] : new uint8_t[kPageBytes]());
     std::memcpy(p.get() + offset, in, take);
     in += take, addr += take, n -= take;
   }

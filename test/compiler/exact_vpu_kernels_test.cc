@@ -124,6 +124,17 @@ ENTRY %main (step: s32[], a: s32[20,130], b: s32[20,130]) -> (f32[], s32[], f32[
 })");
 }
 
+// An s32 result is read back as an integer: Adam's step counter, small and exact (read as
+// f32 bits it would be a denormal, and the check would fail).
+TEST(ExactVpuKernels, S32ResultsAreComparedAsIntegers) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+ENTRY %main (step: s32[]) -> s32[] {
+  %step = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %next = s32[] add(%step, %one)
+})", /*tolerance=*/1e-12);
+}
+
 // Adam's bias correction: lr * sqrt(1 - beta2^t) / (1 - beta1^t) with t = step + 1. The
 // powers have constant bases, so the VPU computes exp(t * log(beta)) (log folded at
 // compile time), within f32 rounding of |t log beta| ulps of the evaluator's powf.

@@ -56,7 +56,7 @@ inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
     const float bad = v[0] + 1000.0f;
     simulation.core(0).hbm().Write(first, reinterpret_cast<const uint8_t*>(&bad), sizeof bad);
   }
-  out.error = cli::CompareWithEvaluator(simulation, c, args).error;
+  out.error = cli::CompareWithEvaluator(simulation, c, std::move(args)).error;
   return out;
 }
 
