@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -70,8 +69,6 @@ struct BatchNorm {
     p.reduce = reduce;
     p.output = output;
     p.output_vmem = to_vmem;
-    p.hold_row_vectors = true;
-    p.max_row_tiles = std::numeric_limits<int64_t>::max();
     p.tag = tag;
     Add(TileKernel(p));
   }

@@ -19,12 +19,16 @@ constexpr int64_t kBufBytes = kTileVregs * kVregBytes;  // one operand's tile
 constexpr int64_t kSlotBytes = 8 * kBufBytes;           // inputs 0..5, mask, output
 constexpr int64_t kOnes = 2 * kSlotBytes;               // a vreg of 1.0 (mask source)
 constexpr int64_t kRowAcc = kOnes + kVregBytes;         // partial row results (kRows)
-constexpr int64_t kIndexScratch = kRowAcc + kBufBytes;  // vregs whose first element is k
-static_assert(kIndexScratch + kTileMaxIndex * kVregBytes <= static_cast<int64_t>(kTileIndexTable));
+static_assert(kRowAcc + kBufBytes <= static_cast<int64_t>(kTileIndexTable));
+// Vregs whose first element is k, gathered into the index table before any tile arrives:
+// they borrow the staging slots.
+constexpr int64_t kIndexScratch = 0;
+static_assert(kIndexScratch + kTileMaxIndex * kVregBytes <= kOnes);
 constexpr int kInPtr = 7, kMaskPtr = 13, kOutPtr = 14;  // VMEM buffers of a tile's vloop
 constexpr int kHbmPtr = 20, kOutHbm = 26;  // the next tile's inputs, this tile's output
 constexpr int kTrip = 27, kTrips = 28;     // a run's loop counter and trip count
-// v20: scratch, v21: the neutral element, v22: the masked result, v23: the mask.
+// v20: scratch (in an elementwise vloop: vperm's lane-0 index), v21: the neutral element, v22: the
+// masked result, v23: the mask.
 
 struct Tile {
   int64_t r0 = 0, c0 = 0, rows = 0, cols = 0, vregs = 0;
@@ -71,9 +75,6 @@ class Emitter {
         t.masked = reduce && (t.rows < t.vregs * kTileSublanes || t.cols < kTileEdge);
         out.push_back(t);
       }
-    const bool columns = p_.reduce == TileReduce::kCols || p_.reduce == TileReduce::kAll;
-    if (!columns && static_cast<int64_t>(out.size()) > p_.max_row_tiles)
-      throw std::invalid_argument("tile kernel: too many tiles for a result with rows");
     return out;
   }
 
@@ -196,25 +197,20 @@ class Emitter {
                 " src_stride=0 dst_stride=512")
         << ", f" << slot << "\n";
     for (size_t i = 0; i < p_.inputs.size(); ++i) {
+      // A broadcast operand moves once, not once per element it fills: a row repeated on
+      // every row is one vreg of that row (loaded on every trip); a column (or a scalar)
+      // puts each row's value in lane 0 of its sublane, and the VPU spreads it (Trip).
       const TileOperand& o = p_.inputs[i];
-      std::string d =
-          o.col_stride == 1
-              ? "rows=" + std::to_string(Held(o) ? kTileSublanes : t.rows) +
-                    " row_bytes=" + std::to_string(t.cols * 4) +
-                    " src_stride=" + std::to_string(o.row_stride * 4) + " dst_stride=512"
-              : "rows=" + std::to_string(t.cols) +
-                    " row_bytes=4 src_stride=0 dst_stride=4 planes=" + std::to_string(t.rows) +
-                    " src_plane_stride=" + std::to_string(o.row_stride * 4) +
-                    " dst_plane_stride=512";
+      const int64_t rows = o.row_stride == 0 ? kTileSublanes : t.rows;
+      const int64_t row_bytes = o.col_stride == 0 ? 4 : t.cols * 4;
+      const std::string d = "rows=" + std::to_string(rows) +
+                            " row_bytes=" + std::to_string(row_bytes) +
+                            " src_stride=" + std::to_string(o.row_stride * 4) + " dst_stride=512";
       s << "    li r1, " << base + static_cast<int64_t>(i) * kBufBytes << "\n"
         << (o.vmem ? "    dma.vv" : "    dma.hv") << " r1, r" << kHbmPtr + static_cast<int>(i)
         << ", " << Desc(d) << ", f" << slot << "\n";
     }
     return s.str();
-  }
-
-  bool Held(const TileOperand& o) const {
-    return p_.hold_row_vectors && o.row_stride == 0 && o.col_stride == 1;
   }
 
   std::string Op(const std::string& d, const std::string& a, const std::string& b) const {
@@ -225,9 +221,13 @@ class Emitter {
   std::vector<std::string> Trip(const Tile& t) const {
     std::vector<std::string> b;
     const std::string step = ", " + std::to_string(kVregBytes);
-    for (size_t i = 0; i < p_.inputs.size(); ++i)
-      b.push_back("vlds v" + std::to_string(i) + ", r" + std::to_string(kInPtr + i) +
-                  (Held(p_.inputs[i]) ? ", 0" : step));
+    for (size_t i = 0; i < p_.inputs.size(); ++i) {
+      const TileOperand& o = p_.inputs[i];
+      const std::string v = "v" + std::to_string(i);
+      b.push_back("vlds " + v + ", r" + std::to_string(kInPtr + i) +
+                  (o.row_stride == 0 ? ", 0" : step));
+      if (o.col_stride == 0) b.push_back("vperm " + v + ", " + v + ", v20");  // lane 0 to all
+    }
     b.insert(b.end(), p_.body.begin(), p_.body.end());
     std::string v = "v" + std::to_string(p_.result);
     if (t.masked) {
@@ -267,6 +267,7 @@ class Emitter {
     for (size_t i = 0; i < p_.inputs.size(); ++i)
       s << "    li r" << kInPtr + i << ", " << base + static_cast<int64_t>(i) * kBufBytes << "\n";
     const std::vector<std::string> trip = Trip(t);
+    if (LaneBroadcasts()) s << "    vmovi v20, 0.0\n";  // vperm's index: lane 0
     s << "    li r" << kMaskPtr << ", " << base + 6 * kBufBytes << "\n    li r" << kOutPtr << ", "
       << out << "\n    li r17, " << kRowAcc << "\n    li r16, " << t.vregs << "\n    vloop r16, "
       << trip.size() << "\n";
@@ -291,6 +292,11 @@ class Emitter {
                      " src_stride=0 dst_stride=0");
     }
     return s.str();
+  }
+
+  bool LaneBroadcasts() const {
+    return std::any_of(p_.inputs.begin(), p_.inputs.end(),
+                       [](const TileOperand& o) { return o.col_stride == 0; });
   }
 
   std::string Init() const {
@@ -326,6 +332,10 @@ std::string TileKernel(const TileProgram& p) {
   for (const TileOperand& o : p.inputs)
     if (o.col_stride != 0 && o.col_stride != 1)
       throw std::invalid_argument("tile kernel: column stride must be 0 or 1");
+  const bool lane_broadcast = std::any_of(p.inputs.begin(), p.inputs.end(),
+                                          [](const TileOperand& o) { return o.col_stride == 0; });
+  if (lane_broadcast && p.reduce == TileReduce::kRows)  // both use v20 in the vloop
+    throw std::invalid_argument("tile kernel: a row reduction of a broadcast column");
   std::string code = Emitter(p).Run();
   return ".tag \"" + p.tag + "\"\n" + code;
 }

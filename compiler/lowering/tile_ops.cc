@@ -39,8 +39,9 @@ std::optional<TileOperand> Layout(const DimMap& map, const hlo::Shape& out, uint
   if (map.empty()) return TileOperand{address, 0, 0};  // a scalar
   if (map == Identity(rank)) return TileOperand{address, View(out).second, 1};
   if (map.size() == 1 && rank >= 2 && map[0] == static_cast<int64_t>(rank) - 1)
-    return TileOperand{address, 0, 1};  // a row vector, repeated on every row
-  if (map.size() == 1 && rank == 2 && map[0] == 0) return TileOperand{address, 1, 0};
+    return TileOperand{address, 0, 1};         // a row vector, repeated on every row
+  if (rank >= 2 && map == Identity(rank - 1))  // one value per row, repeated along it
+    return TileOperand{address, 1, 0};
   return std::nullopt;
 }
 
@@ -259,6 +260,8 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
     if (!o) return "";
     p.inputs.push_back(*o);
   }
+  const int64_t tiles = (p.cols + kTileEdge - 1) / kTileEdge;  // of one row block
+  if (p.rows < kTileSublanes && tiles > kTileMaxThinTiles) return "";
   std::string k;
   try {
     k = TileKernel(p);
