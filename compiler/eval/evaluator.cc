@@ -158,27 +158,43 @@ Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const
   return std::move(values[root]);
 }
 
-Result<std::vector<double>> Interpreter::CallScalar(const hlo::HloComputation& comp,
-                                                    std::span<const double> args,
-                                                    std::span<const PrimitiveType> types) {
+Status Interpreter::CallScalar(const hlo::HloComputation& comp, std::span<const double> args,
+                               std::span<const PrimitiveType> types, std::span<double> results) {
   const hlo::HloInstruction* root = comp.root();
   hlo::OpCategory cat = hlo::GetOpcodeInfo(root->opcode()).category;
   if (cat == hlo::OpCategory::kElementwiseBinary && args.size() == 2 && root->shape().IsScalar() &&
       root->operand(0)->opcode() == hlo::Opcode::kParameter &&
-      root->operand(1)->opcode() == hlo::Opcode::kParameter) {
+      root->operand(1)->opcode() == hlo::Opcode::kParameter && results.size() == 1) {
     int64_t p0 = root->operand(0)->parameter_number(), p1 = root->operand(1)->parameter_number();
-    std::string dir = root->GetWord("direction").value_or("");
+    const std::string dir = root->opcode() == hlo::Opcode::kCompare
+                                ? root->GetWord("direction").value_or("")
+                                : std::string();
     Result<double> r =
         BinaryScalar(root->opcode(), root->operand(0)->shape().type, args[p0], args[p1], dir);
     if (!r.ok()) return InstrError(*root, r.status().message());
-    return std::vector<double>{RoundTo(root->shape().type, *r)};
+    results[0] = RoundTo(root->shape().type, *r);
+    return Status::Ok();
   }
   std::vector<Value> values;
   for (size_t i = 0; i < args.size(); ++i) values.push_back(Value::Scalar(types[i], args[i]));
   Result<Value> r = Call(comp, values);
   if (!r.ok()) return r.status();
-  std::vector<double> out;
-  for (const Value& v : Flatten(std::move(*r))) out.push_back(v.data.at(0));
+  std::vector<Value> flat = Flatten(std::move(*r));
+  if (flat.size() != results.size())
+    return InstrError(*root, "gives " + std::to_string(flat.size()) + " results where " +
+                                 std::to_string(results.size()) + " are expected");
+  for (size_t i = 0; i < flat.size(); ++i) results[i] = flat[i].data.at(0);
+  return Status::Ok();
+}
+
+Result<std::vector<double>> Interpreter::CallScalar(const hlo::HloComputation& comp,
+                                                    std::span<const double> args,
+                                                    std::span<const PrimitiveType> types) {
+  const hlo::HloInstruction* root = comp.root();
+  const size_t n = root->shape().IsTuple() ? root->shape().tuple_shapes.size() : 1;
+  std::vector<double> out(n);
+  Status s = CallScalar(comp, args, types, out);
+  if (!s.ok()) return s;
   return out;
 }
 

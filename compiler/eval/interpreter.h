@@ -48,6 +48,10 @@ class Interpreter {
   Result<std::vector<double>> CallScalar(const hlo::HloComputation& comp,
                                          std::span<const double> args,
                                          std::span<const PrimitiveType> types);
+  // The same into `results` (as many as the root has elements), without allocating for a
+  // simple binary root: what reducers call once per element.
+  Status CallScalar(const hlo::HloComputation& comp, std::span<const double> args,
+                    std::span<const PrimitiveType> types, std::span<double> results);
   // Sends `v` to every replica and returns all replicas' values, by replica id.
   Result<Exchanged> Exchange(const hlo::HloInstruction& instr, Value v);
 

@@ -58,10 +58,10 @@ Result<Value> Fold(const HloInstruction& instr, Interpreter& interp, const std::
   for (size_t g = 1; g < group.size(); ++g) {
     const Value& v = Part(all, group[g], j, n);
     for (int64_t i = 0; i < acc.size(); ++i) {
-      double args[2] = {acc.data[i], v.data[i]};
-      Result<std::vector<double>> r = interp.CallScalar(*f, args, types);
-      if (!r.ok()) return r.status();
-      acc.data[i] = RoundTo(acc.type(), r->at(0));
+      double args[2] = {acc.data[i], v.data[i]}, result;
+      Status s = interp.CallScalar(*f, args, types, std::span<double>(&result, 1));
+      if (!s.ok()) return s;
+      acc.data[i] = RoundTo(acc.type(), result);
     }
   }
   return acc;

@@ -33,9 +33,12 @@ Status Accumulate(Interpreter& interp, const hlo::HloComputation& f, Operands in
                   std::span<const PrimitiveType> types, std::vector<double>& args) {
   size_t n = inputs.size();
   for (size_t j = 0; j < n; ++j) args[j] = outs[j].data[o], args[n + j] = inputs[j]->data[i];
-  Result<std::vector<double>> r = interp.CallScalar(f, args, types);
-  if (!r.ok()) return r.status();
-  for (size_t j = 0; j < n; ++j) outs[j].data[o] = RoundTo(outs[j].type(), r->at(j));
+  double results[8];  // reduce takes at most a handful of inputs; more go to the heap
+  std::vector<double> many(n > 8 ? n : 0);
+  std::span<double> r = n > 8 ? std::span<double>(many) : std::span<double>(results, n);
+  Status s = interp.CallScalar(f, args, types, r);
+  if (!s.ok()) return s;
+  for (size_t j = 0; j < n; ++j) outs[j].data[o] = RoundTo(outs[j].type(), r[j]);
   return Status::Ok();
 }
 
