@@ -37,8 +37,9 @@ class Writer {
     std::ostringstream head;
     head << "# exact dot C[" << p_.m << "," << p_.n << "] = A[" << p_.m << "," << p_.k << "]"
          << (d_.a.transposed ? "(T)" : "") << " x B[" << p_.k << "," << p_.n << "]"
-         << (d_.b.transposed ? "(T)" : "") << ", streamed in " << p_.mb << "x" << p_.nb
-         << " blocks, K chunks of " << p_.kc << " (compiler/lowering/exact_dot_kernel.cc)\n"
+         << (d_.b.transposed ? "(T)" : "") << " x " << p_.batch.count() << ", streamed in " << p_.mb
+         << "x" << p_.nb << " blocks, K chunks of " << p_.kc
+         << " (compiler/lowering/exact_dot_kernel.cc)\n"
          << ".tag \"" << d_.tag << "\"\n";
     auto& c = s_.code;
     for (int f = 0; f <= kLoadedFlagB + 1; ++f) c << "    sflag f" << f << ", 0\n";
@@ -46,6 +47,10 @@ class Writer {
     for (int r : {kStep, kCm, kCn, kCk, kFm, kFn, kFk, kBlocksDone, kOutCopies, kOutCopies + 1})
       c << "    li r" << r << ", 0\n";
     c << "    li r" << kRows << ", " << p_.mb << "\n    li r" << kPendingM << ", -1\n";
+    if (Batched())
+      for (int w :
+           {kBatchWordA, kBatchWordB, kBatchWordInner, kBatchWordComputed, kBatchWordPending})
+        c << "    sst r0, r0, " << w << "\n";
     for (const DotOperand* x : {&p_.a, &p_.b})
       if (x->resident) {  // its only chunk, (0, 0), packed once
         ChunkCases(s_, *x, 0, 0, [&](int64_t rows, int64_t cols) {
@@ -67,17 +72,44 @@ class Writer {
   }
 
  private:
-  int64_t Steps() const { return p_.m_blocks() * p_.n_blocks() * p_.k_chunks(); }
+  int64_t Steps() const { return p_.batch.count() * p_.m_blocks() * p_.n_blocks() * p_.k_chunks(); }
+  bool Batched() const { return p_.batch.count() > 1; }
 
-  // Advances a cursor: K chunk fastest, then N block, then M block.
-  void Advance(Cursor r) {
+  // Adds `bytes` to the SMEM word at byte address `word`.
+  void AddToWord(int word, int64_t bytes) {
+    s_.code << "    sld r1, r0, " << word << "\n    addi r1, r1, " << bytes << "\n    sst r1, r0, "
+            << word << "\n";
+  }
+
+  // The fetch cursor's next batch instance: A's and B's offsets advance by the inner stride,
+  // or at the end of the inner index by the outer one.
+  void AdvanceFetchedInstance(const std::string& done) {
+    AddToWord(kBatchWordA, p_.a.inner_stride);
+    AddToWord(kBatchWordB, p_.b.inner_stride);
+    AddToWord(kBatchWordInner, 1);
+    s_.code << "    li r2, " << p_.batch.inner << "\n    blt r1, r2, " << done
+            << "\n    sst r0, r0, " << kBatchWordInner << "\n";
+    AddToWord(kBatchWordA, p_.a.outer_stride - p_.batch.inner * p_.a.inner_stride);
+    AddToWord(kBatchWordB, p_.b.outer_stride - p_.batch.inner * p_.b.inner_stride);
+  }
+
+  // Advances a cursor: K chunk fastest, then N block, then M block, then batch instance.
+  void Advance(Cursor r, bool fetch) {
     const std::string done = s_.Label("advanced_");
     s_.code << "    addi r" << r.k << ", r" << r.k << ", 1\n    li r1, " << p_.k_chunks()
             << "\n    blt r" << r.k << ", r1, " << done << "\n    li r" << r.k << ", 0\n    addi r"
             << r.n << ", r" << r.n << ", 1\n    li r1, " << p_.n_blocks() << "\n    blt r" << r.n
             << ", r1, " << done << "\n    li r" << r.n << ", 0\n    addi r" << r.m << ", r" << r.m
-            << ", 1\n"
-            << done << ":\n";
+            << ", 1\n";
+    if (Batched()) {
+      s_.code << "    li r1, " << p_.m_blocks() << "\n    blt r" << r.m << ", r1, " << done
+              << "\n    li r" << r.m << ", 0\n";
+      if (fetch)
+        AdvanceFetchedInstance(done);
+      else
+        AddToWord(kBatchWordComputed, 1);
+    }
+    s_.code << done << ":\n";
   }
 
   // Copies the next step's chunks (the fetch cursor) into staging buffer `parity`.
@@ -94,7 +126,7 @@ class Writer {
                    (is_a ? kLoadedFlagA : kLoadedFlagB) + parity);
       });
     }
-    Advance(f);
+    Advance(f, /*fetch=*/true);
   }
 
   // One step: fetch the next step's chunks, copy out the block popped last step, pack this
@@ -126,9 +158,12 @@ class Writer {
     c << "    jmp " << popped << "\n" << odd << ":\n";
     Pop(1);
     c << popped << ":\n    addi r" << kBlocksDone << ", r" << kBlocksDone << ", 1\n    mov r"
-      << kPendingM << ", r" << kCm << "\n    mov r" << kPendingN << ", r" << kCn << "\n"
-      << no_out << ":\n";
-    Advance(cur);
+      << kPendingM << ", r" << kCm << "\n    mov r" << kPendingN << ", r" << kCn << "\n";
+    if (Batched())
+      c << "    sld r1, r0, " << kBatchWordComputed << "\n    sst r1, r0, " << kBatchWordPending
+        << "\n";
+    c << no_out << ":\n";
+    Advance(cur, /*fetch=*/false);
     c << "    addi r" << kStep << ", r" << kStep << ", 1\n";
   }
 
@@ -214,6 +249,10 @@ class Writer {
     const DotOperand result{d_.c, p_.m, p_.n, 4, p_.mb, p_.nb};
     ChunkCases(s_, result, kPendingM, kPendingN, [&](int64_t rows_v, int64_t cols) {
       c << LoadAddress(5, d_.c, 2);
+      if (Batched()) {
+        c << "    sld r2, r0, " << kBatchWordPending << "\n";
+        s_.MulAdd(5, 2, p_.m * p_.n * 4);
+      }
       s_.MulAdd(5, kPendingM, p_.mb * p_.n * 4);
       s_.MulAdd(5, kPendingN, p_.nb * 4);
       c << "    li r6, " << out << "\n";

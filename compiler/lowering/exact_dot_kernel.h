@@ -25,13 +25,25 @@ struct PackSource {
   uint64_t address = 0;  // HBM
   int64_t rows = 0, cols = 0;
   bool transposed = false;
-  bool bf16 = false;  // element type in HBM (else f32)
+  bool bf16 = false;                           // element type in HBM (else f32)
+  int64_t row_stride = 0;                      // elements between the stored rows (0: dense)
+  int64_t outer_stride = 0, inner_stride = 0;  // elements between batch instances (below)
+};
+
+// A batched dot runs outer x inner instances; instance (i, j) reads its operands at
+// address + (i * outer_stride + j * inner_stride) elements and writes C at instance
+// i * inner + j of a dense [outer, inner, m, n] result. Instances follow each other in the
+// kernel's step sequence, so the pipeline does not drain between them.
+struct DotBatch {
+  int64_t outer = 1, inner = 1;
+  int64_t count() const { return outer * inner; }
 };
 
 struct ExactDotShape {
   int64_t m = 0, k = 0, n = 0;
   PackSource a, b;  // logical A[m, k] and B[k, n] (rows/cols filled by the caller)
-  uint64_t c = 0;   // HBM, f32[m, n] row-major
+  uint64_t c = 0;   // HBM, f32[m, n] row-major (for each batch instance)
+  DotBatch batch;
   std::string tag;
   int mxus = 2;
 };

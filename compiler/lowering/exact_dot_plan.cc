@@ -28,7 +28,10 @@ DotOperand Operand(const PackSource& s, int64_t logical_rows_chunk, int64_t logi
   o.chunk_rows = s.transposed ? logical_cols_chunk : logical_rows_chunk;
   o.chunk_cols = s.transposed ? logical_rows_chunk : logical_cols_chunk;
   o.k_in_rows = s.transposed != k_is_logical_rows;
-  if ((o.cols * o.elem) % 4 || o.hbm % 4)
+  o.ld = s.row_stride > 0 ? s.row_stride : o.cols;
+  o.outer_stride = s.outer_stride * o.elem, o.inner_stride = s.inner_stride * o.elem;
+  if (o.ld < o.cols) throw std::invalid_argument("exact dot: rows overlap");
+  if ((o.ld * o.elem) % 4 || (o.inner_stride | o.outer_stride) % 4 || o.hbm % 4)
     throw std::invalid_argument("exact dot: bf16 rows of odd length are not 4-byte aligned");
   return o;
 }
@@ -40,7 +43,8 @@ ExactDotPlan PlanExactDot(const ExactDotShape& d) {
       d.b.cols != d.n)
     throw std::invalid_argument("exact dot: operand shapes do not match m, k, n");
   ExactDotPlan p;
-  p.m = d.m, p.k = d.k, p.n = d.n, p.b_transposed = d.b.transposed;
+  p.m = d.m, p.k = d.k, p.n = d.n, p.b_transposed = d.b.transposed, p.batch = d.batch;
+  if (d.batch.outer < 1 || d.batch.inner < 1) throw std::invalid_argument("exact dot: batch");
   // A^T is transposed in 128x128 tiles, so its blocks are whole tiles of M.
   const int64_t m_tile = d.a.transposed ? kPackEdge : kPackSublanes;
   const int64_t col_blocks = CeilDiv(d.n, kPackEdge);
@@ -80,8 +84,17 @@ ExactDotPlan PlanExactDot(const ExactDotShape& d) {
   p.a = Operand(d.a, p.mb, p.kc, /*k_is_logical_rows=*/false);
   p.b = Operand(d.b, p.kc, p.nb, /*k_is_logical_rows=*/true);
   p.a.transpose = d.a.transposed;
-  p.a.resident = p.m_blocks() == 1 && p.k_chunks() == 1;
-  p.b.resident = !p.a.resident && p.n_blocks() == 1 && p.k_chunks() == 1;
+  const bool single = d.batch.count() == 1;  // else each instance has its own operands
+  p.a.resident = single && p.m_blocks() == 1 && p.k_chunks() == 1;
+  p.b.resident = single && !p.a.resident && p.n_blocks() == 1 && p.k_chunks() == 1;
+  if (!single) {
+    p.a.batch_word = kBatchWordA, p.b.batch_word = kBatchWordB;
+    const int64_t last =
+        std::max(p.a.outer_stride * (d.batch.outer - 1) + p.a.inner_stride * (d.batch.inner - 1),
+                 p.b.outer_stride * (d.batch.outer - 1) + p.b.inner_stride * (d.batch.inner - 1));
+    if (last >= (int64_t{1} << 31) || d.batch.count() * d.m * d.n * 4 >= (int64_t{1} << 31))
+      throw std::invalid_argument("exact dot: batch offsets beyond an SMEM word");
+  }
   // Edge widths are copied by DMA in whole 4-byte words.
   for (const DotOperand* o : {&p.a, &p.b})
     if (((o->cols % o->chunk_cols) % kPackEdge * o->elem) % 4)

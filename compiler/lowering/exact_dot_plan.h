@@ -17,15 +17,23 @@ inline constexpr int64_t kExactDotStepBytes = 2 << 20;
 // copies' start latency (sim/configs dma_latency_cycles, 500 cycles ~ 240 KB of HBM time).
 inline constexpr int64_t kExactDotStepOverheadBytes = 256 << 10;
 
+// SMEM words (byte addresses) of a batched dot's cursor: A's and B's offset for the instance
+// being fetched, its inner index, the instance being computed and the one being copied out.
+inline constexpr int kBatchWordA = 64, kBatchWordB = 68, kBatchWordInner = 72;
+inline constexpr int kBatchWordComputed = 76, kBatchWordPending = 80;
+
 // One operand as stored in HBM: X = A, A^T, B or B^T, row-major [rows, cols].
 struct DotOperand {
   uint64_t hbm = 0;
   int64_t rows = 0, cols = 0;
-  int64_t elem = 4;                        // bytes per element in HBM (f32 or bf16)
-  int64_t chunk_rows = 0, chunk_cols = 0;  // a chunk of X; chunk_cols is a multiple of 128
+  int64_t elem = 4;                            // bytes per element in HBM (f32 or bf16)
+  int64_t chunk_rows = 0, chunk_cols = 0;      // a chunk of X; chunk_cols is a multiple of 128
+  int64_t ld = 0;                              // elements between X's rows in HBM
+  int64_t outer_stride = 0, inner_stride = 0;  // bytes between batch instances
   bool k_in_rows = false;  // K runs along X's rows (A^T, B), else along its columns (A, B^T)
   bool transpose = false;  // the VPU transposes its 128x128 tiles (A^T: LHS rows must be M)
   bool resident = false;   // a single chunk, packed once before the loop
+  int batch_word = -1;     // SMEM byte address of the fetched instance's offset (-1: none)
   uint64_t stage = 0, packed = 0;  // VMEM: staging buffer 0 (elem) and packed buffer 0 (bf16)
   int64_t row_chunks() const { return (rows + chunk_rows - 1) / chunk_rows; }
   int64_t col_chunks() const { return (cols + chunk_cols - 1) / chunk_cols; }
@@ -37,6 +45,7 @@ struct DotOperand {
 
 struct ExactDotPlan {
   int64_t m = 0, k = 0, n = 0;
+  DotBatch batch;
   int64_t mb = 0, nb = 0, kc = 0;  // result block rows, columns; K chunk
   int64_t per_mxu = 0;             // 128-column blocks of a result block on each MXU
   int mxus = 1;                    // MXUs used (nb = per_mxu * mxus * 128)

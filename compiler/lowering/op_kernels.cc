@@ -143,28 +143,65 @@ bool UsersRecompute(const HloInstruction& instr) {
   return true;
 }
 
-// A 2-D dot without batch dimensions at DEFAULT precision on the exact kernel of
-// exact_dot_kernel.h (any contracting dimensions, f32 or bf16 operands, f32 result);
-// empty when it does not take the dot (it then runs on the timing kernel).
+// Row-major strides of an array shape, in elements.
+std::vector<int64_t> Strides(const hlo::Shape& s) {
+  std::vector<int64_t> st(s.dims.size(), 1);
+  for (size_t i = s.dims.size(); i-- > 1;) st[i - 1] = st[i] * s.dims[i];
+  return st;
+}
+
+// The dimension of a dot operand that is neither contracting nor batch (-1: not exactly one).
+int64_t FreeDim(const hlo::Shape& s, const hlo::IntList& batch, int64_t contracting) {
+  int64_t free = -1;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.dims.size()); ++i) {
+    if (i == contracting || std::find(batch.begin(), batch.end(), i) != batch.end()) continue;
+    if (free >= 0) return -1;
+    free = i;
+  }
+  return free;
+}
+
+// A dot at DEFAULT precision on the exact kernel of exact_dot_kernel.h: f32 or bf16 operands
+// with one contracting and one free dimension each, either of them the minor one, up to two
+// batch dimensions (attention's [batch, heads] dots), f32 result; empty when it does not take
+// the dot (it then runs on the timing kernel).
 std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   const hlo::Shape &l = instr.operand(0)->shape(), &r = instr.operand(1)->shape();
   const hlo::IntList *lc = instr.GetIntList("lhs_contracting_dims"),
                      *rc = instr.GetIntList("rhs_contracting_dims");
-  const hlo::IntList* lb = instr.GetIntList("lhs_batch_dims");
-  if (l.dims.size() != 2 || r.dims.size() != 2 || !lc || !rc || lc->size() != 1 ||
-      rc->size() != 1 || (lb && !lb->empty()) || !FloatOrBf16(l) || !FloatOrBf16(r) ||
+  const hlo::IntList *lb = instr.GetIntList("lhs_batch_dims"),
+                     *rb = instr.GetIntList("rhs_batch_dims");
+  const hlo::IntList none;
+  const hlo::IntList &lbd = lb ? *lb : none, &rbd = rb ? *rb : none;
+  if (!lc || !rc || lc->size() != 1 || rc->size() != 1 || lbd.size() != rbd.size() ||
+      lbd.size() > 2 || !FloatOrBf16(l) || !FloatOrBf16(r) ||
       instr.shape().type != hlo::PrimitiveType::kF32 || DotWork(instr, 0, 1).passes != 1)
     return "";
   for (const hlo::Shape* s : {&l, &r})  // a data-parallel split would change the shapes
     if (c.split > 0 && HasDim(*s, c.split)) return "";
+  const int64_t lk = (*lc)[0], rk = (*rc)[0];
+  const int64_t fa = FreeDim(l, lbd, lk), fb = FreeDim(r, rbd, rk);
+  const int64_t l_minor = static_cast<int64_t>(l.dims.size()) - 1;
+  const int64_t r_minor = static_cast<int64_t>(r.dims.size()) - 1;
+  if (fa < 0 || fb < 0 || (lk != l_minor && fa != l_minor) || (rk != r_minor && fb != r_minor))
+    return "";
+  const std::vector<int64_t> sl = Strides(l), sr = Strides(r);
   ExactDotShape d;
-  d.a.transposed = (*lc)[0] == 0, d.b.transposed = (*rc)[0] == 1;
-  d.m = l.dims[d.a.transposed ? 1 : 0], d.k = l.dims[d.a.transposed ? 0 : 1];
-  d.n = r.dims[d.b.transposed ? 0 : 1];
-  d.a = {c.address(instr.operand(0)), d.m, d.k, d.a.transposed,
-         l.type == hlo::PrimitiveType::kBF16};
-  d.b = {c.address(instr.operand(1)), d.k, d.n, d.b.transposed,
-         r.type == hlo::PrimitiveType::kBF16};
+  d.m = l.dims[fa], d.k = l.dims[lk], d.n = r.dims[fb];
+  const bool a_t = fa == l_minor, b_t = rk == r_minor;  // stored as A^T [k, m], B^T [n, k]
+  d.a = {c.address(instr.operand(0)), d.m, d.k, a_t, l.type == hlo::PrimitiveType::kBF16,
+         a_t ? sl[lk] : sl[fa]};
+  d.b = {c.address(instr.operand(1)), d.k, d.n, b_t, r.type == hlo::PrimitiveType::kBF16,
+         b_t ? sr[fb] : sr[rk]};
+  if (!lbd.empty()) {  // the last batch dimension is the inner one
+    const size_t in = lbd.size() - 1;
+    d.batch.inner = l.dims[lbd[in]];
+    d.a.inner_stride = sl[lbd[in]], d.b.inner_stride = sr[rbd[in]];
+    if (in == 1) {
+      d.batch.outer = l.dims[lbd[0]];
+      d.a.outer_stride = sl[lbd[0]], d.b.outer_stride = sr[rbd[0]];
+    }
+  }
   d.c = c.address(&instr), d.tag = instr.name(), d.mxus = c.mxus;
   std::string k;
   try {
@@ -173,7 +210,7 @@ std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp&
     return "";
   }
   op.kind = KernelKind::kMxu;
-  op.flops = 2.0 * d.m * d.k * d.n;
+  op.flops = 2.0 * d.m * d.k * d.n * d.batch.count();
   op.hbm_bytes = BytesPerCore(l, 0, 1) + BytesPerCore(r, 0, 1) + BytesPerCore(instr.shape(), 0, 1);
   op.exact = true;
   return k;

@@ -77,7 +77,8 @@ void FetchChunk(StreamAsm& s, const DotOperand& x, int parity, int row_reg, int 
   const uint64_t stage = Buffer(x.stage, x.stage_bytes(), parity);
   const std::string zero_store = e == 2 ? "vsts.bf16" : "vsts";
   s.code << LoadAddress(1, x.hbm, 2);
-  s.MulAdd(1, row_reg, x.chunk_rows * x.cols * e);
+  if (x.batch_word >= 0) s.code << "    sld r2, r0, " << x.batch_word << "\n    add r1, r1, r2\n";
+  s.MulAdd(1, row_reg, x.chunk_rows * x.ld * e);
   s.MulAdd(1, col_reg, x.chunk_cols * e);
   // K padding must be zeros (the MXU sums over it): the K edge plane, or the rows past K.
   if (!x.k_in_rows && cols % kPackEdge) {
@@ -101,11 +102,11 @@ void FetchChunk(StreamAsm& s, const DotOperand& x, int parity, int row_reg, int 
   const int64_t full = cols / kPackEdge, edge = cols % kPackEdge;
   if (full > 0)
     s.code << "    dma.hv r2, r1, "
-           << s.Desc(rows, kPackEdge * e, x.cols * e, kPackEdge * e, full, kPackEdge * e, plane)
+           << s.Desc(rows, kPackEdge * e, x.ld * e, kPackEdge * e, full, kPackEdge * e, plane)
            << ", f" << loaded_flag << "\n";
   if (edge > 0)
     s.code << "    addi r1, r1, " << full * kPackEdge * e << "\n    addi r2, r2, " << full * plane
-           << "\n    dma.hv r2, r1, " << s.Desc(rows, edge * e, x.cols * e, kPackEdge * e) << ", f"
+           << "\n    dma.hv r2, r1, " << s.Desc(rows, edge * e, x.ld * e, kPackEdge * e) << ", f"
            << loaded_flag << "\n";
 }
 
