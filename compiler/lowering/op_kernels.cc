@@ -12,6 +12,7 @@
 #include "compiler/lowering/gather_kernel.h"
 #include "compiler/lowering/move_ops.h"
 #include "compiler/lowering/mxu_ops.h"
+#include "compiler/lowering/pool_grad_kernel.h"
 #include "compiler/lowering/pool_kernel.h"
 #include "compiler/lowering/tile_ops.h"
 #include "compiler/lowering/vpu_body.h"
@@ -376,6 +377,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
     if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
   if (std::string b = BatchNormKernel(instr, c, op); !b.empty()) return b;
   if (std::string p = MaxPoolKernel(instr, c, op); !p.empty()) return p;
+  if (std::string g = MaxPoolGradKernel(instr, c, op); !g.empty()) return g;
   if (std::string m = MoveOpKernel(instr, c, op); !m.empty()) return m;
   if (std::string g = GatherKernel(instr, c, op); !g.empty()) return g;
   switch (cat) {
