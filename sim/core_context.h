@@ -166,7 +166,8 @@ struct CoreContext {
     if (peers && c >= 0 && c < static_cast<int>(peers->size())) return (*peers)[c];
     return c == core ? this : nullptr;
   }
-  TimeFs Now() const { return sc_core::sc_time_stamp().value(); }
+  // sc_time_stamp(), read inline from the simulation context (a hot path).
+  TimeFs Now() const { return sc_core::sc_get_curr_simcontext()->time_stamp().value(); }
   // n cycles in femtoseconds: CyclesToFs(*cfg, n), with cfg's cycle length cached.
   TimeFs Cycles(int64_t n) const {
     if (cycle_cfg_ != cfg) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "sim/path_latency.h"
 #include "sim/timing.h"
 
 namespace tpusim::sim {
@@ -83,8 +82,7 @@ TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
   for (;;) {
     for (auto& e : engines_) {
       if (e->busy()) continue;
-      in_flight_.insert(started_);
-      e->Start(it, started_++);
+      e->Start(it, copies_.Start());
       return ctx_.Now();
     }
     wait(engine_free_);
@@ -93,8 +91,11 @@ TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, DmaUnit& unit)
     : sc_module(name), socket("socket"), unit_(unit) {
+  gp_.set_extension(&latency_);
   SC_THREAD(Run);
 }
+
+DmaEngine::~DmaEngine() { gp_.clear_extension(&latency_); }  // the payload must not free it
 
 void DmaEngine::Start(const Issued& it, uint64_t seq) {
   busy_ = true;
@@ -120,22 +121,21 @@ DmaEngine::Moved DmaEngine::Transfer(const Issued& it, uint64_t src, uint64_t ds
   TimeFs now = ctx.Now();
   Moved m{now, now};
   for (bool read : {true, false}) {
-    tlm::tlm_generic_payload gp;
-    PathLatency latency;
-    gp.set_extension(&latency);
+    tlm::tlm_generic_payload& gp = gp_;
+    latency_.fs = 0;
     gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
     gp.set_address(read ? src : dst);
     gp.set_data_ptr(ctx.functional ? buffer_.data() : nullptr);
     gp.set_data_length(static_cast<unsigned>(n));
     gp.set_streaming_width(static_cast<unsigned>(n));
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_core::sc_time delay = sc_core::sc_time::from_value(arrive - now);
     socket->b_transport(gp, delay);
-    gp.clear_extension(&latency);
     if (gp.get_response_status() != tlm::TLM_OK_RESPONSE)
       ctx.Fail(it, "address error at " + std::string(SpaceName(AddrSpace(gp.get_address()))) +
                        " offset " + std::to_string(AddrOffset(gp.get_address())));
     m.done = std::max<TimeFs>(m.done, now + delay.value());
-    m.left = std::max<TimeFs>(m.left, now + delay.value() - latency.fs);
+    m.left = std::max<TimeFs>(m.left, now + delay.value() - latency_.fs);
   }
   return m;
 }
@@ -201,7 +201,7 @@ void DmaEngine::Copy(const Issued& it) {
 
 void DmaUnit::EngineDone(uint64_t seq, TimeFs end) {
   ExtendDrain(end);
-  in_flight_.erase(seq);
+  copies_.Finish(seq);
   engine_free_.notify(sc_core::SC_ZERO_TIME);
   WorkFinished();
 }

@@ -4,9 +4,7 @@
 // engine waits once per chunk. Completion adds 1 to the copy's sync flag.
 #pragma once
 
-#include <deque>
 #include <memory>
-#include <set>
 #include <systemc>
 #include <tlm>
 #include <vector>
@@ -14,6 +12,8 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "sim/address_map.h"
+#include "sim/completion_tracker.h"
+#include "sim/path_latency.h"
 #include "sim/unit.h"
 
 namespace tpusim::sim {
@@ -25,6 +25,7 @@ class DmaEngine : public sc_core::sc_module {
   SC_HAS_PROCESS(DmaEngine);
   tlm_utils::simple_initiator_socket<DmaEngine> socket;
   DmaEngine(sc_core::sc_module_name name, DmaUnit& unit);
+  ~DmaEngine() override;
 
   bool busy() const { return busy_; }
   void Start(const Issued& it, uint64_t seq);
@@ -45,6 +46,10 @@ class DmaEngine : public sc_core::sc_module {
   uint64_t seq_ = 0;
   sc_core::sc_event start_;
   std::vector<uint8_t> buffer_;
+  // The transaction every chunk reuses (fields set afresh per chunk), with its latency
+  // extension attached for the engine's lifetime.
+  tlm::tlm_generic_payload gp_;
+  PathLatency latency_;
 };
 
 class DmaUnit : public Unit {
@@ -64,17 +69,14 @@ class DmaUnit : public Unit {
 
  protected:
   TimeFs Execute(const Issued& it, TimeFs earliest) override;
-  uint64_t WorkIssued() const override { return started_; }
-  bool WorkDoneUpTo(uint64_t n) const override {
-    return in_flight_.empty() || *in_flight_.begin() >= n;
-  }
+  uint64_t WorkIssued() const override { return copies_.started(); }
+  bool WorkDoneUpTo(uint64_t n) const override { return copies_.first_unfinished() >= n; }
 
  private:
   void CheckRange(const Issued& it, int core, Space space, int64_t base, bool is_src);
   std::vector<std::unique_ptr<DmaEngine>> engines_;
   sc_core::sc_event engine_free_;
-  uint64_t started_ = 0;          // copies started so far
-  std::set<uint64_t> in_flight_;  // their numbers while they run
+  CompletionTracker copies_;  // copies by number in issue order
 };
 
 }  // namespace tpusim::sim

@@ -6,28 +6,48 @@
 
 namespace tpusim::sim {
 
+void BandwidthChannel::DropBefore(uint64_t now_fs) {
+  while (head_ < busy_.size() && busy_[head_].second <= now_fs) ++head_;
+  if (head_ == busy_.size()) {
+    busy_.clear(), head_ = 0;
+  } else if (head_ >= 64 && 2 * head_ >= busy_.size()) {
+    busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+}
+
 uint64_t BandwidthChannel::Reserve(uint64_t now_fs, uint64_t arrive_fs, uint64_t bytes) {
-  while (!busy_.empty() && busy_.begin()->second <= now_fs) busy_.erase(busy_.begin());
+  DropBefore(now_fs);
   const uint64_t length = static_cast<uint64_t>(DurationFs(bytes) + 0.5);
   bytes_served_ += bytes;
   uint64_t start = arrive_fs;
-  auto it = busy_.upper_bound(start);
-  if (it != busy_.begin() && std::prev(it)->second > start) start = std::prev(it)->second;
-  while (it != busy_.end() && it->first < start + length) {  // gap too short: skip interval
-    start = std::max(start, it->second);
-    ++it;
+  // i: the first interval starting after `start`; the one before it may still cover it.
+  size_t i = static_cast<size_t>(
+      std::upper_bound(busy_.begin() + static_cast<std::ptrdiff_t>(head_), busy_.end(), start,
+                       [](uint64_t t, const Interval& iv) { return t < iv.first; }) -
+      busy_.begin());
+  if (i > head_ && busy_[i - 1].second > start) start = busy_[i - 1].second;
+  while (i < busy_.size() && busy_[i].first < start + length) {  // gap too short: skip it
+    start = std::max(start, busy_[i].second);
+    ++i;
   }
+  if (length == 0) return start;  // nothing to hold
+  // Every interval before i now starts before `start`: insert [start, end) at i, merging
+  // with touching neighbours.
   uint64_t end = start + length;
-  // Insert [start, end), merging with touching neighbours.
-  auto next = busy_.lower_bound(start);
-  if (next != busy_.end() && next->first == end) {
-    end = next->second;
-    next = busy_.erase(next);
-  }
-  if (next != busy_.begin() && std::prev(next)->second == start) {
-    std::prev(next)->second = end;
+  const auto at = busy_.begin() + static_cast<std::ptrdiff_t>(i);
+  if (i < busy_.size() && busy_[i].first == end) {
+    end = busy_[i].second;
+    if (i > head_ && busy_[i - 1].second == start) {  // fills the gap: join both
+      busy_[i - 1].second = end;
+      busy_.erase(at);
+    } else {
+      busy_[i].first = start;
+    }
+  } else if (i > head_ && busy_[i - 1].second == start) {
+    busy_[i - 1].second = end;
   } else {
-    busy_.emplace(start, end);
+    busy_.insert(at, Interval(start, end));
   }
   return start + length;
 }
@@ -51,7 +71,7 @@ void MemoryPort::b_transport(int /*from*/, tlm::tlm_generic_payload& gp, sc_core
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  uint64_t now = sc_core::sc_time_stamp().value();
+  uint64_t now = sc_core::sc_get_curr_simcontext()->time_stamp().value();
   uint64_t done = channel_.Reserve(now, now + delay.value(), n);
   delay = sc_core::sc_time::from_value(done - now);
   if (functional_ && gp.get_data_ptr()) {

@@ -3,9 +3,12 @@
 // the chunk is done (loosely timed; no wait() inside).
 #pragma once
 
-#include <map>
+#include <cstddef>
+#include <cstdint>
 #include <systemc>
 #include <tlm>
+#include <utility>
+#include <vector>
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
@@ -16,7 +19,9 @@ namespace tpusim::sim {
 // Bandwidth reservation on one path, as a calendar of busy intervals: a transfer takes
 // the earliest gap at or after its arrival long enough to hold it. Transfers may be
 // reserved out of time order (a chunk annotated into the future does not block one that
-// arrives sooner). Intervals that ended before `now` are dropped.
+// arrives sooner). Intervals that ended before `now` are dropped. The calendar is a sorted
+// vector whose dropped prefix is skipped and compacted in bulk: reservations land at or
+// near its end, so appending and dropping cost amortised O(1) and no allocation.
 class BandwidthChannel {
  public:
   explicit BandwidthChannel(double bytes_per_s) : fs_per_byte_(1e15 / bytes_per_s) {}
@@ -26,8 +31,14 @@ class BandwidthChannel {
   double DurationFs(uint64_t bytes) const { return static_cast<double>(bytes) * fs_per_byte_; }
 
  private:
+  using Interval = std::pair<uint64_t, uint64_t>;  // [start, end)
+  // Forgets the intervals that ended at or before now_fs.
+  void DropBefore(uint64_t now_fs);
+
   double fs_per_byte_;
-  std::map<uint64_t, uint64_t> busy_;  // start -> end, disjoint, adjacent ones merged
+  // busy_[head_..]: disjoint by start, touching ones merged; busy_[..head_) are dropped.
+  std::vector<Interval> busy_;
+  size_t head_ = 0;
   uint64_t bytes_served_ = 0;
 };
 
