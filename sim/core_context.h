@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <systemc>
@@ -18,6 +17,7 @@
 #include "sim/config.h"
 #include "sim/interval_union.h"
 #include "sim/memory.h"
+#include "sim/ring_queue.h"
 #include "sim/timing.h"
 
 namespace tpusim::sim {
@@ -46,11 +46,7 @@ class UnitQueue {
     if (++push_slot_ == depth_) push_slot_ = 0;
     pushed.notify(sc_core::SC_ZERO_TIME);
   }
-  Issued Pop() {
-    Issued it = std::move(items_.front());
-    items_.pop_front();
-    return it;
-  }
+  Issued Pop() { return items_.pop_front(); }
   // Called by the unit when the popped instruction issues.
   void MarkIssued(TimeFs t) {
     issue_ring_[issue_slot_] = t;
@@ -68,7 +64,7 @@ class UnitQueue {
 
  private:
   uint64_t depth_;
-  std::deque<Issued> items_;
+  RingQueue<Issued> items_;
   uint64_t pushed_count_ = 0, issued_count_ = 0;
   // Ring positions: pushed_count_ % depth_ and issued_count_ % depth_.
   uint64_t push_slot_ = 0, issue_slot_ = 0;

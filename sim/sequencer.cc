@@ -10,17 +10,43 @@ Sequencer::Sequencer(sc_core::sc_module_name name, CoreContext& ctx,
                      std::array<Unit*, isa::kNumUnits> units)
     : sc_module(name), ctx_(ctx), units_(units) {
   // Scalar work runs ahead of simulated time by at most one quantum before syncing.
-  tlm_utils::tlm_quantumkeeper::set_global_quantum(sc_core::sc_time::from_value(ctx.Cycles(1000)));
-  qk_.reset();
+  tlm::tlm_global_quantum::instance().set(sc_core::sc_time::from_value(ctx.Cycles(1000)));
+  qk_.Reset();
+  Decode();
   SC_THREAD(Run);
 }
 
-void Sequencer::Advance(int64_t cycles) {
-  qk_.inc(sc_core::sc_time::from_value(ctx_.Cycles(cycles)));
-  if (qk_.need_sync()) Sync();
+void Sequencer::Decode() {
+  const auto& code = ctx_.program->code;
+  decoded_.resize(code.size());
+  issue_fs_ = ctx_.Cycles(ctx_.cfg->scalar_cycles);
+  for (size_t pc = 0; pc < code.size(); ++pc) {
+    const isa::Instr& in = code[pc];
+    const isa::OpInfo& info = isa::Info(in.op);
+    Decoded& d = decoded_[pc];
+    d.unit = info.unit;
+    if (info.unit == isa::Unit::kByOperand) {
+      int unit = info.operand(0) == isa::OperandKind::kMxu
+                     ? static_cast<int>(isa::Unit::kMxu0) + in.a[0]
+                     : in.a[0];
+      if (unit >= 0 && unit < isa::kNumUnits && (unit == 0 || units_[unit]))
+        d.unit = static_cast<isa::Unit>(unit);
+    }
+    d.operands = static_cast<uint8_t>(info.num_operands());
+    d.sregs = 0;
+    for (int i = 0; i < info.num_operands(); ++i)
+      if (info.operand(i) == isa::OperandKind::kSreg) d.sregs |= static_cast<uint8_t>(1 << i);
+    d.cost_fs = ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing, false));
+    d.taken_fs = ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing, true));
+  }
 }
 
-void Sequencer::Sync() { qk_.sync(); }
+void Sequencer::Advance(TimeFs fs) {
+  qk_.Inc(fs);
+  if (qk_.NeedSync()) Sync();
+}
+
+void Sequencer::Sync() { qk_.Sync(); }
 
 void Sequencer::FlushScalarRun() {
   if (!in_run_) return;
@@ -90,7 +116,8 @@ void Sequencer::RunProgramOnce() {
   for (;;) {
     if (pc >= code.size()) ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
     const isa::Instr& in = code[pc];
-    isa::Unit unit = TargetUnit(pc, in);
+    const isa::Unit unit =
+        decoded_[pc].unit != isa::Unit::kByOperand ? decoded_[pc].unit : TargetUnit(pc, in);
     if (in.op == Opcode::kVloop) {
       pc = DispatchLoop(pc, in);
       continue;
@@ -119,13 +146,12 @@ void Sequencer::RunProgramOnce() {
 }
 
 Issued Sequencer::Resolve(uint32_t pc, const isa::Instr& in) const {
-  const isa::OpInfo& info = isa::Info(in.op);
+  const Decoded& d = decoded_[pc];
   Issued it;
   it.instr = in;
   it.pc = pc;
   it.step = step_;
-  for (int i = 0; i < info.num_operands(); ++i)
-    it.v[i] = info.operand(i) == isa::OperandKind::kSreg ? regs_[in.a[i]] : in.a[i];
+  for (int i = 0; i < d.operands; ++i) it.v[i] = d.sregs >> i & 1 ? regs_[in.a[i]] : in.a[i];
   return it;
 }
 
@@ -152,7 +178,7 @@ uint32_t Sequencer::DispatchLoop(uint32_t pc, const isa::Instr& in) {
     loop.body = std::move(body);
     Dispatch(std::move(loop), isa::Unit::kVpu);
   } else {
-    Advance(ctx_.cfg->scalar_cycles);
+    Advance(issue_fs_);
   }
   return pc + 1 + static_cast<uint32_t>(n);
 }
@@ -169,13 +195,13 @@ void Sequencer::Dispatch(Issued it, isa::Unit unit) {
   TimeFs now = LocalNow(), free = q.NextSlotFreeAt();
   if (free > now) {  // stalled on a full queue until the slot frees
     FlushScalarRun();
-    qk_.inc(sc_core::sc_time::from_value(free - now));
+    qk_.Inc(free - now);
     now = free;
   }
   if (!in_run_) in_run_ = true, run_start_ = now, run_pc_ = it.pc;
   it.ready = now;
   q.Push(std::move(it));
-  Advance(ctx_.cfg->scalar_cycles);  // one issue slot
+  Advance(issue_fs_);  // one issue slot
 }
 
 int64_t Sequencer::SmemWord(uint32_t pc, int64_t addr) {
@@ -297,9 +323,9 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
     default:
       ctx_.Fail(pc, "is not a scalar-unit instruction");
   }
-  const isa::OpInfo& info = isa::Info(in.op);
-  if (taken) next = static_cast<uint32_t>(a[info.num_operands() - 1]);
-  Advance(FixedCostCycles(*ctx_.cfg, info.timing, taken));
+  const Decoded& d = decoded_[pc];
+  if (taken) next = static_cast<uint32_t>(a[d.operands - 1]);
+  Advance(taken ? d.taken_fs : d.cost_fs);
   return next;
 }
 

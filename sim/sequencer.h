@@ -6,9 +6,9 @@
 
 #include <array>
 #include <systemc>
+#include <vector>
 
-#include <tlm_utils/tlm_quantumkeeper.h>
-
+#include "sim/quantum_keeper.h"
 #include "sim/unit.h"
 
 namespace tpusim::sim {
@@ -43,15 +43,27 @@ class Sequencer : public sc_core::sc_module {
   // Issues a vloop and its body; returns the pc after the body.
   uint32_t DispatchLoop(uint32_t pc, const isa::Instr& in);
   isa::Unit TargetUnit(uint32_t pc, const isa::Instr& in);
-  void Advance(int64_t cycles);
-  TimeFs LocalNow() { return ctx_.Now() + qk_.get_local_time().value(); }
+  void Advance(TimeFs fs);
+  TimeFs LocalNow() { return qk_.current_time(); }
   void Sync();
   void FlushScalarRun();
   int64_t SmemWord(uint32_t pc, int64_t addr);
 
+  // What fetch needs of each instruction, decoded once from the program.
+  struct Decoded {
+    isa::Unit unit;    // where it runs; kByOperand: names a unit this core lacks (fails)
+    uint8_t operands;  // how many operands the opcode has
+    uint8_t sregs;     // bit i: operand i is read from a scalar register
+    TimeFs cost_fs;    // fixed cost as scalar work (branches: not taken)
+    TimeFs taken_fs;   // the same for a taken branch
+  };
+  void Decode();
+
   CoreContext& ctx_;
   std::array<Unit*, isa::kNumUnits> units_;
-  tlm_utils::tlm_quantumkeeper qk_;
+  std::vector<Decoded> decoded_;  // by pc
+  TimeFs issue_fs_ = 0;           // one issue slot (scalar_cycles)
+  QuantumKeeper qk_;
   std::array<int64_t, isa::kNumSregs> regs_{};
   bool finished_ = false;
   bool hosted_ = false, closed_ = false;
