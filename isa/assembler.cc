@@ -1,10 +1,12 @@
 #include "isa/assembler.h"
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "isa/encoding.h"
@@ -26,11 +28,22 @@ int HexValue(char c) {
   return -1;
 }
 
-// Splits one line into tokens, dropping the comment. On error sets `err_col`/`err`.
-std::vector<Token> Lex(std::string_view line, int& err_col, std::string& err) {
-  std::vector<Token> out;
+// Whether c may be part of a word: anything but blanks, separators, quotes and comment starts.
+bool IsWordChar(char c) {
+  static const std::array<bool, 256> kWord = [] {
+    std::array<bool, 256> t;
+    t.fill(true);
+    for (char d : std::string_view(" \t\r\v\f,=\"#;")) t[static_cast<unsigned char>(d)] = false;
+    return t;
+  }();
+  return kWord[static_cast<unsigned char>(c)];
+}
+
+// Splits one line into tokens (replacing `out`), dropping the comment. On error sets
+// `err_col`/`err`.
+void Lex(std::string_view line, std::vector<Token>& out, int& err_col, std::string& err) {
+  out.clear();
   size_t i = 0;
-  auto is_word = [](char c) { return c == '\0' || !std::strchr(" \t\r\v\f,=\"#;", c); };
   while (i < line.size()) {
     char c = line[i];
     int col = static_cast<int>(i) + 1;
@@ -44,7 +57,10 @@ std::vector<Token> Lex(std::string_view line, int& err_col, std::string& err) {
     } else if (c == '"') {
       std::string s;
       for (++i;; ++i) {
-        if (i >= line.size()) return err_col = col, err = "unterminated string", out;
+        if (i >= line.size()) {
+          err_col = col, err = "unterminated string";
+          return;
+        }
         char d = line[i];
         if (d == '"') break;
         if (d != '\\') {
@@ -61,19 +77,19 @@ std::vector<Token> Lex(std::string_view line, int& err_col, std::string& err) {
         } else if (e == 'x' && hi >= 0 && lo >= 0) {
           s += static_cast<char>(hi * 16 + lo), i += 3;
         } else {
-          return err_col = static_cast<int>(i) + 1, err = "bad escape in string", out;
+          err_col = static_cast<int>(i) + 1, err = "bad escape in string";
+          return;
         }
       }
       ++i;
       out.push_back({Tok::kString, std::move(s), col});
     } else {
       size_t j = i;
-      while (j < line.size() && is_word(line[j])) ++j;
+      while (j < line.size() && IsWordChar(line[j])) ++j;
       out.push_back({Tok::kWord, std::string(line.substr(i, j - i)), col});
       i = j;
     }
   }
-  return out;
 }
 
 // Parses [-](0x hex | decimal) into a sign and magnitude.
@@ -119,13 +135,14 @@ class Assembler {
   std::string_view file_;
   int line_ = 0;
   Program p_;
-  std::map<std::string, int32_t> labels_, descs_, equs_;
-  std::map<std::string, uint16_t> tag_ids_{{"", 0}};
+  std::unordered_map<std::string, int32_t> labels_, descs_, equs_;
+  std::unordered_map<std::string, uint16_t> tag_ids_{{"", 0}};
   uint16_t tag_ = 0;
   std::vector<Fixup> fixups_;
 };
 
 Result<Program> Assembler::Run(std::string_view text) {
+  std::vector<Token> toks;  // reused line after line
   while (!text.empty() || line_ == 0) {
     ++line_;
     size_t nl = text.find('\n');
@@ -133,7 +150,7 @@ Result<Program> Assembler::Run(std::string_view text) {
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     int err_col = 0;
     std::string lex_err;
-    std::vector<Token> toks = Lex(line, err_col, lex_err);
+    Lex(line, toks, err_col, lex_err);
     if (!lex_err.empty()) return Err(err_col, lex_err);
     if (auto e = Statement(toks)) return *e;
   }
@@ -240,11 +257,15 @@ std::optional<Error> Assembler::Operand(OperandKind k, const Token& tok, int32_t
     return Err(tok.col, std::string("expected ") + what + ", got '" + s + "'");
   };
   auto reg = [&](char prefix, int limit, const char* what) -> std::optional<Error> {
-    if (s.size() < 2 || s[0] != prefix || s.find_first_not_of("0123456789", 1) != s.npos)
-      return got(what);
-    if (s.size() > 4 || std::stoi(s.substr(1)) >= limit)
+    if (s.size() < 2 || s[0] != prefix) return got(what);
+    int index = 0;  // at most three digits are read: more is out of range anyway
+    for (size_t i = 1; i < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9') return got(what);
+      if (i < 4) index = index * 10 + (s[i] - '0');
+    }
+    if (s.size() > 4 || index >= limit)
       return Err(tok.col, std::string(what) + " out of range: '" + s + "'");
-    out = std::stoi(s.substr(1));
+    out = index;
     return std::nullopt;
   };
   switch (k) {

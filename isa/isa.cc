@@ -1,6 +1,7 @@
 #include "isa/isa.h"
 
 #include <array>
+#include <unordered_map>
 
 namespace tpusim::isa {
 namespace {
@@ -42,9 +43,14 @@ const OpInfo& Info(Opcode op) { return kTable[static_cast<int>(op)]; }
 std::span<const OpInfo> AllOps() { return kTable; }
 
 std::optional<Opcode> FindMnemonic(std::string_view mnemonic) {
-  for (const OpInfo& info : kTable)
-    if (info.mnemonic == mnemonic) return info.opcode;
-  return std::nullopt;
+  static const std::unordered_map<std::string_view, Opcode> kByMnemonic = [] {
+    std::unordered_map<std::string_view, Opcode> m;
+    for (const OpInfo& info : kTable) m.emplace(info.mnemonic, info.opcode);  // first wins
+    return m;
+  }();
+  auto it = kByMnemonic.find(mnemonic);
+  if (it == kByMnemonic.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string_view UnitName(Unit u) {
