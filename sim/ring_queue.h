@@ -20,10 +20,10 @@ class RingQueue {
     ++size_;
   }
   T& front() { return ring_[head_]; }
-  // Removes the front element and returns it.
+  // Removes the front element and returns it. The slot keeps the moved-from husk (empty for
+  // shared_ptr and vector members), so nothing popped stays alive in the ring.
   T pop_front() {
     T item = std::move(ring_[head_]);
-    ring_[head_] = T();  // release what the moved-from slot may hold
     head_ = (head_ + 1) & (ring_.size() - 1);
     --size_;
     return item;

@@ -17,27 +17,29 @@ Sequencer::Sequencer(sc_core::sc_module_name name, CoreContext& ctx,
 }
 
 void Sequencer::Decode() {
-  const auto& code = ctx_.program->code;
-  decoded_.resize(code.size());
   issue_fs_ = ctx_.Cycles(ctx_.cfg->scalar_cycles);
-  for (size_t pc = 0; pc < code.size(); ++pc) {
-    const isa::Instr& in = code[pc];
-    const isa::OpInfo& info = isa::Info(in.op);
-    Decoded& d = decoded_[pc];
+  std::array<Decoded, isa::kNumOpcodes> by_opcode;  // all but by-operand units
+  for (const isa::OpInfo& info : isa::AllOps()) {
+    Decoded& d = by_opcode[static_cast<int>(info.opcode)];
     d.unit = info.unit;
-    if (info.unit == isa::Unit::kByOperand) {
-      int unit = info.operand(0) == isa::OperandKind::kMxu
-                     ? static_cast<int>(isa::Unit::kMxu0) + in.a[0]
-                     : in.a[0];
-      if (unit >= 0 && unit < isa::kNumUnits && (unit == 0 || units_[unit]))
-        d.unit = static_cast<isa::Unit>(unit);
-    }
     d.operands = static_cast<uint8_t>(info.num_operands());
     d.sregs = 0;
     for (int i = 0; i < info.num_operands(); ++i)
       if (info.operand(i) == isa::OperandKind::kSreg) d.sregs |= static_cast<uint8_t>(1 << i);
     d.cost_fs = ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing, false));
     d.taken_fs = ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing, true));
+  }
+  const auto& code = ctx_.program->code;
+  decoded_.resize(code.size());
+  for (size_t pc = 0; pc < code.size(); ++pc) {
+    const isa::Instr& in = code[pc];
+    Decoded& d = decoded_[pc] = by_opcode[static_cast<int>(in.op)];
+    if (d.unit != isa::Unit::kByOperand) continue;
+    const int unit = isa::Info(in.op).operand(0) == isa::OperandKind::kMxu
+                         ? static_cast<int>(isa::Unit::kMxu0) + in.a[0]
+                         : in.a[0];
+    if (unit >= 0 && unit < isa::kNumUnits && (unit == 0 || units_[unit]))
+      d.unit = static_cast<isa::Unit>(unit);
   }
 }
 
