@@ -14,6 +14,7 @@
 #include "cli/progress.h"
 #include "cli/run_report.h"
 #include "cli/run_values.h"
+#include "cli/step_check.h"
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/compile.h"
 #include "compiler/eval/evaluator.h"
@@ -108,14 +109,26 @@ int RunCommand(const std::vector<std::string>& argv) {
                                                         .keep_events = !a.trace.empty()});
   ProgressBar progress(a.steps);  // on a terminal, once the run has lasted over a second
   sim::RunOptions run_options{.functional = values, .sink = &recorder};
-  if (isatty(STDERR_FILENO))
-    run_options.on_progress = [&progress, steps = a.steps](const sim::RunProgress& p) {
+  // With values each step is checked as it ends (step_check.h); references are evaluated
+  // between slices of the run, outside SystemC's threads.
+  std::unique_ptr<StepCheck> step_check;
+  sim::Simulation* simulation_ptr = nullptr;
+  const bool tty = isatty(STDERR_FILENO);
+  if (tty || values)
+    run_options.on_progress = [&, steps = a.steps](const sim::RunProgress& p) {
+      if (step_check) step_check->Poll();
+      if (!tty) return;
       char label[96];
       std::snprintf(label, sizeof label, "step %d/%d, %.3f ms simulated", p.steps_done, steps,
                     p.simulated_fs / 1e12);
       progress.Update(p.steps_done, label);
     };
+  if (values)
+    run_options.on_core_step_end = [&](int core, int step) {
+      step_check->OnCoreStepEnd(*simulation_ptr, core, step);
+    };
   sim::Simulation simulation(board, std::move(run_options));
+  simulation_ptr = &simulation;
   for (int c = 0; c < board.cores(); ++c) {
     auto program = isa::Assemble(low.programs[c], a.module_path + ".core" + std::to_string(c));
     if (!program.ok()) throw CliError("internal: generated program: " + program.error().message);
@@ -132,8 +145,9 @@ int RunCommand(const std::vector<std::string>& argv) {
   loop.infeed_hbm_address = low.infeed_address;
   loop.infeed_flag = lowering::kInfeedFlag;
   simulation.SetTrainingLoop(loop);
-  std::vector<eval::Value> args;
-  if (values) args = LoadInputs(simulation, compiled, a.seed);
+  if (values)
+    step_check =
+        std::make_unique<StepCheck>(compiled, LoadInputs(simulation, compiled, a.seed), a.steps);
   sim::RunReport r = simulation.Run();
   progress.Finish();
   if (!r.ok) throw CliError(r.error);
@@ -164,25 +178,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   profiler::Report report = profiler::BuildReport(recorder, peaks, ctx);
 
   PrintResult(RunShape{a.module_path, a.steps, a.steps_per_execution}, board, compiled, r, report);
-  if (values) {
-    const ValueCheck v = CompareWithEvaluator(simulation, compiled, std::move(args), a.steps);
-    const double err = v.error;
-    std::printf("values: max |simulated - reference| = %.2e of the largest |reference| (%s)\n", err,
-                err < 1e-3 ? "match" : "MISMATCH");
-    if (v.fed_back > 0 && v.reference_output0.size() > 1)
-      std::printf(
-          "training: %d outputs update their parameters in place; output 0 (the loss) "
-          "%.6g at step 1 -> %.6g at step %zu (simulated %.6g)\n",
-          v.fed_back, v.reference_output0.front(), v.reference_output0.back(),
-          v.reference_output0.size(), v.simulated_output0);
-    if (err >= 1e-3) {
-      std::printf("values: worst result: output %zu%s, %.2e of its largest |reference|\n",
-                  v.worst_output,
-                  v.worst_output_name.empty() ? "" : (" (" + v.worst_output_name + ")").c_str(),
-                  v.worst_output_error);
-      throw CliError("simulated values differ from the reference evaluator");
-    }
-  }
+  if (values) ReportValues(step_check->Finish(), step_check->fed_back());
   if (!report.recommendations.empty())
     std::printf("top recommendation: %s\n", report.recommendations[0].text.c_str());
   if (a.monitor) {  // like the live gauge: one block per interval of simulated time

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <map>
 
+#include "cli/commands.h"
+
 namespace tpusim::cli {
 
 void PrintResult(const RunShape& run, const sim::BoardConfig& board, const CompiledModule& compiled,
@@ -44,6 +46,46 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
       "step breakdown (ms): compute %.4f, infeed %.4f, all-reduce %.4f, outfeed %.4f, "
       "host overhead %.4f\n",
       b.compute_ms, b.infeed_ms, b.all_reduce_ms, b.outfeed_ms, b.host_overhead_ms);
+}
+
+namespace {
+constexpr double kTolerance = 1e-3;  // of the largest |reference|: f32 sums, bf16 MXU passes
+
+std::string Format(const char* format, double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, format, x);
+  return text;
+}
+}  // namespace
+
+void ReportValues(const std::vector<ValueCheck>& steps, int fed_back) {
+  const ValueCheck* failed = nullptr;
+  for (const ValueCheck& v : steps) {
+    const bool match = v.error < kTolerance;
+    if (!match && !failed) failed = &v;
+    std::string label = "values: ";
+    if (steps.size() > 1)
+      label += "step " + std::to_string(v.step + 1) +
+               (v.step > 0 ? " (from the simulated step " + std::to_string(v.step) + ")" : "") +
+               ": ";
+    if (steps.size() > 1 && v.has_output0)
+      label += "loss " + Format("%.6g", v.simulated_output0) + " (reference " +
+               Format("%.6g", v.reference_output0) + "), ";
+    std::printf("%smax |simulated - reference| = %.2e of the largest |reference| (%s)\n",
+                label.c_str(), v.error, match ? "match" : "MISMATCH");
+  }
+  if (fed_back > 0 && steps.size() > 1 && steps.front().has_output0)
+    std::printf(
+        "training: %d outputs update their parameters in place; output 0 (the loss) %.6g at "
+        "step 1 -> %.6g at step %zu (simulated)\n",
+        fed_back, steps.front().simulated_output0, steps.back().simulated_output0, steps.size());
+  if (!failed) return;
+  std::printf(
+      "values: worst result of step %d: output %zu%s, %.2e of its largest |reference|\n",
+      failed->step + 1, failed->worst_output,
+      failed->worst_output_name.empty() ? "" : (" (" + failed->worst_output_name + ")").c_str(),
+      failed->worst_output_error);
+  throw CliError("simulated values differ from the reference evaluator");
 }
 
 }  // namespace tpusim::cli

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "cli/step_check.h"
 #include "compiler/compile.h"
 #include "profiler/report.h"
 #include "sim/config.h"
@@ -18,5 +20,9 @@ struct RunShape {
 
 void PrintResult(const RunShape& run, const sim::BoardConfig& board, const CompiledModule& compiled,
                  const sim::RunReport& r, const profiler::Report& report);
+
+// The value check of every step (step_check.h); throws CliError when a step's results
+// differ from the reference, after naming the worst one.
+void ReportValues(const std::vector<ValueCheck>& steps, int fed_back);
 
 }  // namespace tpusim::cli

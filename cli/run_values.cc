@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
+#include <set>
 #include <string>
-#include <utility>
 
-#include "cli/commands.h"
 #include "compiler/eval/evaluator.h"
-#include "compiler/hlo/alias.h"
+#include "compiler/lowering/data_parallel.h"
 #include "isa/bf16.h"
 
 namespace tpusim::cli {
@@ -44,47 +42,53 @@ bool IsOptimizerState(const std::string& parameter_name) {
   return name == "adam_step";
 }
 
-// Element i of `bytes` holding elements of `type` as Encode writes them.
-double Decode(hlo::PrimitiveType type, const uint8_t* bytes, int64_t i) {
-  if (type == hlo::PrimitiveType::kBF16) {
-    uint16_t b;
-    std::copy_n(bytes + 2 * i, 2, reinterpret_cast<uint8_t*>(&b));
-    return isa::Bf16ToF32(b);
-  }
-  if (type == hlo::PrimitiveType::kS32) {
-    int32_t n;
-    std::copy_n(bytes + 4 * i, 4, reinterpret_cast<uint8_t*>(&n));
-    return n;
-  }
-  float f;
-  std::copy_n(bytes + 4 * i, 4, reinterpret_cast<uint8_t*>(&f));
-  return f;
-}
-
-// |got - want|, where a NaN or infinity matches only its like (a NaN would drop out of max).
-double Difference(double got, double want) {
-  if (std::isnan(got) || std::isnan(want))
-    return std::isnan(got) && std::isnan(want) ? 0 : std::numeric_limits<double>::infinity();
-  if (std::isinf(got) || std::isinf(want))
-    return got == want ? 0 : std::numeric_limits<double>::infinity();
-  return std::fabs(got - want);
-}
-
-// Seeded synthetic data a training step can learn from: floats uniform in [-1, 1) scaled
-// like LeCun initialisation (by 1 / sqrt(fan-in) for rank >= 2, fan-in = every dimension
-// but the last), so activations and the loss stay of order one; integers (labels, token
-// ids) small and non-negative, in [0, 8) (a class index below every shipped model's count);
-// optimizer state zero, as at the start of training (a random second moment has no root).
-eval::Value SyntheticInput(const hlo::HloInstruction& p, uint64_t seed) {
-  if (IsOptimizerState(p.name())) return eval::Value::Zeros(p.shape());
-  eval::Value v = eval::Value::Random(p.shape(), seed);
-  const hlo::Shape& s = p.shape();
-  if (s.IsArray() && s.type == hlo::PrimitiveType::kS32)
-    for (double& x : v.data) x = std::fmod(x, 8.0);
-  if (!s.IsArray() || !hlo::IsFloatingType(s.type) || s.rank() < 2) return v;
+// Uniform in [-1, 1) scaled like LeCun initialisation: by 1 / sqrt(fan-in), fan-in = every
+// dimension but the last (HWIO kernels, [in, out] matrices).
+void ScaleByFanIn(eval::Value& v) {
+  const hlo::Shape& s = v.shape;
   const double fan_in = static_cast<double>(s.ElementCount() / std::max<int64_t>(1, s.dims.back()));
   const double scale = 1.0 / std::sqrt(std::max(1.0, fan_in));
   for (double& x : v.data) x = eval::RoundTo(s.type, x * scale);
+}
+
+// The parameters a training step's initialisation treats apart: weights (a dot's or
+// convolution's right-hand operand) and batch-norm scales.
+struct ParameterRoles {
+  std::set<const hlo::HloInstruction*> weights, scales;
+  explicit ParameterRoles(const hlo::HloComputation& entry)
+      : weights(
+            lowering::ParametersFeeding(entry, {hlo::Opcode::kDot, hlo::Opcode::kConvolution}, 1)),
+        scales(lowering::ParametersFeeding(
+            entry,
+            {hlo::Opcode::kBatchNormTraining, hlo::Opcode::kBatchNormInference,
+             hlo::Opcode::kBatchNormGrad},
+            1)) {}
+};
+
+// Seeded synthetic data. A training step (a module that donates parameters) starts as a
+// Keras model does: weights LeCun-uniform, batch-norm scales one, other vectors (biases,
+// offsets) zero, optimizer state zero (a random second moment has no root), data uniform
+// in [-1, 1) and integers (labels, token ids) in [0, 8) (a class index below every shipped
+// model's count), so the step can fit its batch. Any other module gets random values in
+// every input (floats of rank >= 2 scaled by fan-in, so sums stay of order one): a check
+// that zeros would pass proves nothing.
+eval::Value SyntheticInput(const hlo::HloInstruction& p, uint64_t seed, bool training,
+                           const ParameterRoles& roles) {
+  const hlo::Shape& s = p.shape();
+  if (IsOptimizerState(p.name())) return eval::Value::Zeros(s);
+  eval::Value v = eval::Value::Random(s, seed);
+  if (s.IsArray() && s.type == hlo::PrimitiveType::kS32)
+    for (double& x : v.data) x = std::fmod(x, 8.0);
+  if (!s.IsArray() || !hlo::IsFloatingType(s.type)) return v;
+  if (!training) {
+    if (s.rank() >= 2) ScaleByFanIn(v);
+  } else if (roles.weights.count(&p)) {
+    ScaleByFanIn(v);
+  } else if (roles.scales.count(&p)) {
+    std::fill(v.data.begin(), v.data.end(), 1.0);
+  } else if (s.rank() == 1) {
+    std::fill(v.data.begin(), v.data.end(), 0.0);
+  }
   return v;
 }
 
@@ -94,8 +98,11 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
                                     uint64_t seed) {
   const lowering::LoweredModule& low = compiled.lowered;
   std::vector<eval::Value> args;
-  for (const hlo::HloInstruction* p : compiled.original.entry()->parameters())
-    args.push_back(SyntheticInput(*p, seed + args.size()));
+  const hlo::HloComputation& entry = *compiled.original.entry();
+  const ParameterRoles roles(entry);
+  const bool training = !compiled.original.input_output_alias.empty();
+  for (const hlo::HloInstruction* p : entry.parameters())
+    args.push_back(SyntheticInput(*p, seed + args.size(), training, roles));
   const int cores = static_cast<int>(low.programs.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const hlo::HloInstruction* p = compiled.original.entry()->parameters()[i];
@@ -111,103 +118,6 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
     }
   }
   return args;
-}
-
-namespace {
-
-// Pairs (output index, argument index) of outputs the compiled program writes over their
-// parameter's buffer: exactly the donations memory planning honoured (same address).
-std::vector<std::pair<size_t, size_t>> FedBack(const CompiledModule& compiled) {
-  std::vector<std::pair<size_t, size_t>> out;
-  auto aliases = hlo::ParseInputOutputAlias(compiled.original.input_output_alias);
-  if (!aliases.ok()) return out;
-  const auto params = compiled.original.entry()->parameters();
-  const auto& outputs = compiled.lowered.outputs;
-  for (const hlo::InputOutputAlias& a : *aliases) {
-    if (a.output_index.size() != 1 || !a.parameter_index.empty()) continue;
-    const auto k = static_cast<size_t>(a.output_index[0]);
-    for (size_t i = 0; i < params.size(); ++i) {
-      const passes::BufferInfo* buf = compiled.report.memory.Find(params[i]->name());
-      if (params[i]->parameter_number() == a.parameter && buf && k < outputs.size() &&
-          outputs[k].address == static_cast<uint64_t>(buf->offset))
-        out.push_back({k, i});
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-ValueCheck CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& compiled,
-                                std::vector<eval::Value> args, int steps) {
-  const lowering::LoweredModule& low = compiled.lowered;
-  const int cores = static_cast<int>(low.programs.size());
-  // A replicated module: replica i runs on core i with the same inputs (LoadInputs).
-  const int replicas = low.data_parallel ? 1 : std::min(low.replicas, cores);
-  const auto fed_back = FedBack(compiled);
-  ValueCheck check;
-  check.fed_back = static_cast<int>(fed_back.size());
-  // Every replica gets the same inputs (LoadInputs), so one mirrored interpreter stands for
-  // all of them unless some op tells them apart (reduce-scatter, rng, ...).
-  const bool mirrored = replicas > 1 && !eval::MirrorObstacle(compiled.original, replicas);
-  const size_t evaluated = mirrored ? 1 : static_cast<size_t>(replicas);
-  std::vector<std::vector<eval::Value>> inputs(evaluated - 1, args);
-  inputs.push_back(std::move(args));
-  std::vector<std::vector<eval::Value>> refs;
-  for (int step = 0; step < steps; ++step) {
-    if (step > 0 && fed_back.empty()) break;  // every step computes the same
-    for (size_t r = 0; r < refs.size(); ++r)
-      for (auto [k, i] : fed_back) inputs[r][i] = std::move(refs[r][k]);
-    refs.clear();
-    if (evaluated > 1) {
-      auto ref = eval::EvaluateReplicated(compiled.original, inputs);
-      if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
-      refs = std::move(ref.value());
-    } else {
-      auto ref = mirrored ? eval::EvaluateMirrored(compiled.original, inputs[0], replicas)
-                          : eval::Evaluate(compiled.original, inputs[0]);
-      if (!ref.ok()) throw CliError("reference evaluator: " + ref.status().message());
-      refs.push_back(std::move(ref.value()));
-    }
-    if (!refs[0].empty() && refs[0][0].shape.IsArray() && refs[0][0].shape.rank() == 0)
-      check.reference_output0.push_back(refs[0][0].data[0]);
-  }
-  double worst = 0, scale = 1e-30;
-  std::vector<uint8_t> got;
-  for (int r = 0; r < replicas; ++r) {
-    const std::vector<eval::Value>& ref = refs[mirrored ? 0 : static_cast<size_t>(r)];
-    for (size_t o = 0; o < low.outputs.size() && o < ref.size(); ++o) {
-      const eval::Value& want = ref[o];
-      const bool bf16 = want.shape.type == hlo::PrimitiveType::kBF16;
-      const int64_t n = want.shape.ElementCount();
-      const int64_t share = low.outputs[o].split ? n / cores : n;
-      got.resize(static_cast<size_t>(share) * (bf16 ? 2 : 4));  // HBM reads fill it
-      double output_worst = 0, output_scale = 1e-30;
-      for (int c = r; c < (low.outputs[o].split ? cores : r + 1); ++c) {
-        sim.core(c).hbm().Read(low.outputs[o].address, got.data(), got.size());
-        for (int64_t i = 0; i < share; ++i) {
-          const double g = Decode(want.shape.type, got.data(), i);
-          const int64_t first = low.outputs[o].split ? c * share : 0;  // of the core's share
-          const double w = want.data[static_cast<size_t>(first + i)];
-          if (o == 0 && r == 0 && c == 0 && i == 0) check.simulated_output0 = g;
-          output_worst = std::max(output_worst, Difference(g, w));
-          if (std::isfinite(w)) output_scale = std::max(output_scale, std::fabs(w));
-        }
-      }
-      worst = std::max(worst, output_worst);
-      scale = std::max(scale, output_scale);
-      if (output_worst / output_scale > check.worst_output_error) {
-        check.worst_output_error = output_worst / output_scale;
-        check.worst_output = o;
-        const hlo::HloInstruction* root = compiled.original.entry()->root();
-        check.worst_output_name = root->opcode() == hlo::Opcode::kTuple && o < root->operand_count()
-                                      ? "%" + root->operand(o)->name()
-                                      : "";
-      }
-    }
-  }
-  check.error = worst / scale;
-  return check;
 }
 
 }  // namespace tpusim::cli

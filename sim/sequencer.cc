@@ -102,6 +102,7 @@ void Sequencer::Run() {
       TimeFs start = step_ == 0 ? 0 : end_time_;
       RunProgramOnce();
       end_time_ = ctx_.Now();
+      if (step_end_hook_) step_end_hook_(step_);
       if (ctx_.sink)
         ctx_.sink->OnStep(StepRecord{static_cast<uint16_t>(ctx_.core), step_, start, end_time_});
       steps_done_ = step_ + 1;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <systemc>
 #include <vector>
 
@@ -26,6 +27,8 @@ class Sequencer : public sc_core::sc_module {
   void Launch(uint32_t steps);
   void Close();  // no more launches: finish after the launched steps
   uint32_t steps_done() const { return steps_done_; }
+  // Called when a step has ended with every unit drained, before the next one starts.
+  void SetStepEndHook(std::function<void(uint32_t step)> hook) { step_end_hook_ = std::move(hook); }
   sc_core::sc_event& step_done() { return step_done_; }
   TimeFs end_time() const { return end_time_; }
   int64_t reg(int i) const { return regs_[i]; }
@@ -70,6 +73,7 @@ class Sequencer : public sc_core::sc_module {
   int infeed_flag_ = -1;
   uint32_t step_ = 0, launched_ = 0, steps_done_ = 0;
   sc_core::sc_event launch_, step_done_;
+  std::function<void(uint32_t)> step_end_hook_;
   TimeFs end_time_ = 0;
   std::string blocked_on_;
   // The current run of back-to-back scalar work, recorded as one busy interval.

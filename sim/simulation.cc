@@ -77,6 +77,11 @@ void Simulation::RunInSlices() {
 
 RunReport Simulation::Run() {
   Connect();
+  if (options_.on_core_step_end)
+    for (size_t c = 0; c < cores_.size(); ++c)
+      cores_[c]->sequencer().SetStepEndHook([this, c](uint32_t step) {
+        options_.on_core_step_end(static_cast<int>(c), static_cast<int>(step));
+      });
   if (options_.on_progress)
     RunInSlices();
   else

@@ -28,6 +28,10 @@ struct RunOptions {
   // identical with or without it.
   std::function<void(const RunProgress&)> on_progress = nullptr;
   TimeFs progress_interval_fs = 10'000'000'000;  // 10 simulated microseconds
+  // Optional: called inside the simulation when a core has ended a step (its units
+  // drained, its memories final for that step) and before it starts the next. It must not
+  // block; its memories may be read.
+  std::function<void(int core, int step)> on_core_step_end = nullptr;
 };
 
 struct UnitReport {

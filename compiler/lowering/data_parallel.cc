@@ -11,30 +11,33 @@ bool HasDim(const hlo::Shape& shape, int64_t batch) {
   return std::find(shape.dims.begin(), shape.dims.end(), batch) != shape.dims.end();
 }
 
-namespace {
-
-// Parameters that reach operand `index` of a dot or convolution through converts, copies
-// and reshapes (1: weights, never inputs; 0: activations).
-std::set<const hlo::HloInstruction*> Feeding(const hlo::HloComputation& entry, size_t index) {
-  std::set<const hlo::HloInstruction*> weights;
+std::set<const hlo::HloInstruction*> ParametersFeeding(const hlo::HloComputation& entry,
+                                                       std::initializer_list<hlo::Opcode> users,
+                                                       size_t index) {
+  std::set<const hlo::HloInstruction*> params;
   for (const auto& i : entry.instructions()) {
-    if (i->opcode() != hlo::Opcode::kDot && i->opcode() != hlo::Opcode::kConvolution) continue;
+    if (std::find(users.begin(), users.end(), i->opcode()) == users.end()) continue;
+    if (index >= i->operand_count()) continue;
     const hlo::HloInstruction* w = i->operand(index);
     while (w->opcode() == hlo::Opcode::kConvert || w->opcode() == hlo::Opcode::kCopy ||
            w->opcode() == hlo::Opcode::kReshape || w->opcode() == hlo::Opcode::kBitcast)
       w = w->operand(0);
-    if (w->opcode() == hlo::Opcode::kParameter) weights.insert(w);
+    if (w->opcode() == hlo::Opcode::kParameter) params.insert(w);
   }
-  return weights;
+  return params;
 }
 
+namespace {
+constexpr std::initializer_list<hlo::Opcode> kContractions = {hlo::Opcode::kDot,
+                                                              hlo::Opcode::kConvolution};
 }  // namespace
 
 BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores) {
   BatchAnalysis a;
   const std::vector<hlo::HloInstruction*> params = entry.parameters();
-  std::set<const hlo::HloInstruction*> weights = Feeding(entry, 1);
-  const std::set<const hlo::HloInstruction*> activations = Feeding(entry, 0);
+  std::set<const hlo::HloInstruction*> weights = ParametersFeeding(entry, kContractions, 1);
+  const std::set<const hlo::HloInstruction*> activations =
+      ParametersFeeding(entry, kContractions, 0);
   // Optimizer state (momentum, Adam moments) has its weight's shape: not an input either.
   std::set<std::vector<int64_t>> weight_shapes;
   for (const hlo::HloInstruction* w : weights) weight_shapes.insert(w->shape().dims);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,13 @@ struct BatchAnalysis {
 };
 
 BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores);
+
+// Parameters that reach operand `index` of an instruction with one of the `users` opcodes
+// through converts, copies, reshapes and bitcasts (a dot's or convolution's operand 1: the
+// weights).
+std::set<const hlo::HloInstruction*> ParametersFeeding(const hlo::HloComputation& entry,
+                                                       std::initializer_list<hlo::Opcode> users,
+                                                       size_t index);
 
 // Whether `shape` (any tuple leaf) has a dimension of size `batch`.
 bool HasDim(const hlo::Shape& shape, int64_t batch);

@@ -118,19 +118,29 @@ TEST(Cli, RunElementwiseModuleMatchesTheEvaluator) {
 TEST(Cli, RunMlpTrainingStepChecksEveryOutputAgainstTheEvaluator) {
   // Replicated f32 dots, reductions, broadcasts, an iota compared with s32 labels and the
   // tuple all-reduce of the loss and gradients all compute exact values. The new weights
-  // are written over the old ones (donation), so three steps train: the evaluator, fed
-  // the same way, agrees after the third, and the loss went down.
+  // are written over the old ones (donation), so three steps train; each step is checked
+  // against the evaluator run from the simulated state of the step before, and the loss
+  // went down.
   Output o = Tpusim("run examples/models/mlp.hlo --steps 3");
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
-  EXPECT_THAT(o.text, HasSubstr("(match)"));
   std::smatch m;
   const std::regex loss(
       "training: 6 outputs update their parameters in place; output 0 \\(the loss\\) "
-      "([0-9.]+) at step 1 -> ([0-9.]+) at step 3 \\(simulated ([0-9.]+)\\)");
+      "([0-9.]+) at step 1 -> ([0-9.]+) at step 3 \\(simulated\\)");
   ASSERT_TRUE(std::regex_search(o.text, m, loss)) << o.text;
-  EXPECT_LT(std::stod(m[2]), std::stod(m[1]) - 0.05);
-  EXPECT_EQ(m[2], m[3]);
+  EXPECT_LT(std::stod(m[2]), std::stod(m[1]) - 0.005);  // SGD at lr 0.01 on random labels
+  double previous = 1e9;
+  for (int step = 1; step <= 3; ++step) {
+    const std::string from =
+        step == 1 ? "" : " \\(from the simulated step " + std::to_string(step - 1) + "\\)";
+    const std::regex line("values: step " + std::to_string(step) + from +
+                          ": loss ([0-9.]+) \\(reference ([0-9.]+)\\), max [^\\n]*\\(match\\)");
+    ASSERT_TRUE(std::regex_search(o.text, m, line)) << step << "\n" << o.text;
+    EXPECT_EQ(m[1], m[2]) << "step " << step;
+    EXPECT_LT(std::stod(m[1]), previous) << "step " << step;
+    previous = std::stod(m[1]);
+  }
 }
 
 TEST(Cli, RunMnistCnnTrainingWithValuesLowersTheLoss) {
@@ -142,14 +152,14 @@ TEST(Cli, RunMnistCnnTrainingWithValuesLowersTheLoss) {
   Output o = Tpusim("run " + path + " --steps 2");
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
-  EXPECT_THAT(o.text, HasSubstr("(match)"));
+  EXPECT_THAT(o.text, HasSubstr("values: step 2 (from the simulated step 1): loss "));
+  EXPECT_THAT(o.text, Not(HasSubstr("MISMATCH")));
   std::smatch m;
   const std::regex loss(
       "training: 31 outputs update their parameters in place; output 0 \\(the loss\\) "
-      "([0-9.e+-]+) at step 1 -> ([0-9.e+-]+) at step 2 \\(simulated ([0-9.e+-]+)\\)");
+      "([0-9.e+-]+) at step 1 -> ([0-9.e+-]+) at step 2 \\(simulated\\)");
   ASSERT_TRUE(std::regex_search(o.text, m, loss)) << o.text;
   EXPECT_LT(std::stod(m[2]), 0.5 * std::stod(m[1]));
-  EXPECT_NEAR(std::stod(m[3]), std::stod(m[2]), 1e-3 * std::stod(m[2]));
 }
 
 TEST(Cli, RunOfAModuleWithADynamicLoopIsOneClearLine) {

@@ -9,6 +9,7 @@
 
 #include "cli/board_target.h"
 #include "cli/run_values.h"
+#include "cli/step_check.h"
 #include "isa/assembler.h"
 #include "sim/config.h"
 #include "sim/simulation.h"
