@@ -393,4 +393,6 @@ std::string WeightGradKernel(const WeightGradShape& shape) {
   return ".tag \"" + s.tag + "\"\n" + a.Text();
 }
 
+void CheckWeightGradShape(const WeightGradShape& shape) { MakePlan(shape); }
+
 }  // namespace tpusim::lowering

@@ -23,4 +23,7 @@ struct WeightGradShape {
 // std::invalid_argument, saying why, for shapes it does not support.
 std::string WeightGradKernel(const WeightGradShape& shape);
 
+// Plans `shape` without emitting code: throws as WeightGradKernel would, else returns.
+void CheckWeightGradShape(const WeightGradShape& shape);
+
 }  // namespace tpusim::lowering

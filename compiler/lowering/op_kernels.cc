@@ -1,12 +1,12 @@
 #include "compiler/lowering/op_kernels.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "compiler/hlo/opcode.h"
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/batch_norm_kernel.h"
-#include "compiler/lowering/conv_kernel.h"
-#include "compiler/lowering/conv_wgrad.h"
+#include "compiler/lowering/conv_select.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/exact_dot_kernel.h"
 #include "compiler/lowering/gather_kernel.h"
@@ -218,36 +218,15 @@ std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp&
 }
 
 // A 2-D convolution in NHWC form (any kernel layout) on the implicit-GEMM kernel of
-// conv_kernel.h; empty when the shape is not one it takes (dilations, groups, other layouts).
+// conv_kernel.h; empty when the shape is not one it takes (conv_select.h).
 std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  const hlo::ConvDims* cd = instr.conv_dims();
-  const hlo::Window* win = instr.window();
-  if (!cd || !win || win->dims.size() != 2 ||
-      instr.GetInt("feature_group_count").value_or(1) != 1 ||
-      instr.GetInt("batch_group_count").value_or(1) != 1 || cd->input_batch != 0 ||
-      cd->input_feature != 3 || cd->output_batch != 0 || cd->output_feature != 3)
-    return "";
-  const hlo::WindowDim &y = win->dims[0], &x = win->dims[1];
-  if (y.stride != x.stride || y.pad_low != x.pad_low || y.pad_high != x.pad_high ||
-      y.lhs_dilate != 1 || x.lhs_dilate != 1 || y.rhs_dilate != 1 || x.rhs_dilate != 1)
-    return "";
-  const auto& in = instr.operand(0)->shape().dims;
-  const auto& ker = instr.operand(1)->shape().dims;
-  ConvShape s;
-  s.batch = in[0], s.h = in[1], s.w = in[2];
-  if (c.split > 0 && s.batch == c.split) s.batch /= c.cores;
-  s.cin = ker[static_cast<size_t>(cd->kernel_input_feature)];
-  s.cout = ker[static_cast<size_t>(cd->kernel_output_feature)];
-  s.kh = y.size, s.kw = x.size, s.stride = y.stride, s.pad_lo = y.pad_low, s.pad_hi = y.pad_high;
-  const hlo::Shape &in_shape = instr.operand(0)->shape(), &ker_shape = instr.operand(1)->shape();
-  s.input_f32 = in_shape.type == hlo::PrimitiveType::kF32;
-  s.kernel_f32 = ker_shape.type == hlo::PrimitiveType::kF32;
-  s.kernel_oi = cd->labels == "b01f_01oi->b01f";
+  const ConvPlacement at{c.split, c.cores, c.mxus};
+  std::optional<ConvShape> shape = ConvShapeOf(instr, at);
+  if (!shape) return "";
+  ConvShape& s = *shape;
   s.input = c.address(instr.operand(0)), s.kernel = c.address(instr.operand(1));
   s.output = c.address(&instr);
   s.tag = instr.name();
-  s.mxus = c.mxus;
-  s.smem_bytes = kKernelSmemBytes;
   std::string k;
   try {
     k = ConvKernel(s);
@@ -261,37 +240,21 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   op.hbm_bytes =
       static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * 4) +
                             s.kh * s.kw * s.cin * s.cout * ker_elem);
-  const bool known_layout = cd->labels == "b01f_01io->b01f" || s.kernel_oi;
-  op.exact = known_layout && FloatOrBf16(in_shape) && FloatOrBf16(ker_shape) &&
-             instr.shape().type == hlo::PrimitiveType::kF32 &&
-             ConvolutionWork(instr, c.split, c.cores).passes == 1;
-  if (!known_layout) op.note = "kernel layout " + cd->labels + ": timing of the 01io form";
+  op.exact = ConvKernelIsExact(instr, at);
+  const std::string& labels = instr.conv_dims()->labels;
+  if (labels != "b01f_01io->b01f" && !s.kernel_oi)
+    op.note = "kernel layout " + labels + ": timing of the 01io form";
   return k;
 }
 
 // A weight gradient (`f01b_i01o->01bf`, window = the output gradient's size, f32 operands,
 // DEFAULT precision) on the kernel of conv_wgrad.h; empty when it does not take it.
 std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  const hlo::ConvDims* cd = instr.conv_dims();
-  const hlo::Window* win = instr.window();
-  const hlo::Shape &x = instr.operand(0)->shape(), &dy = instr.operand(1)->shape();
-  if (!cd || cd->labels != "f01b_i01o->01bf" || !win || win->dims.size() != 2 ||
-      x.type != hlo::PrimitiveType::kF32 || dy.type != hlo::PrimitiveType::kF32 ||
-      instr.shape().type != hlo::PrimitiveType::kF32 ||
-      instr.GetInt("feature_group_count").value_or(1) != 1 ||
-      instr.GetInt("batch_group_count").value_or(1) != 1 ||
-      ConvolutionWork(instr, c.split, c.cores).passes != 1)
-    return "";
-  for (const hlo::WindowDim& d : win->dims)
-    if (d.stride != 1 || d.pad_low || d.pad_high || d.lhs_dilate != 1 || d.rhs_dilate != 1)
-      return "";
-  WeightGradShape s;
-  s.batch = x.dims[0], s.h = x.dims[1], s.w = x.dims[2], s.cin = x.dims[3];
-  s.ho = dy.dims[1], s.wo = dy.dims[2], s.cout = dy.dims[3];
-  if (dy.dims[0] != s.batch || win->dims[0].size != s.ho || win->dims[1].size != s.wo) return "";
-  if (c.split > 0 && s.batch == c.split) s.batch /= c.cores;
+  std::optional<WeightGradShape> shape = WeightGradShapeOf(instr, {c.split, c.cores, c.mxus});
+  if (!shape) return "";
+  WeightGradShape& s = *shape;
   s.x = c.address(instr.operand(0)), s.dy = c.address(instr.operand(1)), s.dw = c.address(&instr);
-  s.tag = instr.name(), s.mxus = c.mxus;
+  s.tag = instr.name();
   std::string k;
   try {
     k = WeightGradKernel(s);
@@ -300,6 +263,7 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
   }
   op.kind = KernelKind::kMxu;
   op.flops = 2.0 * s.batch * s.ho * s.wo * (s.h - s.ho + 1) * (s.w - s.wo + 1) * s.cin * s.cout;
+  const hlo::Shape &x = instr.operand(0)->shape(), &dy = instr.operand(1)->shape();
   op.hbm_bytes = BytesPerCore(x, c.split, c.cores) + BytesPerCore(dy, c.split, c.cores) +
                  BytesPerCore(instr.shape(), 0, 1);
   op.exact = true;

@@ -1,0 +1,41 @@
+// Which convolutions the exact MXU kernels take (conv_kernel.h, conv_wgrad.h): one predicate
+// for the lowering (op_kernels.cc) and the conv-canonicalization pass, which rewrites the
+// convolutions it rejects into ones it accepts.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "compiler/hlo/ir.h"
+#include "compiler/lowering/conv_kernel.h"
+#include "compiler/lowering/conv_wgrad.h"
+
+namespace tpusim::lowering {
+
+// Where a convolution runs: the data-parallel batch divided over `cores` (0: none), MXUs per
+// core (TPU v3: 2).
+struct ConvPlacement {
+  int64_t split = 0;
+  int cores = 1;
+  int mxus = 2;
+};
+
+// The weight-gradient kernel's shape for `conv` (HBM addresses 0, no tag): `f01b_i01o->01bf`,
+// window = the output gradient's size, stride 1, no padding or dilation, one group, f32,
+// DEFAULT precision, and a plan that fits. nullopt when the kernel does not take it.
+std::optional<WeightGradShape> WeightGradShapeOf(const hlo::HloInstruction& conv,
+                                                 const ConvPlacement& at);
+
+// The implicit-GEMM kernel's shape for an NHWC convolution (batch 0, feature 3, any kernel
+// layout), no dilation, one group, the same stride and padding in both spatial dimensions,
+// and a plan that fits. nullopt when the kernel does not take it.
+std::optional<ConvShape> ConvShapeOf(const hlo::HloInstruction& conv, const ConvPlacement& at);
+
+// The implicit-GEMM kernel computes `conv`'s values (not only its timing): kernel layout
+// `01io` or `01oi`, f32 or bf16 operands, f32 result, DEFAULT precision.
+bool ConvKernelIsExact(const hlo::HloInstruction& conv, const ConvPlacement& at);
+
+// `conv` lowers to a kernel that computes its values.
+bool OnExactConvKernel(const hlo::HloInstruction& conv, const ConvPlacement& at = {});
+
+}  // namespace tpusim::lowering
