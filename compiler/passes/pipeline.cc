@@ -9,6 +9,7 @@
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/passes/algsimp.h"
+#include "compiler/passes/conv_canon.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion.h"
 
@@ -76,6 +77,7 @@ PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<DcePass>();
   p.AddPass<AlgebraicSimplifierPass>();
   p.AddPass<DcePass>();
+  p.AddPass<ConvCanonicalizationPass>();
   p.AddPass<LayoutAssignmentPass>();
   p.AddPass<ElementwiseFusionPass>();
   p.AddPass<DcePass>();

@@ -55,7 +55,8 @@ struct CompileOptions {
   std::string dump_dir;  // empty: no IR dumps
 };
 
-// dce, algsimp, dce, layout-assignment, elementwise-fusion, dce, memory-planning.
+// dce, algsimp, dce, conv-canonicalization, layout-assignment, elementwise-fusion, dce,
+// memory-planning.
 PassPipeline DefaultPipeline(const CompileOptions& options = {});
 
 struct CompileReport {

@@ -1,0 +1,34 @@
+// conv-canonicalization: rewrites each convolution no exact MXU kernel takes
+// (lowering/conv_select.h) into convolutions they do take, plus data movement the move
+// kernel computes exactly, with the same values up to f32 summation order:
+//
+//   weight gradient (f01b_i01o->01bf) with padding      -> pad(X), then the unpadded one
+//   weight gradient with window dilation s              -> one stride-1 weight gradient per
+//     (the forward stride)                                  stride phase of X (strided slices),
+//                                                           taps padded into place, added
+//   input gradient (b01f_01io/01oi->b01f) with input    -> one stride-1 convolution of dY per
+//     dilation s (the forward stride)                       output phase with that phase's
+//                                                           taps, phases interleaved into dX
+//
+// A convolution is rewritten only when every convolution of its rewrite runs on an exact
+// kernel; anything else is left as it is. docs/compiler.md describes the rewrites.
+#pragma once
+
+#include "compiler/hlo/ir.h"
+#include "compiler/passes/conv_canon_build.h"
+#include "compiler/passes/pass.h"
+
+namespace tpusim::passes {
+
+// The value that replaces `conv`, built with `b`; nullptr when this rewrite does not apply
+// (the form does not match or some part would not run on an exact kernel).
+hlo::HloInstruction* RewriteWeightGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
+hlo::HloInstruction* RewriteInputGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
+
+class ConvCanonicalizationPass : public HloPass {
+ public:
+  std::string_view name() const override { return "conv-canonicalization"; }
+  hlo::Result<bool> Run(hlo::HloModule& module) override;
+};
+
+}  // namespace tpusim::passes

@@ -1,0 +1,50 @@
+// The HLO the conv-canonicalization pass emits: slices, pads, adds, bitcasts, concatenates
+// and convolutions appended to one computation, each named after the convolution rewritten.
+// Identity slices and pads are not emitted. Conv() emits a convolution only if it runs on an
+// exact kernel (lowering/conv_select.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/ir.h"
+
+namespace tpusim::passes {
+
+class ConvRewriteBuilder {
+ public:
+  // New instructions go to `target`; `conv` (in any computation) names them and lends its
+  // attributes (precision, metadata) to the convolutions.
+  ConvRewriteBuilder(hlo::HloComputation& target, const hlo::HloInstruction& conv)
+      : target_(target), conv_(conv) {}
+
+  hlo::HloInstruction* Slice(hlo::HloInstruction* x, const std::vector<hlo::SliceDim>& dims);
+  // Pads with zeros; negative low or high padding is not allowed.
+  hlo::HloInstruction* Pad(hlo::HloInstruction* x, const std::vector<hlo::PadDim>& dims);
+  hlo::HloInstruction* Add(hlo::HloInstruction* a, hlo::HloInstruction* b);
+  // A row-major reshape as a bitcast: the memory plan and the lowering both alias it to its
+  // operand's buffer (the plan gives a reshape a buffer of its own that the lowering, which
+  // emits no code for it, never writes).
+  hlo::HloInstruction* Bitcast(hlo::HloInstruction* x, std::vector<int64_t> dims);
+  hlo::HloInstruction* Concatenate(const std::vector<hlo::HloInstruction*>& parts, int64_t dim);
+  // A copy of the rewritten convolution over `lhs` and `rhs` with `window` and result
+  // dimensions `dims`; nullptr (and nothing emitted) when no exact kernel takes it.
+  hlo::HloInstruction* Conv(hlo::HloInstruction* lhs, hlo::HloInstruction* rhs,
+                            const hlo::Window& window, std::vector<int64_t> dims);
+
+ private:
+  hlo::HloInstruction* New(std::string_view suffix, hlo::Opcode opcode, std::vector<int64_t> dims,
+                           const std::vector<hlo::HloInstruction*>& operands);
+  hlo::HloInstruction* Zero();
+
+  hlo::HloComputation& target_;
+  const hlo::HloInstruction& conv_;
+  hlo::HloInstruction* zero_ = nullptr;
+};
+
+// Floor and ceiling of a / b for b > 0 and any sign of a.
+int64_t FloorDiv(int64_t a, int64_t b);
+int64_t CeilDiv(int64_t a, int64_t b);
+
+}  // namespace tpusim::passes

@@ -1,0 +1,50 @@
+// Small convolutions of ResNet-50's kinds (real kernel sizes, strides and paddings, small
+// batch, spatial size and channels) that no exact kernel takes as written: the cases of the
+// conv-canonicalization tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tpusim::testing {
+
+struct ConvCase {
+  std::string name;
+  std::string lhs, rhs, out, window, labels;
+  std::string Module() const {
+    return "HloModule m, replica_count=8\nENTRY %main (x: " + lhs + ", k: " + rhs + ") -> " + out +
+           " {\n  %x = " + lhs + " parameter(0)\n  %k = " + rhs +
+           " parameter(1)\n  ROOT %c = " + out + " convolution(%x, %k), window={" + window +
+           "}, dim_labels=" + labels + "\n}\n";
+  }
+};
+
+// Weight gradients (X f01b, dY i01o -> dW 01bf) and input gradients (dY b01f, W 01oi -> dX;
+// 18 channels: the implicit-GEMM kernel takes a 01oi kernel of fewer only for 1x1).
+inline const std::vector<ConvCase>& ConvCases() {
+  static const std::vector<ConvCase> cases = {
+      {"WgradThreeByThreePadOne", "f32[2,8,8,5]", "f32[2,8,8,6]", "f32[3,3,5,6]",
+       "size=8x8 pad=1_1x1_1", "f01b_i01o->01bf"},
+      {"WgradThreeByThreeStrideTwoSame", "f32[2,8,8,5]", "f32[2,4,4,6]", "f32[3,3,5,6]",
+       "size=4x4 pad=0_1x0_1 rhs_dilate=2x2", "f01b_i01o->01bf"},
+      {"WgradThreeByThreeStrideTwoPadOne", "f32[2,9,9,5]", "f32[2,5,5,6]", "f32[3,3,5,6]",
+       "size=5x5 pad=1_1x1_1 rhs_dilate=2x2", "f01b_i01o->01bf"},
+      {"WgradStemSevenBySevenStrideTwo", "f32[2,16,16,3]", "f32[2,8,8,6]", "f32[7,7,3,6]",
+       "size=8x8 pad=2_3x2_3 rhs_dilate=2x2", "f01b_i01o->01bf"},
+      {"WgradOneByOneStrideTwo", "f32[2,8,8,5]", "f32[2,4,4,6]", "f32[1,1,5,6]",
+       "size=4x4 pad=0_-1x0_-1 rhs_dilate=2x2", "f01b_i01o->01bf"},
+      {"DgradOneByOneStrideTwo", "f32[2,4,4,18]", "f32[1,1,5,18]", "f32[2,8,8,5]",
+       "size=1x1 pad=0_1x0_1 lhs_dilate=2x2", "b01f_01oi->b01f"},
+      {"DgradThreeByThreeStrideTwoSame", "f32[2,4,4,18]", "f32[3,3,5,18]", "f32[2,8,8,5]",
+       "size=3x3 pad=2_1x2_1 lhs_dilate=2x2", "b01f_01oi->b01f"},
+      {"DgradThreeByThreeStrideTwo01io", "f32[2,4,4,18]", "f32[3,3,18,5]", "f32[2,8,8,5]",
+       "size=3x3 pad=2_1x2_1 lhs_dilate=2x2", "b01f_01io->b01f"},
+      {"DgradThreeByThreeStrideTwoPadOne", "f32[2,5,5,18]", "f32[3,3,5,18]", "f32[2,9,9,5]",
+       "size=3x3 pad=1_1x1_1 lhs_dilate=2x2", "b01f_01oi->b01f"},
+      {"DgradSevenBySevenStrideTwoPadThree", "f32[2,8,8,18]", "f32[7,7,5,18]", "f32[2,16,16,5]",
+       "size=7x7 pad=3_4x3_4 lhs_dilate=2x2", "b01f_01oi->b01f"},
+  };
+  return cases;
+}
+
+}  // namespace tpusim::testing
