@@ -90,11 +90,11 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files,
-            (std::vector<std::string>{"00-input.hlo", "01-dce.hlo", "02-algsimp.hlo", "03-dce.hlo",
-                                      "04-layout-assignment.hlo", "05-elementwise-fusion.hlo",
-                                      "06-dce.hlo", "07-memory-planning.hlo"}));
-  std::ifstream in(dir / "07-memory-planning.hlo");
+  EXPECT_EQ(files, (std::vector<std::string>{
+                       "00-input.hlo", "01-dce.hlo", "02-algsimp.hlo", "03-dce.hlo",
+                       "04-conv-canonicalization.hlo", "05-layout-assignment.hlo",
+                       "06-elementwise-fusion.hlo", "07-dce.hlo", "08-memory-planning.hlo"}));
+  std::ifstream in(dir / "08-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -108,8 +108,9 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"dce", "algsimp", "dce", "layout-assignment",
-                                             "elementwise-fusion", "dce", "memory-planning"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"dce", "algsimp", "dce", "conv-canonicalization",
+                                             "layout-assignment", "elementwise-fusion", "dce",
+                                             "memory-planning"}));
   EXPECT_TRUE(rep.passes[0].changed);   // %unused
   EXPECT_TRUE(rep.passes[1].changed);   // multiply by one
   EXPECT_FALSE(rep.passes[6].changed);  // analysis only
