@@ -3,6 +3,7 @@
 // conv-canonicalization tests.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,19 +20,23 @@ struct ConvCase {
   }
 };
 
-// Weight gradients (X f01b, dY i01o -> dW 01bf) and input gradients (dY b01f, W 01oi -> dX;
-// 18 channels: the implicit-GEMM kernel takes a 01oi kernel of fewer only for 1x1).
+// gtest names a parameter by this instead of its bytes.
+inline void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
+
+// Weight gradients (X f01b, dY i01o -> dW 01bf; 16 input channels, the fewest the pass
+// rewrites: kMinWeightGradChannels) and input gradients (dY b01f, W 01oi -> dX; 18 channels:
+// the implicit-GEMM kernel takes a 01oi kernel of fewer only for 1x1).
 inline const std::vector<ConvCase>& ConvCases() {
   static const std::vector<ConvCase> cases = {
-      {"WgradThreeByThreePadOne", "f32[2,8,8,5]", "f32[2,8,8,6]", "f32[3,3,5,6]",
+      {"WgradThreeByThreePadOne", "f32[2,8,8,16]", "f32[2,8,8,6]", "f32[3,3,16,6]",
        "size=8x8 pad=1_1x1_1", "f01b_i01o->01bf"},
-      {"WgradThreeByThreeStrideTwoSame", "f32[2,8,8,5]", "f32[2,4,4,6]", "f32[3,3,5,6]",
+      {"WgradThreeByThreeStrideTwoSame", "f32[2,8,8,16]", "f32[2,4,4,6]", "f32[3,3,16,6]",
        "size=4x4 pad=0_1x0_1 rhs_dilate=2x2", "f01b_i01o->01bf"},
-      {"WgradThreeByThreeStrideTwoPadOne", "f32[2,9,9,5]", "f32[2,5,5,6]", "f32[3,3,5,6]",
+      {"WgradThreeByThreeStrideTwoPadOne", "f32[2,9,9,16]", "f32[2,5,5,6]", "f32[3,3,16,6]",
        "size=5x5 pad=1_1x1_1 rhs_dilate=2x2", "f01b_i01o->01bf"},
-      {"WgradStemSevenBySevenStrideTwo", "f32[2,16,16,3]", "f32[2,8,8,6]", "f32[7,7,3,6]",
+      {"WgradSevenBySevenStrideTwo", "f32[2,16,16,16]", "f32[2,8,8,6]", "f32[7,7,16,6]",
        "size=8x8 pad=2_3x2_3 rhs_dilate=2x2", "f01b_i01o->01bf"},
-      {"WgradOneByOneStrideTwo", "f32[2,8,8,5]", "f32[2,4,4,6]", "f32[1,1,5,6]",
+      {"WgradOneByOneStrideTwo", "f32[2,8,8,16]", "f32[2,4,4,6]", "f32[1,1,16,6]",
        "size=4x4 pad=0_-1x0_-1 rhs_dilate=2x2", "f01b_i01o->01bf"},
       {"DgradOneByOneStrideTwo", "f32[2,4,4,18]", "f32[1,1,5,18]", "f32[2,8,8,5]",
        "size=1x1 pad=0_1x0_1 lhs_dilate=2x2", "b01f_01oi->b01f"},

@@ -24,7 +24,7 @@ const ConvCase& Case(const std::string& name) {
 EXACT_CONV_CANON_TEST(WgradThreeByThreePadOne)
 EXACT_CONV_CANON_TEST(WgradThreeByThreeStrideTwoSame)
 EXACT_CONV_CANON_TEST(WgradThreeByThreeStrideTwoPadOne)
-EXACT_CONV_CANON_TEST(WgradStemSevenBySevenStrideTwo)
+EXACT_CONV_CANON_TEST(WgradSevenBySevenStrideTwo)
 EXACT_CONV_CANON_TEST(WgradOneByOneStrideTwo)
 EXACT_CONV_CANON_TEST(DgradOneByOneStrideTwo)
 EXACT_CONV_CANON_TEST(DgradThreeByThreeStrideTwoSame)

@@ -68,7 +68,7 @@ TEST(PassConvCanon, WeightGradPaddingBecomesAnExplicitPad) {
   EXPECT_EQ(conv->window()->dims[0], (hlo::WindowDim{.size = 8}));
   EXPECT_EQ(conv->window()->dims[1], (hlo::WindowDim{.size = 8}));
   EXPECT_EQ(Line(conv->operand(0)),
-            "%c.pad = f32[2,10,10,5] pad(f32[2,8,8,5] %x, f32[] %c.zero), "
+            "%c.pad = f32[2,10,10,16] pad(f32[2,8,8,16] %x, f32[] %c.zero), "
             "padding=0_0x1_1x1_1x0_0");
   EXPECT_TRUE(lowering::OnExactConvKernel(*conv));
   EXPECT_EQ(r.ops["pad"], 1);
@@ -80,19 +80,19 @@ TEST(PassConvCanon, WeightGradStrideTwoSplitsIntoFourPhases) {
   EXPECT_TRUE(r.changed);
   EXPECT_FALSE(r.changed_again);
   ASSERT_EQ(r.convs.size(), 4u);  // phases (0,0) 2x2 taps, (0,1) 2x1, (1,0) 1x2, (1,1) 1x1
-  EXPECT_EQ(r.convs[0]->shape().dims, (std::vector<int64_t>{2, 2, 5, 6}));
-  EXPECT_EQ(r.convs[3]->shape().dims, (std::vector<int64_t>{1, 1, 5, 6}));
+  EXPECT_EQ(r.convs[0]->shape().dims, (std::vector<int64_t>{2, 2, 16, 6}));
+  EXPECT_EQ(r.convs[3]->shape().dims, (std::vector<int64_t>{1, 1, 16, 6}));
   for (const hlo::HloInstruction* c : r.convs) {
     EXPECT_TRUE(lowering::OnExactConvKernel(*c)) << Line(c);
     EXPECT_EQ(c->window()->dims[0].rhs_dilate, 1);
   }
   // Phase (0,0) reads X[2i] for i < 5: rows 0..8 of X padded by 0_1.
   EXPECT_EQ(Line(r.convs[0]->operand(0)),
-            "%c.pad = f32[2,5,5,5] pad(f32[2,4,4,5] %c.slice, f32[] %c.zero), "
+            "%c.pad = f32[2,5,5,16] pad(f32[2,4,4,16] %c.slice, f32[] %c.zero), "
             "padding=0_0x0_1x0_1x0_0");
   EXPECT_EQ(Line(r.convs[0]->operand(0)->operand(0)),
-            "%c.slice = f32[2,4,4,5] slice(f32[2,8,8,5] %x), "
-            "slice={[0:2], [0:7:2], [0:7:2], [0:5]}");
+            "%c.slice = f32[2,4,4,16] slice(f32[2,8,8,16] %x), "
+            "slice={[0:2], [0:7:2], [0:7:2], [0:16]}");
   EXPECT_EQ(r.ops["slice"], 4);
   EXPECT_EQ(r.ops["add"], 3);
   EXPECT_EQ(r.ops["pad"], 3 + 4);  // three phase images leave X; four placements
@@ -103,10 +103,22 @@ TEST(PassConvCanon, WeightGradOneByOneStrideTwoIsOneStridedSlice) {
   EXPECT_TRUE(r.changed);
   ASSERT_EQ(r.convs.size(), 1u);
   EXPECT_EQ(Line(r.convs[0]->operand(0)),
-            "%c.slice = f32[2,4,4,5] slice(f32[2,8,8,5] %x), "
-            "slice={[0:2], [0:7:2], [0:7:2], [0:5]}");
+            "%c.slice = f32[2,4,4,16] slice(f32[2,8,8,16] %x), "
+            "slice={[0:2], [0:7:2], [0:7:2], [0:16]}");
   EXPECT_EQ(r.module.entry()->root(), r.convs[0]);
   EXPECT_EQ(r.ops["pad"], 0);
+}
+
+TEST(PassConvCanon, WeightGradOfFewInputChannelsIsLeftAlone) {
+  // The RGB stem: 3 input channels would fill 3 of the MXU's 128 columns in the kernel.
+  Rewritten r = Canonicalize(
+      "HloModule m\nENTRY %e (x: f32[2,16,16,3], d: f32[2,8,8,6]) -> f32[7,7,3,6] {\n"
+      "  %x = f32[2,16,16,3] parameter(0)\n  %d = f32[2,8,8,6] parameter(1)\n"
+      "  ROOT %c = f32[7,7,3,6] convolution(%x, %d), window={size=8x8 pad=2_3x2_3 "
+      "rhs_dilate=2x2}, dim_labels=f01b_i01o->01bf\n}\n");
+  EXPECT_FALSE(r.changed);
+  ASSERT_EQ(r.convs.size(), 1u);
+  EXPECT_FALSE(lowering::OnExactConvKernel(*r.convs[0]));
 }
 
 TEST(PassConvCanon, InputGradOneByOneStrideTwoIsOnePadInterior) {
