@@ -16,9 +16,11 @@ namespace {
 using hlo::HloInstruction;
 using hlo::Opcode;
 
+// Values that live in their operands' buffers. Buffers are row-major, so a reshape is a
+// bitcast: the lowering emits no code for it and reads its operand's buffer.
 bool IsAlias(const HloInstruction& i) {
   return i.opcode() == Opcode::kTuple || i.opcode() == Opcode::kGetTupleElement ||
-         i.opcode() == Opcode::kBitcast;
+         i.opcode() == Opcode::kBitcast || i.opcode() == Opcode::kReshape;
 }
 
 // Greedy best fit, largest buffers first: each buffer takes the smallest gap between the
