@@ -1,15 +1,20 @@
 #include "compiler/lowering/lower.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
 
 #include "compiler/lowering/asm_util.h"
+#include "compiler/lowering/branch_dispatch.h"
 #include "compiler/lowering/collective_kernels.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/op_kernels.h"
+#include "compiler/passes/layout.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -19,6 +24,31 @@ using hlo::HloInstruction;
 using hlo::Opcode;
 
 constexpr uint64_t kScratchAlign = 1 << 20;
+constexpr uint64_t kBranchBufferAlign = 4096;
+
+uint64_t AlignUp(uint64_t bytes, uint64_t align) { return (bytes + align - 1) / align * align; }
+
+const hlo::Shape& ElementShape(const hlo::Shape& s, int64_t element) {
+  return s.IsTuple() && element < static_cast<int64_t>(s.tuple_shapes.size())
+             ? s.tuple_shapes[static_cast<size_t>(element)]
+             : s;
+}
+
+// Ops whose result is another value's buffer or has no data in HBM (constants are inlined
+// into the kernels that read them).
+bool DefinesNoBuffer(const HloInstruction& i) {
+  switch (i.opcode()) {
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kBitcast:
+    case Opcode::kReshape:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // The trip count of a while loop: XLA's known_trip_count, or the `i < N` pattern with i
 // starting at a constant.
@@ -48,8 +78,14 @@ class Lowerer {
  public:
   Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o)
       : module_(m), plan_(plan), opt_(o), text_(static_cast<size_t>(o.cores)) {
-    scratch_ = (static_cast<uint64_t>(plan.peak_bytes) + kScratchAlign - 1) / kScratchAlign *
-               kScratchAlign;
+    scratch_ = AlignUp(static_cast<uint64_t>(plan.peak_bytes), kScratchAlign);
+    // Branch values get buffers of their own above the largest value sharing the scratch.
+    uint64_t largest = 0;
+    for (const auto& comp : m.computations())
+      if (comp.get() != m.entry())
+        for (const auto& i : comp->instructions())
+          largest = std::max(largest, static_cast<uint64_t>(passes::PaddedBytes(i->shape())));
+    branch_next_ = AlignUp(scratch_ + largest, kScratchAlign);
   }
 
   LoweredModule Run() {
@@ -104,9 +140,14 @@ class Lowerer {
     if (!batch_.inputs.empty()) out_.infeed_address = Address(batch_.inputs[0]);
   }
 
-  uint64_t Address(const HloInstruction* v) const {
-    int64_t element = 0;  // of a tuple-shaped op's result (see passes::ElementBufferName)
+  // The HBM buffer of element `element` of `v` (a tuple-shaped op's result: see
+  // passes::ElementBufferName).
+  uint64_t Address(const HloInstruction* v, int64_t element = 0) {
     for (;;) {
+      if (auto p = branch_parameters_.find(v); p != branch_parameters_.end()) {
+        v = p->second;  // a branch's parameter is the conditional's operand
+        continue;
+      }
       if (v->opcode() == Opcode::kGetTupleElement) {
         element = v->GetInt("index").value_or(0);
       } else if (v->opcode() == Opcode::kTuple &&
@@ -123,7 +164,19 @@ class Lowerer {
       return static_cast<uint64_t>(b->offset);
     if (const passes::BufferInfo* b = plan_.Find(v->name()); b && v->parent() == module_.entry())
       return static_cast<uint64_t>(b->offset);
+    if (branch_computations_.count(v->parent())) return BranchBuffer(v, element);
     return scratch_;  // values inside loops and calls share a scratch area (timing only)
+  }
+
+  // A value computed inside a conditional's branch: a buffer of its own (the branch's
+  // result is bound to the conditional's buffer before the branch is lowered).
+  uint64_t BranchBuffer(const HloInstruction* v, int64_t element) {
+    auto [it, added] = branch_buffers_.emplace(std::make_pair(v, element), branch_next_);
+    if (added)
+      branch_next_ +=
+          AlignUp(static_cast<uint64_t>(passes::PaddedBytes(ElementShape(v->shape(), element))),
+                  kBranchBufferAlign);
+    return it->second;
   }
 
   void Emit(const std::string& s) {
@@ -146,10 +199,8 @@ class Lowerer {
         return LowerWhile(i, executions, entry);
       case Opcode::kCall:
         return LowerCalled(*i.to_apply(), executions, carries);
-      case Opcode::kConditional:  // the first branch stands for all (noted in the op list)
-        if (!i.branch_computations().empty())
-          LowerCalled(*i.branch_computations()[0], executions, carries);
-        return;
+      case Opcode::kConditional:
+        return LowerConditional(i, executions, carries);
       default:
         break;
     }
@@ -207,6 +258,94 @@ class Lowerer {
     in_batch_ = saved;
   }
 
+  // The branch a constant selector picks (XLA's rule: an index out of range picks the
+  // last branch), or none when the selector is computed.
+  static std::optional<size_t> ConstantBranch(const HloInstruction& selector, size_t branches,
+                                              bool pred) {
+    if (selector.opcode() != Opcode::kConstant) return std::nullopt;
+    const hlo::Literal& l = selector.literal();
+    if (l.ints.empty() && l.floats.empty()) return std::nullopt;
+    const double v = l.ints.empty() ? l.floats[0] : static_cast<double>(l.ints[0]);
+    if (pred) return v != 0 ? 0 : 1;
+    return v < 0 || v >= static_cast<double>(branches) ? branches - 1 : static_cast<size_t>(v);
+  }
+
+  // conditional: the sequencer reads the predicate or branch index (branch_dispatch.h) and
+  // runs only the chosen branch's kernels; every branch leaves its result in the
+  // conditional's buffers, computed in place where it can, else copied there.
+  void LowerConditional(const HloInstruction& c, int64_t executions, bool carries) {
+    const std::vector<hlo::HloComputation*> branches = c.branch_computations();
+    if (branches.empty() || branches.size() + 1 != c.operand_count())
+      throw std::invalid_argument(
+          "%" + c.name() + " (conditional): " + std::to_string(branches.size()) + " branches for " +
+          std::to_string(c.operand_count()) + " operands");
+    const bool pred = c.operand(0)->shape().type == hlo::PrimitiveType::kPred;
+    LoweredOp op;
+    op.name = c.name();
+    op.opcode = "conditional";
+    op.executions = executions;
+    op.kind = KernelKind::kDma;
+    op.exact = true;
+    const size_t leaves = c.shape().IsTuple() ? c.shape().tuple_shapes.size() : 1;
+    struct Copy {
+      const HloInstruction* leaf;
+      int64_t leaf_element, element;  // of the leaf's value, of the conditional's result
+    };
+    std::vector<std::vector<Copy>> copies(branches.size());
+    std::erase_if(branch_buffers_, [&](const auto& b) {  // a branch another conditional ran
+      return std::find(branches.begin(), branches.end(), b.first.first->parent()) != branches.end();
+    });
+    for (size_t k = 0; k < branches.size(); ++k) {
+      const hlo::HloComputation* b = branches[k];
+      branch_computations_.insert(b);
+      const std::vector<HloInstruction*> params = b->parameters();
+      if (params.size() != 1)
+        throw std::invalid_argument("%" + c.name() + " (conditional): branch " + b->name() +
+                                    " takes " + std::to_string(params.size()) +
+                                    " parameters, not one");
+      branch_parameters_[params[0]] = c.operand(k + 1);
+      const HloInstruction* root = b->root();
+      for (size_t e = 0; e < leaves; ++e) {
+        const bool tuple_root = root->opcode() == Opcode::kTuple && c.shape().IsTuple();
+        const HloInstruction* leaf = tuple_root ? root->operand(e) : root;
+        const int64_t element = tuple_root ? 0 : static_cast<int64_t>(e);
+        if (leaf->opcode() == Opcode::kConstant) {
+          op.exact = false;
+          op.note = "branch " + b->name() + " returns a constant, which has no data in HBM";
+        }
+        const auto key = std::make_pair(leaf, element);
+        const bool in_place = leaf->parent() == b && !DefinesNoBuffer(*leaf) &&
+                              !branch_buffers_.count(key) &&
+                              ElementShape(leaf->shape(), element).IsArray();
+        if (in_place)
+          branch_buffers_[key] = Address(&c, static_cast<int64_t>(e));
+        else
+          copies[k].push_back({leaf, element, static_cast<int64_t>(e)});
+      }
+    }
+    const std::string label = "cond" + std::to_string(conditionals_++);
+    const std::optional<size_t> fixed = ConstantBranch(*c.operand(0), branches.size(), pred);
+    if (!fixed)
+      Emit(BranchDispatch(
+          {Address(c.operand(0)), pred, static_cast<int>(branches.size()), label, c.name()}));
+    out_.ops.push_back(std::move(op));
+    for (size_t k = 0; k < branches.size(); ++k) {
+      if (fixed && *fixed != k) continue;
+      Emit(label + "_b" + std::to_string(k) + ":\n");
+      LowerCalled(*branches[k], executions, carries);
+      for (const Copy& copy : copies[k]) {
+        const hlo::Shape& shape = ElementShape(copy.leaf->shape(), copy.leaf_element);
+        const uint64_t bytes = BytesPerCore(shape, carries ? batch_.batch : 0, opt_.cores);
+        const std::string k_copy =
+            BranchResultCopy(Address(copy.leaf, copy.leaf_element), Address(&c, copy.element),
+                             std::max<uint64_t>(bytes, 4), c.name());
+        AppendKernels(std::vector<std::string>(text_.size(), k_copy));
+      }
+      Emit("    jmp " + label + "_end\n");
+    }
+    Emit(label + "_end:\n");
+  }
+
   void LowerWhile(const HloInstruction& w, int64_t executions, bool entry) {
     const std::optional<int64_t> trips = TripCount(w);
     if (!trips)
@@ -230,8 +369,11 @@ class Lowerer {
   std::vector<std::ostringstream> text_;
   LoweredModule out_;
   BatchAnalysis batch_;
-  uint64_t scratch_ = 0;
-  int kernels_ = 0, loops_ = 0, loop_depth_ = 0;
+  uint64_t scratch_ = 0, branch_next_ = 0;
+  std::set<const HloComputation*> branch_computations_;
+  std::map<const HloInstruction*, const HloInstruction*> branch_parameters_;
+  std::map<std::pair<const HloInstruction*, int64_t>, uint64_t> branch_buffers_;
+  int conditionals_ = 0, kernels_ = 0, loops_ = 0, loop_depth_ = 0;
   bool in_batch_ = false;
 };
 

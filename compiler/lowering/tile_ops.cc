@@ -113,6 +113,13 @@ bool IsInt32(const hlo::Shape& s) {
   return s.IsArray() && (s.type == hlo::PrimitiveType::kS32 || s.type == hlo::PrimitiveType::kU32);
 }
 
+// A pred result a non-elementwise user reads (a conditional's predicate): stored as the
+// VPU computes it, one f32 word of 0 or 1 per element, so at most 128 elements fit the
+// buffer memory planning gives it (1 byte per element, placed 512-byte aligned).
+bool StoredPred(const hlo::Shape& s) {
+  return s.IsArray() && s.type == hlo::PrimitiveType::kPred && s.ElementCount() <= 128;
+}
+
 bool SetLayout(std::map<const HloInstruction*, DimMap>& maps, const HloInstruction* v,
                const DimMap& map) {
   auto [it, added] = maps.emplace(v, map);
@@ -231,7 +238,9 @@ bool PlanIota(const HloInstruction& instr, TileProgram& p, std::vector<DimMap>& 
 std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   const bool iota = instr.opcode() == Opcode::kIota;
   const bool reduce = instr.opcode() == Opcode::kReduce;
-  if (c.split > 0 || !(F32(instr.shape()) || (!reduce && IsInt32(instr.shape())))) return "";
+  if (c.split > 0 ||
+      !(F32(instr.shape()) || (!reduce && (IsInt32(instr.shape()) || StoredPred(instr.shape())))))
+    return "";
   TileProgram p;
   p.tag = instr.name();
   p.output = c.address(&instr);

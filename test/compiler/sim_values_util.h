@@ -21,6 +21,8 @@ struct ValueRun {
   std::string inexact_ops;  // the ops that do not
   double error = -1;        // max |simulated - reference| / max |reference|
   bool nonzero = false;     // the first result on core 0 has a nonzero element
+  double time_us = 0;       // simulated time of the run
+  double mxu_busy_us = 0;   // summed over core 0's MXUs
 };
 
 // `corrupt`: overwrite the first result element on core 0 before comparing (a control).
@@ -49,6 +51,9 @@ inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
   auto args = cli::LoadInputs(simulation, c, /*seed=*/1);
   sim::RunReport r = simulation.Run();
   EXPECT_TRUE(r.ok) << r.error;
+  out.time_us = r.time_us;
+  for (const sim::UnitReport& u : r.units)
+    if (u.name.starts_with("mxu")) out.mxu_busy_us += static_cast<double>(u.busy_fs) * 1e-9;
   const uint64_t first = c.lowered.outputs.at(0).address;
   float v[64] = {};
   simulation.core(0).hbm().Read(first, reinterpret_cast<uint8_t*>(v), sizeof v);
