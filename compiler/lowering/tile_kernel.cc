@@ -31,7 +31,7 @@ constexpr int kTrip = 27, kTrips = 28;     // a run's loop counter and trip coun
 // masked result, v23: the mask.
 
 struct Tile {
-  int64_t r0 = 0, c0 = 0, rows = 0, cols = 0, vregs = 0;
+  int64_t group = 0, r0 = 0, c0 = 0, rows = 0, cols = 0, vregs = 0;
   bool first_col = true, last_col = true, last_row = true, masked = false;
 };
 
@@ -64,17 +64,25 @@ class Emitter {
     const int64_t cbs = (p_.cols + kTileEdge - 1) / kTileEdge;
     const bool rows_outer = p_.reduce == TileReduce::kRows;
     const bool reduce = p_.reduce != TileReduce::kNone;
-    for (int64_t a = 0; a < (rows_outer ? rbs : cbs); ++a)
-      for (int64_t b = 0; b < (rows_outer ? cbs : rbs); ++b) {
-        const int64_t rb = rows_outer ? a : b, cb = rows_outer ? b : a;
-        Tile t;
-        t.r0 = rb * kTileRows, t.c0 = cb * kTileEdge;
-        t.rows = std::min(kTileRows, p_.rows - t.r0), t.cols = std::min(kTileEdge, p_.cols - t.c0);
-        t.vregs = (t.rows + kTileSublanes - 1) / kTileSublanes;
-        t.first_col = cb == 0, t.last_col = cb + 1 == cbs, t.last_row = rb + 1 == rbs;
-        t.masked = reduce && (t.rows < t.vregs * kTileSublanes || t.cols < kTileEdge);
-        out.push_back(t);
-      }
+    // Groups go outermost where partial results span a row of tiles (kRows, kAll), else
+    // inside the column blocks, so a column block's tiles advance evenly through the groups.
+    const bool groups_outer = rows_outer || p_.reduce == TileReduce::kAll;
+    const int64_t outer = groups_outer ? p_.groups : 1, inner = groups_outer ? 1 : p_.groups;
+    for (int64_t go = 0; go < outer; ++go)
+      for (int64_t a = 0; a < (rows_outer ? rbs : cbs); ++a)
+        for (int64_t gi = 0; gi < inner; ++gi)
+          for (int64_t b = 0; b < (rows_outer ? cbs : rbs); ++b) {
+            const int64_t rb = rows_outer ? a : b, cb = rows_outer ? b : a;
+            Tile t;
+            t.group = go + gi;
+            t.r0 = rb * kTileRows, t.c0 = cb * kTileEdge;
+            t.rows = std::min(kTileRows, p_.rows - t.r0),
+            t.cols = std::min(kTileEdge, p_.cols - t.c0);
+            t.vregs = (t.rows + kTileSublanes - 1) / kTileSublanes;
+            t.first_col = cb == 0, t.last_col = cb + 1 == cbs, t.last_row = rb + 1 == rbs;
+            t.masked = reduce && (t.rows < t.vregs * kTileSublanes || t.cols < kTileEdge);
+            out.push_back(t);
+          }
     return out;
   }
 
@@ -129,7 +137,8 @@ class Emitter {
       const Tile& t = tiles_[static_cast<size_t>(k + 1)];
       for (size_t i = 0; i < p_.inputs.size(); ++i) {
         const TileOperand& o = p_.inputs[i];
-        v[i] = static_cast<int64_t>(o.address) + (t.r0 * o.row_stride + t.c0 * o.col_stride) * 4;
+        v[i] = static_cast<int64_t>(o.address) +
+               (t.group * o.group_stride + t.r0 * o.row_stride + t.c0 * o.col_stride) * 4;
       }
     }
     if (k >= 0) {
@@ -138,7 +147,7 @@ class Emitter {
                             : p_.reduce == TileReduce::kRows ? t.r0
                             : p_.reduce == TileReduce::kCols ? t.c0
                                                              : 0;
-      v.back() = static_cast<int64_t>(p_.output) + first * 4;
+      v.back() = static_cast<int64_t>(p_.output) + (t.group * p_.output_group_stride + first) * 4;
     }
     return v;
   }
@@ -262,7 +271,8 @@ class Emitter {
         p_.reduce == TileReduce::kNone || (p_.reduce == TileReduce::kRows && t.last_col);
     if (dmas) s << "    wait vpu, f" << slot << ", " << dmas << "\n";
     if (stores) s << "    wait vpu, f" << 6 + slot << ", 1\n";
-    if (p_.reduce == TileReduce::kCols && t.r0 == 0)
+    if ((p_.reduce == TileReduce::kCols && t.r0 == 0) ||
+        (p_.reduce == TileReduce::kAll && t.group > 0 && t.r0 == 0 && t.first_col))
       s << "    vmovi v31, " << (p_.max ? "-inf" : "0.0") << "\n";
     for (size_t i = 0; i < p_.inputs.size(); ++i)
       s << "    li r" << kInPtr + i << ", " << base + static_cast<int64_t>(i) * kBufBytes << "\n";
@@ -327,6 +337,7 @@ std::string TileKernel(const TileProgram& p) {
   if (p.inputs.size() > 6) throw std::invalid_argument("tile kernel: more than 6 inputs");
   if (p.body.size() > static_cast<size_t>(kTileMaxBodyOps) || p.rows <= 0 || p.cols <= 0)
     throw std::invalid_argument("tile kernel: body too long or empty space");
+  if (p.groups < 1) throw std::invalid_argument("tile kernel: no groups");
   if (p.index_table < 0 || p.index_table > kTileMaxIndex)
     throw std::invalid_argument("tile kernel: index table too long");
   for (const TileOperand& o : p.inputs)

@@ -32,10 +32,12 @@ inline constexpr uint64_t kTileIndexTable = 10 << 20;  // VMEM: the index table 
 // Element (r, c) of an operand lives at address + (r * row_stride + c * col_stride) * 4;
 // col_stride is 1 (a row of the operand) or 0 (broadcast along columns). A `vmem` operand
 // is the kernel's own index table.
+// In group g of a grouped program the operand starts group_stride * g elements further.
 struct TileOperand {
   uint64_t address = 0;
   int64_t row_stride = 0, col_stride = 1;
   bool vmem = false;
+  int64_t group_stride = 0;
 };
 
 enum class TileReduce {
@@ -59,6 +61,10 @@ struct TileProgram {
   int64_t index_table = 0;
   bool index_bits = false;
   bool output_vmem = false;  // `output` is a VMEM address (a per-column scratch vector)
+  // `groups` independent [rows, cols] problems one after another (a reduction over the
+  // middle dimensions of [groups, rows, cols]; a [groups, cols] value broadcast over the
+  // middle): group g's output starts output_group_stride * g elements further.
+  int64_t groups = 1, output_group_stride = 0;
   std::string tag;
 };
 

@@ -45,6 +45,36 @@ std::optional<TileOperand> Layout(const DimMap& map, const hlo::Shape& out, uint
   return std::nullopt;
 }
 
+// A value laid out as [0, split) + {rank - 1} of the result: one row per index of the
+// leading dimensions, repeated over the middle ones (the gradient of global average pooling).
+// Returns `split`, or 0 when `map` is not of that form.
+int64_t GapSplit(const DimMap& map, size_t rank) {
+  if (rank < 3 || map.size() < 2 || map.back() != static_cast<int64_t>(rank) - 1) return 0;
+  const int64_t split = static_cast<int64_t>(map.size()) - 1;
+  for (int64_t k = 0; k < split; ++k)
+    if (map[static_cast<size_t>(k)] != k) return 0;
+  return split + 1 < static_cast<int64_t>(rank) ? split : 0;
+}
+
+// How a value laid out by `map` is read in the grouped view [groups, rows, cols] of `out`
+// (groups = the dimensions before `split`, cols = the last, rows = those between).
+std::optional<TileOperand> GroupedLayout(const DimMap& map, const hlo::Shape& out, int64_t split,
+                                         uint64_t address) {
+  const size_t rank = out.dims.size();
+  int64_t rows = 1;
+  for (size_t k = static_cast<size_t>(split); k + 1 < rank; ++k) rows *= out.dims[k];
+  const int64_t cols = out.dims.back();
+  DimMap leading_and_last = Identity(static_cast<size_t>(split));
+  leading_and_last.push_back(static_cast<int64_t>(rank) - 1);
+  if (map.empty()) return TileOperand{address, 0, 0};
+  if (map == Identity(rank)) return TileOperand{address, cols, 1, false, rows * cols};
+  if (map == leading_and_last) return TileOperand{address, 0, 1, false, cols};
+  if (map == DimMap{static_cast<int64_t>(rank) - 1}) return TileOperand{address, 0, 1};
+  if (map == Identity(static_cast<size_t>(split))) return TileOperand{address, 0, 0, false, 1};
+  if (map == Identity(rank - 1)) return TileOperand{address, 1, 0, false, rows};
+  return std::nullopt;
+}
+
 bool Elementwise(const HloInstruction& i) {
   const hlo::OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
   return c == hlo::OpCategory::kElementwiseUnary || c == hlo::OpCategory::kElementwiseBinary ||
@@ -94,15 +124,28 @@ bool PlanReduce(const HloInstruction& r, TileProgram& p) {
   std::sort(d.begin(), d.end());
   if (rank == 0 || d.empty()) return false;
   DimMap leading = Identity(rank - 1);
-  if (d == Identity(rank))
-    p.reduce = TileReduce::kAll;
-  else if (d == DimMap{static_cast<int64_t>(rank) - 1})
-    p.reduce = TileReduce::kRows;
-  else if (d == leading)
-    p.reduce = TileReduce::kCols;
-  else
-    return false;
   std::tie(p.rows, p.cols) = View(in);
+  if (d == Identity(rank)) {
+    p.reduce = TileReduce::kAll;
+  } else if (d == DimMap{static_cast<int64_t>(rank) - 1}) {
+    p.reduce = TileReduce::kRows;
+  } else if (d == leading) {
+    p.reduce = TileReduce::kCols;
+  } else if (d.back() < static_cast<int64_t>(rank) - 1 &&
+             d.back() - d.front() + 1 == static_cast<int64_t>(d.size())) {
+    // Over middle dimensions [a, b] (global average pooling over H and W of NHWC): one
+    // column reduction per index of the dimensions before them, the columns being the
+    // dimensions after them.
+    p.reduce = TileReduce::kCols;
+    p.groups = 1, p.rows = 1, p.cols = 1;
+    for (int64_t k = 0; k < static_cast<int64_t>(rank); ++k)
+      (k < d.front()   ? p.groups
+       : k <= d.back() ? p.rows
+                       : p.cols) *= in.dims[static_cast<size_t>(k)];
+    p.output_group_stride = p.cols;
+  } else {
+    return false;
+  }
   p.max = combiner == Opcode::kMaximum;
   p.init = *init;
   p.result = 0;
@@ -259,13 +302,33 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   bool ints = false;
   const hlo::Shape& space =
       instr.opcode() == Opcode::kReduce ? instr.operand(0)->shape() : instr.shape();
+  int64_t split = 0;  // > 0: the grouped view (GroupedLayout)
+  for (const DimMap& m : layouts)
+    if (const int64_t g = GapSplit(m, space.dims.size()); g > 0) {
+      if (split > 0 && split != g) return "";
+      split = g;
+    }
+  if (split > 0) {
+    p.groups = 1, p.rows = 1;
+    for (int64_t k = 0; k < split; ++k) p.groups *= space.dims[static_cast<size_t>(k)];
+    for (size_t k = static_cast<size_t>(split); k + 1 < space.dims.size(); ++k)
+      p.rows *= space.dims[k];
+    p.output_group_stride = p.rows * p.cols;
+  }
   for (size_t i = 0; i < loaded.size(); ++i) {
     const hlo::Shape& s = loaded[i]->shape();
     if (!(F32(s) || IsInt32(s)) || loaded[i]->opcode() == Opcode::kConstant) return "";
     ints = ints || IsInt32(s);
-    std::optional<TileOperand> o = loaded[i]->opcode() == Opcode::kIota
-                                       ? IotaLayout(*loaded[i], layouts[i], space, p)
-                                       : Layout(layouts[i], space, c.address(loaded[i]));
+    std::optional<TileOperand> o;
+    if (reduce)  // row-major [groups, rows, cols]
+      o = TileOperand{c.address(loaded[i]), p.cols, 1, false, p.rows * p.cols};
+    else if (split > 0)
+      o = loaded[i]->opcode() == Opcode::kIota
+              ? std::nullopt
+              : GroupedLayout(layouts[i], space, split, c.address(loaded[i]));
+    else
+      o = loaded[i]->opcode() == Opcode::kIota ? IotaLayout(*loaded[i], layouts[i], space, p)
+                                               : Layout(layouts[i], space, c.address(loaded[i]));
     if (!o) return "";
     p.inputs.push_back(*o);
   }
