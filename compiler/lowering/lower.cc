@@ -197,8 +197,12 @@ class Lowerer {
     switch (i.opcode()) {
       case Opcode::kWhile:
         return LowerWhile(i, executions, entry);
-      case Opcode::kCall:
-        return LowerCalled(*i.to_apply(), executions, carries);
+      case Opcode::kCall: {
+        ++in_shared_scratch_;
+        LowerCalled(*i.to_apply(), executions, carries);
+        --in_shared_scratch_;
+        return;
+      }
       case Opcode::kConditional:
         return LowerConditional(i, executions, carries);
       default:
@@ -224,6 +228,11 @@ class Lowerer {
       }
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("%" + i.name() + " (" + op.opcode + "): " + e.what());
+    }
+    if (in_shared_scratch_ > 0 && op.exact) {
+      op.exact = false;
+      op.note += std::string(op.note.empty() ? "" : "; ") +
+                 "inside a while body or call: its values share one scratch buffer (timing only)";
     }
     AppendKernels(per_core);
     out_.flops_per_step_per_core += op.flops * static_cast<double>(executions);
@@ -357,7 +366,9 @@ class Lowerer {
                       slot = std::to_string(kLoopCounterSmem + 4 * depth);
     Emit("    li r31, 0\n    sst r31, r0, " + slot + "\n" + label + ":\n");
     const bool carries = entry ? batch_.carrying.count(&w) > 0 : in_batch_;
+    ++in_shared_scratch_;
     if (*trips > 0) LowerCalled(*w.body(), executions * *trips, carries);
+    --in_shared_scratch_;
     Emit("    sld r31, r0, " + slot + "\n    addi r31, r31, 1\n    sst r31, r0, " + slot +
          "\n    li r30, " + std::to_string(*trips) + "\n    blt r31, r30, " + label + "\n");
     --loop_depth_;
@@ -374,6 +385,7 @@ class Lowerer {
   std::map<const HloInstruction*, const HloInstruction*> branch_parameters_;
   std::map<std::pair<const HloInstruction*, int64_t>, uint64_t> branch_buffers_;
   int conditionals_ = 0, kernels_ = 0, loops_ = 0, loop_depth_ = 0;
+  int in_shared_scratch_ = 0;  // > 0 inside while bodies and calls (Address: scratch_)
   bool in_batch_ = false;
 };
 
