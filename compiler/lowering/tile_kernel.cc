@@ -14,21 +14,37 @@ namespace tpusim::lowering {
 namespace {
 
 constexpr int64_t kVregBytes = kTileSublanes * kTileEdge * 4;
-constexpr int64_t kTileRows = kTileVregs * kTileSublanes;
-constexpr int64_t kBufBytes = kTileVregs * kVregBytes;  // one operand's tile
-constexpr int64_t kSlotBytes = 8 * kBufBytes;           // inputs 0..5, mask, output
-constexpr int64_t kOnes = 2 * kSlotBytes;               // a vreg of 1.0 (mask source)
-constexpr int64_t kRowAcc = kOnes + kVregBytes;         // partial row results (kRows)
-static_assert(kRowAcc + kBufBytes <= static_cast<int64_t>(kTileIndexTable));
 // Vregs whose first element is k, gathered into the index table before any tile arrives:
 // they borrow the staging slots.
 constexpr int64_t kIndexScratch = 0;
-static_assert(kIndexScratch + kTileMaxIndex * kVregBytes <= kOnes);
-constexpr int kInPtr = 7, kMaskPtr = 13, kOutPtr = 14;  // VMEM buffers of a tile's vloop
-constexpr int kHbmPtr = 20, kOutHbm = 26;  // the next tile's inputs, this tile's output
-constexpr int kTrip = 27, kTrips = 28;     // a run's loop counter and trip count
+constexpr int kMaskPtr = 13, kOutPtr = 14;  // VMEM buffers of a tile's vloop
+constexpr int kOutHbm = 26;                 // this tile's output
+constexpr int kTrip = 27, kTrips = 28;      // a run's loop counter and trip count
+// Per input: the VMEM pointer of its staging buffer in the vloop, and the HBM (or VMEM)
+// address of the next tile's operand.
+constexpr int kInPtr[kTileMaxInputs] = {7, 8, 9, 10, 11, 12, 5, 6, 15};
+constexpr int kHbmPtr[kTileMaxInputs] = {20, 21, 22, 23, 24, 25, 29, 30, 31};
 // v20: scratch (in an elementwise vloop: vperm's lane-0 index), v21: the neutral element, v22: the
 // masked result, v23: the mask.
+
+// Where a program's buffers sit in VMEM: two staging slots of `buffers` tiles each (inputs,
+// mask, output; at least 8 so programs of up to 6 inputs keep one layout), a vreg of 1.0
+// and the row accumulator, all below the index table. Tiles shrink (by halves) until they fit.
+struct Layout {
+  int64_t vregs = kTileVregs, buffers = 8;
+  int64_t buf_bytes() const { return vregs * kVregBytes; }
+  int64_t slot_bytes() const { return buffers * buf_bytes(); }
+  int64_t rows() const { return vregs * kTileSublanes; }
+  int64_t mask() const { return buffers - 2; }
+  int64_t out() const { return buffers - 1; }
+  int64_t ones() const { return 2 * slot_bytes(); }        // a vreg of 1.0
+  int64_t row_acc() const { return ones() + kVregBytes; }  // partial row results
+  int64_t end() const { return row_acc() + buf_bytes(); }
+
+  explicit Layout(size_t inputs) : buffers(std::max<int64_t>(8, static_cast<int64_t>(inputs) + 2)) {
+    while (vregs > kTileSublanes && end() > static_cast<int64_t>(kTileIndexTable)) vregs /= 2;
+  }
+};
 
 struct Tile {
   int64_t group = 0, r0 = 0, c0 = 0, rows = 0, cols = 0, vregs = 0;
@@ -37,13 +53,13 @@ struct Tile {
 
 class Emitter {
  public:
-  explicit Emitter(const TileProgram& p) : p_(p) {}
+  explicit Emitter(const TileProgram& p) : p_(p), l_(p.inputs.size()) {}
 
   std::string Run() {
     const std::string neutral = !p_.max ? "0.0" : "-inf";
     s_ << "# tiled VPU kernel [" << p_.rows << "," << p_.cols << "]\n";
     for (int f = 0; f < 9; ++f) s_ << "    sflag f" << f << ", " << (f == 6 || f == 7) << "\n";
-    s_ << "    vmovi v20, 1.0\n    li r3, " << kOnes << "\n    vst v20, r3\n"
+    s_ << "    vmovi v20, 1.0\n    li r3, " << l_.ones() << "\n    vst v20, r3\n"
        << "    signal vpu, f8, 1\n    wait dma, f8, 1\n    vmovi v21, " << neutral << "\n"
        << "    vmovi v31, " << neutral << "\n";
     for (const std::string& line : p_.prologue) s_ << "    " << line << "\n";
@@ -60,7 +76,7 @@ class Emitter {
  private:
   std::vector<Tile> Tiles() const {
     std::vector<Tile> out;
-    const int64_t rbs = (p_.rows + kTileRows - 1) / kTileRows;
+    const int64_t tile_rows = l_.rows(), rbs = (p_.rows + tile_rows - 1) / tile_rows;
     const int64_t cbs = (p_.cols + kTileEdge - 1) / kTileEdge;
     const bool rows_outer = p_.reduce == TileReduce::kRows;
     const bool reduce = p_.reduce != TileReduce::kNone;
@@ -75,8 +91,8 @@ class Emitter {
             const int64_t rb = rows_outer ? a : b, cb = rows_outer ? b : a;
             Tile t;
             t.group = go + gi;
-            t.r0 = rb * kTileRows, t.c0 = cb * kTileEdge;
-            t.rows = std::min(kTileRows, p_.rows - t.r0),
+            t.r0 = rb * tile_rows, t.c0 = cb * kTileEdge;
+            t.rows = std::min(tile_rows, p_.rows - t.r0),
             t.cols = std::min(kTileEdge, p_.cols - t.c0);
             t.vregs = (t.rows + kTileSublanes - 1) / kTileSublanes;
             t.first_col = cb == 0, t.last_col = cb + 1 == cbs, t.last_row = rb + 1 == rbs;
@@ -154,14 +170,14 @@ class Emitter {
 
   void SetPointers(const std::vector<int64_t>& v) {
     for (size_t i = 0; i + 1 < v.size(); ++i)
-      s_ << LoadAddress(kHbmPtr + static_cast<int>(i), static_cast<uint64_t>(v[i]), 3);
+      s_ << LoadAddress(kHbmPtr[i], static_cast<uint64_t>(v[i]), 3);
     s_ << LoadAddress(kOutHbm, static_cast<uint64_t>(v.back()), 3);
   }
 
   static std::string Advance(const std::vector<int64_t>& delta) {
     std::ostringstream s;
     for (size_t i = 0; i < delta.size(); ++i) {
-      const int r = i + 1 < delta.size() ? kHbmPtr + static_cast<int>(i) : kOutHbm;
+      const int r = i + 1 < delta.size() ? kHbmPtr[i] : kOutHbm;
       if (delta[i]) s << "    addi r" << r << ", r" << r << ", " << delta[i] << "\n";
     }
     return s.str();
@@ -194,14 +210,13 @@ class Emitter {
   // addresses in the input pointer registers.
   std::string Fetch(const Tile& t, int slot) {
     std::ostringstream s;
-    const int64_t base = slot * kSlotBytes;
+    const int64_t base = slot * l_.slot_bytes(), mask = base + l_.mask() * l_.buf_bytes();
     if (t.masked)  // zero the mask, then copy 1.0 over the tile's valid elements
-      s << "    vmovi v22, 0.0\n    li r3, " << base + 6 * kBufBytes << "\n    li r4, " << t.vregs
+      s << "    vmovi v22, 0.0\n    li r3, " << mask << "\n    li r4, " << t.vregs
         << "\n    vloop r4, 1\n    vsts v22, r3, " << kVregBytes << "\n";
     s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
     if (t.masked)
-      s << "    li r1, " << base + 6 * kBufBytes << "\n    li r2, " << kOnes
-        << "\n    dma.vv r1, r2, "
+      s << "    li r1, " << mask << "\n    li r2, " << l_.ones() << "\n    dma.vv r1, r2, "
         << Desc("rows=" + std::to_string(t.rows) + " row_bytes=" + std::to_string(t.cols * 4) +
                 " src_stride=0 dst_stride=512")
         << ", f" << slot << "\n";
@@ -215,9 +230,9 @@ class Emitter {
       const std::string d = "rows=" + std::to_string(rows) +
                             " row_bytes=" + std::to_string(row_bytes) +
                             " src_stride=" + std::to_string(o.row_stride * 4) + " dst_stride=512";
-      s << "    li r1, " << base + static_cast<int64_t>(i) * kBufBytes << "\n"
-        << (o.vmem ? "    dma.vv" : "    dma.hv") << " r1, r" << kHbmPtr + static_cast<int>(i)
-        << ", " << Desc(d) << ", f" << slot << "\n";
+      s << "    li r1, " << base + static_cast<int64_t>(i) * l_.buf_bytes() << "\n"
+        << (o.vmem ? "    dma.vv" : "    dma.hv") << " r1, r" << kHbmPtr[i] << ", " << Desc(d)
+        << ", f" << slot << "\n";
     }
     return s.str();
   }
@@ -233,7 +248,7 @@ class Emitter {
     for (size_t i = 0; i < p_.inputs.size(); ++i) {
       const TileOperand& o = p_.inputs[i];
       const std::string v = "v" + std::to_string(i);
-      b.push_back("vlds " + v + ", r" + std::to_string(kInPtr + i) +
+      b.push_back("vlds " + v + ", r" + std::to_string(kInPtr[i]) +
                   (o.row_stride == 0 ? ", 0" : step));
       if (o.col_stride == 0) b.push_back("vperm " + v + ", " + v + ", v20");  // lane 0 to all
     }
@@ -265,7 +280,7 @@ class Emitter {
   // The VPU computes the tile from `slot`; results leave by DMA when the tile completes one.
   std::string Compute(const Tile& t, int slot) {
     std::ostringstream s;
-    const int64_t base = slot * kSlotBytes, out = base + 7 * kBufBytes;
+    const int64_t base = slot * l_.slot_bytes(), out = base + l_.out() * l_.buf_bytes();
     const int dmas = static_cast<int>(p_.inputs.size()) + (t.masked ? 1 : 0);
     const bool stores =
         p_.reduce == TileReduce::kNone || (p_.reduce == TileReduce::kRows && t.last_col);
@@ -275,12 +290,13 @@ class Emitter {
         (p_.reduce == TileReduce::kAll && t.group > 0 && t.r0 == 0 && t.first_col))
       s << "    vmovi v31, " << (p_.max ? "-inf" : "0.0") << "\n";
     for (size_t i = 0; i < p_.inputs.size(); ++i)
-      s << "    li r" << kInPtr + i << ", " << base + static_cast<int64_t>(i) * kBufBytes << "\n";
+      s << "    li r" << kInPtr[i] << ", " << base + static_cast<int64_t>(i) * l_.buf_bytes()
+        << "\n";
     const std::vector<std::string> trip = Trip(t);
     if (LaneBroadcasts()) s << "    vmovi v20, 0.0\n";  // vperm's index: lane 0
-    s << "    li r" << kMaskPtr << ", " << base + 6 * kBufBytes << "\n    li r" << kOutPtr << ", "
-      << out << "\n    li r17, " << kRowAcc << "\n    li r16, " << t.vregs << "\n    vloop r16, "
-      << trip.size() << "\n";
+    s << "    li r" << kMaskPtr << ", " << base + l_.mask() * l_.buf_bytes() << "\n    li r"
+      << kOutPtr << ", " << out << "\n    li r17, " << l_.row_acc() << "\n    li r16, " << t.vregs
+      << "\n    vloop r16, " << trip.size() << "\n";
     for (const std::string& line : trip) s << "    " << line << "\n";
     if (p_.reduce == TileReduce::kNone)
       s << Store(slot, out,
@@ -325,6 +341,7 @@ class Emitter {
   }
 
   const TileProgram& p_;
+  const Layout l_;
   std::vector<Tile> tiles_;
   std::ostringstream head_, s_;
   std::map<std::string, std::string> descs_;
@@ -334,11 +351,15 @@ class Emitter {
 }  // namespace
 
 std::string TileKernel(const TileProgram& p) {
-  if (p.inputs.size() > 6) throw std::invalid_argument("tile kernel: more than 6 inputs");
-  if (p.body.size() > static_cast<size_t>(kTileMaxBodyOps) || p.rows <= 0 || p.cols <= 0)
+  if (p.inputs.size() > static_cast<size_t>(kTileMaxInputs))
+    throw std::invalid_argument("tile kernel: more than " + std::to_string(kTileMaxInputs) +
+                                " inputs");
+  if (p.body.size() > static_cast<size_t>(TileMaxBodyOps(p.inputs.size())) || p.rows <= 0 ||
+      p.cols <= 0)
     throw std::invalid_argument("tile kernel: body too long or empty space");
   if (p.groups < 1) throw std::invalid_argument("tile kernel: no groups");
-  if (p.index_table < 0 || p.index_table > kTileMaxIndex)
+  if (p.index_table < 0 || p.index_table > kTileMaxIndex ||
+      kIndexScratch + p.index_table * kVregBytes > Layout(p.inputs.size()).ones())
     throw std::invalid_argument("tile kernel: index table too long");
   for (const TileOperand& o : p.inputs)
     if (o.col_stride != 0 && o.col_stride != 1)

@@ -1,7 +1,7 @@
 // The VPU kernel for elementwise work over a 2-D [rows, cols] space of 32-bit elements
 // whose operands are not all flat copies of the result: row or column vectors and scalars
 // broadcast into it, edges that are not whole vregs, and reductions over rows, columns or
-// everything. Tiles of up to 512 rows x 128 columns move by strided DMA, so every vreg
+// everything. Tiles of up to 1024 rows x 128 columns move by strided DMA, so every vreg
 // holds the tile's elements at their [row, col] positions and the fused body computes them exactly
 // (one `vloop` per tile); results go back by strided DMA. A broadcast operand moves once per tile,
 // not once per element it fills: a repeated row as one vreg, a column (or scalar) as one value per
@@ -17,8 +17,16 @@ namespace tpusim::lowering {
 
 inline constexpr int64_t kTileEdge = 128;    // lanes of a vreg; columns of a tile
 inline constexpr int64_t kTileSublanes = 8;  // rows of a vreg
-inline constexpr int64_t kTileVregs = 128;   // vregs of a tile: 1024 rows
-inline constexpr int kTileMaxBodyOps = 14;   // body temps v6..v19; v20..v23 are the kernel's
+inline constexpr int64_t kTileVregs = 128;   // vregs of a tile at most: 1024 rows
+// Inputs arrive in v0..; the body's temps follow from v6 (or after the inputs, when there
+// are more), up to v19: v20..v23 are the kernel's. Beyond 7 inputs tiles hold fewer rows,
+// so that the staging buffers fit in VMEM below the index table.
+inline constexpr int kTileMaxInputs = 9;
+inline constexpr int kTileFirstTemp = 6, kTileEndTemps = 20;
+inline constexpr int TileMaxBodyOps(size_t inputs) {
+  return kTileEndTemps -
+         (static_cast<int>(inputs) > kTileFirstTemp ? static_cast<int>(inputs) : kTileFirstTemp);
+}
 
 // Tiles of an op's result whose tiles are thinner than a vreg (a 1-D result is tiles of one
 // row): each pays a DMA round trip for at most 4 KiB, so beyond this many tile_ops.cc leaves
@@ -49,7 +57,7 @@ enum class TileReduce {
 
 struct TileProgram {
   int64_t rows = 1, cols = 1;
-  std::vector<TileOperand> inputs;          // into v0.. for each vreg (at most 6)
+  std::vector<TileOperand> inputs;          // into v0.. for each vreg (kTileMaxInputs)
   std::vector<std::string> prologue, body;  // vpu_body.h; the value ends in `result`
   int result = 0;
   TileReduce reduce = TileReduce::kNone;
@@ -68,8 +76,8 @@ struct TileProgram {
   std::string tag;
 };
 
-// Assembly of the kernel; throws std::invalid_argument for more than 6 inputs, a body over
-// kTileMaxBodyOps or column strides other than 0 and 1.
+// Assembly of the kernel; throws std::invalid_argument for more than kTileMaxInputs inputs,
+// a body over TileMaxBodyOps or column strides other than 0 and 1.
 std::string TileKernel(const TileProgram& p);
 
 }  // namespace tpusim::lowering

@@ -20,11 +20,12 @@ bool Int32(const hlo::Shape& s) {
   return s.IsArray() && (s.type == hlo::PrimitiveType::kS32 || s.type == hlo::PrimitiveType::kU32);
 }
 
-constexpr int kMaxInputs = 6, kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, kLastConst = 30;
+constexpr int kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, kLastConst = 30;
 
 class BodyBuilder {
  public:
-  BodyBuilder(VpuBody& b, bool mapped_broadcasts) : b_(b), mapped_(mapped_broadcasts) {}
+  BodyBuilder(VpuBody& b, bool mapped_broadcasts, int first_temp)
+      : b_(b), mapped_(mapped_broadcasts), next_temp_(first_temp) {}
 
   // A constant's register, with `value` as the bits of an s32 when `s32` (else an f32);
   // `local` (a fusion parameter) then stands for that value.
@@ -239,7 +240,8 @@ namespace {
 // constants to constant registers, inlined producers to their expression, the rest to
 // input registers.
 void BindLeaves(const HloInstruction& op, VpuBody& b, BodyBuilder& builder,
-                std::map<const HloInstruction*, int>& bound, bool mapped, bool inline_pred) {
+                std::map<const HloInstruction*, int>& bound, bool mapped, bool inline_pred,
+                int max_inputs) {
   const bool fusion = op.opcode() == Opcode::kFusion && op.fused_computation();
   auto bind = [&](const HloInstruction* local, const HloInstruction* outside) {
     if (auto c = BodyBuilder::ConstantValue(outside); c && (fusion || mapped)) {
@@ -248,15 +250,15 @@ void BindLeaves(const HloInstruction& op, VpuBody& b, BodyBuilder& builder,
     }
     if (mapped && inline_pred && InlinedIntoUsers(*outside)) {
       std::map<const HloInstruction*, int> inner;
-      BindLeaves(*outside, b, builder, inner, mapped, /*inline_pred=*/false);
+      BindLeaves(*outside, b, builder, inner, mapped, /*inline_pred=*/false, max_inputs);
       const HloInstruction* root =
           outside->opcode() == Opcode::kFusion ? outside->fused_computation()->root() : outside;
       bound[local] = builder.Value(root, inner);
       return;
     }
     int slot = static_cast<int>(b.inputs.size());
-    if (slot >= kMaxInputs) {
-      slot = kMaxInputs - 1, b.exact = false;  // merged: cost only
+    if (slot >= max_inputs) {
+      slot = max_inputs - 1, b.exact = false;  // merged: cost only
     } else {
       b.inputs.push_back(outside);
       b.input_locals.push_back(local);
@@ -271,13 +273,15 @@ void BindLeaves(const HloInstruction& op, VpuBody& b, BodyBuilder& builder,
   }
 }
 
-}  // namespace
-
-VpuBody BuildVpuBody(const HloInstruction& op, bool mapped_broadcasts) {
+VpuBody BuildVpuBodyFrom(const HloInstruction& op, bool mapped_broadcasts, int max_inputs,
+                         int first_temp) {
   VpuBody b;
-  BodyBuilder builder(b, mapped_broadcasts);
+  BodyBuilder builder(b, mapped_broadcasts, first_temp);
   std::map<const HloInstruction*, int> bound;  // values that arrive from HBM
-  BindLeaves(op, b, builder, bound, mapped_broadcasts, /*inline_pred=*/true);
+  BindLeaves(op, b, builder, bound, mapped_broadcasts, /*inline_pred=*/true, max_inputs);
+  // Over 6 inputs, the temps start after them: built again once their count is known.
+  if (static_cast<int>(b.inputs.size()) > first_temp)
+    return BuildVpuBodyFrom(op, mapped_broadcasts, max_inputs, static_cast<int>(b.inputs.size()));
   const HloInstruction* root = op.opcode() == Opcode::kFusion && op.fused_computation()
                                    ? op.fused_computation()->root()
                                    : &op;
@@ -287,6 +291,12 @@ VpuBody BuildVpuBody(const HloInstruction& op, bool mapped_broadcasts) {
                      ", v31"),
         b.exact = false;
   return b;
+}
+
+}  // namespace
+
+VpuBody BuildVpuBody(const HloInstruction& op, bool mapped_broadcasts, int max_inputs) {
+  return BuildVpuBodyFrom(op, mapped_broadcasts, max_inputs, kFirstTemp);
 }
 
 int VpuOpsPerVreg(const HloInstruction& op) {

@@ -26,7 +26,10 @@ struct VpuBody {
 // form are costed as the nearest VPU sequence and make the body inexact.
 // With `mapped_broadcasts`, the kernel lays every operand out at the result's positions
 // (tile_kernel.h), so a broadcast of any operand is the identity and stays exact.
-VpuBody BuildVpuBody(const hlo::HloInstruction& op, bool mapped_broadcasts = false);
+// Beyond `max_inputs` loaded values the body is inexact (costed only); with more than 6,
+// the temps start after the inputs (v6 otherwise).
+VpuBody BuildVpuBody(const hlo::HloInstruction& op, bool mapped_broadcasts = false,
+                     int max_inputs = 6);
 
 // A pred-valued elementwise op or loop fusion of parameters, constants and iotas: the VPU
 // cannot store its 1-byte elements, so with mapped broadcasts each user recomputes it from
