@@ -20,6 +20,7 @@ constexpr int64_t kIndexScratch = 0;
 constexpr int kMaskPtr = 13, kOutPtr = 14;  // VMEM buffers of a tile's vloop
 constexpr int kOutHbm = 26;                 // this tile's output
 constexpr int kTrip = 27, kTrips = 28;      // a run's loop counter and trip count
+constexpr int kIndexOffset = 18;            // the tile's first column or row (TileIndex)
 // Per input: the VMEM pointer of its staging buffer in the vloop, and the HBM (or VMEM)
 // address of the next tile's operand.
 constexpr int kInPtr[kTileMaxInputs] = {7, 8, 9, 10, 11, 12, 5, 6, 15};
@@ -147,14 +148,18 @@ class Emitter {
   }
 
   // HBM (or VMEM) addresses step k uses: the inputs of tile k + 1, the output of tile k.
+  // Then, with index operands, the index of tile k's first column or row (TileIndex).
   std::vector<int64_t> Pointers(int64_t k) const {
-    std::vector<int64_t> v(p_.inputs.size() + 1, 0);
+    const size_t n = p_.inputs.size();
+    std::vector<int64_t> v(n + (IndexOffsets() ? 2 : 1), 0);
     if (k + 1 < static_cast<int64_t>(tiles_.size())) {
       const Tile& t = tiles_[static_cast<size_t>(k + 1)];
       for (size_t i = 0; i < p_.inputs.size(); ++i) {
         const TileOperand& o = p_.inputs[i];
+        const int64_t r = o.index != TileIndex::kNone ? 0 : o.period > 0 ? t.r0 % o.period : t.r0;
+        const int64_t c = o.index != TileIndex::kNone ? 0 : t.c0;
         v[i] = static_cast<int64_t>(o.address) +
-               (t.group * o.group_stride + t.r0 * o.row_stride + t.c0 * o.col_stride) * 4;
+               (t.group * o.group_stride + r * o.row_stride + c * o.col_stride) * 4;
       }
     }
     if (k >= 0) {
@@ -163,24 +168,42 @@ class Emitter {
                             : p_.reduce == TileReduce::kRows ? t.r0
                             : p_.reduce == TileReduce::kCols ? t.c0
                                                              : 0;
-      v.back() = static_cast<int64_t>(p_.output) + (t.group * p_.output_group_stride + first) * 4;
+      v[n] = static_cast<int64_t>(p_.output) + (t.group * p_.output_group_stride + first) * 4;
+      if (IndexOffsets()) v[n + 1] = IndexOffset(t);
     }
     return v;
   }
 
-  void SetPointers(const std::vector<int64_t>& v) {
-    for (size_t i = 0; i + 1 < v.size(); ++i)
-      s_ << LoadAddress(kHbmPtr[i], static_cast<uint64_t>(v[i]), 3);
-    s_ << LoadAddress(kOutHbm, static_cast<uint64_t>(v.back()), 3);
+  // The register holding entry i of Pointers().
+  int PointerReg(size_t i) const {
+    const size_t n = p_.inputs.size();
+    return i < n ? kHbmPtr[i] : i == n ? kOutHbm : kIndexOffset;
   }
 
-  static std::string Advance(const std::vector<int64_t>& delta) {
+  void SetPointers(const std::vector<int64_t>& v) {
+    for (size_t i = 0; i < v.size(); ++i)
+      s_ << LoadAddress(PointerReg(i), static_cast<uint64_t>(v[i]), 3);
+  }
+
+  std::string Advance(const std::vector<int64_t>& delta) const {
     std::ostringstream s;
     for (size_t i = 0; i < delta.size(); ++i) {
-      const int r = i + 1 < delta.size() ? kHbmPtr[i] : kOutHbm;
+      const int r = PointerReg(i);
       if (delta[i]) s << "    addi r" << r << ", r" << r << ", " << delta[i] << "\n";
     }
     return s.str();
+  }
+
+  bool IndexOffsets() const {
+    return std::any_of(p_.inputs.begin(), p_.inputs.end(),
+                       [](const TileOperand& o) { return o.index != TileIndex::kNone; });
+  }
+
+  // What an index operand adds to its table entries in tile `t` (one kind per program).
+  int64_t IndexOffset(const Tile& t) const {
+    for (const TileOperand& o : p_.inputs)
+      if (o.index != TileIndex::kNone) return o.index == TileIndex::kColumn ? t.c0 : t.r0;
+    return 0;
   }
 
   // Entry k in the first element of vreg k of a scratch area, gathered into one row by DMA.
@@ -225,11 +248,15 @@ class Emitter {
       // every row is one vreg of that row (loaded on every trip); a column (or a scalar)
       // puts each row's value in lane 0 of its sublane, and the VPU spreads it (Trip).
       const TileOperand& o = p_.inputs[i];
-      const int64_t rows = o.row_stride == 0 ? kTileSublanes : t.rows;
+      // Rows repeating within the tile arrive as planes: one period each, read again.
+      const bool planes = o.period > 0 && o.period < t.rows;
+      const int64_t rows = o.row_stride == 0 ? kTileSublanes : planes ? o.period : t.rows;
       const int64_t row_bytes = o.col_stride == 0 ? 4 : t.cols * 4;
-      const std::string d = "rows=" + std::to_string(rows) +
-                            " row_bytes=" + std::to_string(row_bytes) +
-                            " src_stride=" + std::to_string(o.row_stride * 4) + " dst_stride=512";
+      std::string d = "rows=" + std::to_string(rows) + " row_bytes=" + std::to_string(row_bytes) +
+                      " src_stride=" + std::to_string(o.row_stride * 4) + " dst_stride=512";
+      if (planes)
+        d += " planes=" + std::to_string(t.rows / o.period) +
+             " src_plane_stride=0 dst_plane_stride=" + std::to_string(o.period * 512);
       s << "    li r1, " << base + static_cast<int64_t>(i) * l_.buf_bytes() << "\n"
         << (o.vmem ? "    dma.vv" : "    dma.hv") << " r1, r" << kHbmPtr[i] << ", " << Desc(d)
         << ", f" << slot << "\n";
@@ -251,6 +278,8 @@ class Emitter {
       b.push_back("vlds " + v + ", r" + std::to_string(kInPtr[i]) +
                   (o.row_stride == 0 ? ", 0" : step));
       if (o.col_stride == 0) b.push_back("vperm " + v + ", " + v + ", v20");  // lane 0 to all
+      if (o.index != TileIndex::kNone)
+        b.push_back((p_.index_bits ? "vadd.s32 " : "vadd ") + v + ", " + v + ", v21");
     }
     b.insert(b.end(), p_.body.begin(), p_.body.end());
     std::string v = "v" + std::to_string(p_.result);
@@ -294,6 +323,10 @@ class Emitter {
         << "\n";
     const std::vector<std::string> trip = Trip(t);
     if (LaneBroadcasts()) s << "    vmovi v20, 0.0\n";  // vperm's index: lane 0
+    if (IndexOffsets()) {  // the tile's first index in every element of v21
+      s << "    vbcast v21, r" << kIndexOffset << "\n";
+      if (!p_.index_bits) s << "    vcvt.f32.s32 v21, v21\n";
+    }
     s << "    li r" << kMaskPtr << ", " << base + l_.mask() * l_.buf_bytes() << "\n    li r"
       << kOutPtr << ", " << out << "\n    li r17, " << l_.row_acc() << "\n    li r16, " << t.vregs
       << "\n    vloop r16, " << trip.size() << "\n";
@@ -361,13 +394,26 @@ std::string TileKernel(const TileProgram& p) {
   if (p.index_table < 0 || p.index_table > kTileMaxIndex ||
       kIndexScratch + p.index_table * kVregBytes > Layout(p.inputs.size()).ones())
     throw std::invalid_argument("tile kernel: index table too long");
-  for (const TileOperand& o : p.inputs)
+  const int64_t tile_rows = Layout(p.inputs.size()).rows();
+  for (const TileOperand& o : p.inputs) {
     if (o.col_stride != 0 && o.col_stride != 1)
       throw std::invalid_argument("tile kernel: column stride must be 0 or 1");
+    if (o.period < 0 || (o.period > 0 && (p.rows % o.period != 0 || (o.period % tile_rows != 0 &&
+                                                                     tile_rows % o.period != 0))))
+      throw std::invalid_argument(
+          "tile kernel: a row period must divide the rows and be a "
+          "multiple or a divisor of the tile rows");
+  }
   const bool lane_broadcast = std::any_of(p.inputs.begin(), p.inputs.end(),
                                           [](const TileOperand& o) { return o.col_stride == 0; });
   if (lane_broadcast && p.reduce == TileReduce::kRows)  // both use v20 in the vloop
     throw std::invalid_argument("tile kernel: a row reduction of a broadcast column");
+  int index_kinds = 0;
+  for (const TileIndex kind : {TileIndex::kColumn, TileIndex::kRow})
+    index_kinds += std::any_of(p.inputs.begin(), p.inputs.end(),
+                               [kind](const TileOperand& o) { return o.index == kind; });
+  if (index_kinds > 1 || (index_kinds && p.reduce != TileReduce::kNone))  // v21: one offset
+    throw std::invalid_argument("tile kernel: index operands of two kinds, or in a reduction");
   std::string code = Emitter(p).Run();
   return ".tag \"" + p.tag + "\"\n" + code;
 }

@@ -37,15 +37,23 @@ inline constexpr int64_t kTileMaxThinTiles = 16;
 inline constexpr int64_t kTileMaxIndex = 1024;         // entries of the index table
 inline constexpr uint64_t kTileIndexTable = 10 << 20;  // VMEM: the index table (iota)
 
-// Element (r, c) of an operand lives at address + (r * row_stride + c * col_stride) * 4;
-// col_stride is 1 (a row of the operand) or 0 (broadcast along columns). A `vmem` operand
-// is the kernel's own index table.
-// In group g of a grouped program the operand starts group_stride * g elements further.
+// Element (r, c) of an operand lives at address + (r' * row_stride + c * col_stride) * 4,
+// r' = r mod period when the operand's rows repeat with that period (a matrix broadcast along
+// leading dimensions), else r; col_stride is 1 (a row of the operand) or 0 (broadcast along
+// columns). A `vmem` operand is the kernel's own index table. In group g of a grouped program
+// the operand starts group_stride * g elements further.
+// An index operand reads the kernel's index table and adds the tile's first column
+// (kColumn: the table holds the lane index 0..127) or first row (kRow: the row within the
+// tile), so an iota of any length needs a table of at most kTileMaxIndex entries.
+enum class TileIndex { kNone, kColumn, kRow };
+
 struct TileOperand {
   uint64_t address = 0;
   int64_t row_stride = 0, col_stride = 1;
   bool vmem = false;
   int64_t group_stride = 0;
+  int64_t period = 0;  // rows; 0: no repetition. A multiple or a divisor of the tile rows.
+  TileIndex index = TileIndex::kNone;
 };
 
 enum class TileReduce {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/hlo/opcode.h"
+#include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/tile_kernel.h"
 #include "compiler/lowering/vpu_body.h"
 
@@ -42,7 +43,14 @@ std::optional<TileOperand> Layout(const DimMap& map, const hlo::Shape& out, uint
     return TileOperand{address, 0, 1};         // a row vector, repeated on every row
   if (rank >= 2 && map == Identity(rank - 1))  // one value per row, repeated along it
     return TileOperand{address, 1, 0};
-  return std::nullopt;
+  const size_t k = map.size();  // the trailing dimensions: a matrix repeated along the others
+  bool trailing = k >= 2 && k < rank;
+  for (size_t i = 0; trailing && i < k; ++i)
+    trailing = map[i] == static_cast<int64_t>(rank - k + i);
+  if (!trailing) return std::nullopt;
+  int64_t period = 1;
+  for (size_t d = rank - k; d + 1 < rank; ++d) period *= out.dims[d];
+  return TileOperand{address, View(out).second, 1, false, 0, period};
 }
 
 // A value laid out as [0, split) + {rank - 1} of the result: one row per index of the
@@ -123,6 +131,12 @@ bool PlanReduce(const HloInstruction& r, TileProgram& p) {
   DimMap d(r.dimensions()->begin(), r.dimensions()->end());
   std::sort(d.begin(), d.end());
   if (rank == 0 || d.empty()) return false;
+  auto consecutive_from = [&d](int64_t first) {
+    for (size_t i = 0; i < d.size(); ++i)
+      if (d[i] != first + static_cast<int64_t>(i)) return false;
+    return true;
+  };
+  const bool suffix = consecutive_from(static_cast<int64_t>(rank - d.size()));
   DimMap leading = Identity(rank - 1);
   std::tie(p.rows, p.cols) = View(in);
   if (d == Identity(rank)) {
@@ -143,6 +157,11 @@ bool PlanReduce(const HloInstruction& r, TileProgram& p) {
        : k <= d.back() ? p.rows
                        : p.cols) *= in.dims[static_cast<size_t>(k)];
     p.output_group_stride = p.cols;
+  } else if (suffix) {  // over trailing dimensions: [rows, cols] with cols = their product
+    p.reduce = TileReduce::kRows;
+    p.rows = 1, p.cols = 1;
+    for (size_t k = 0; k < rank; ++k)
+      (static_cast<int64_t>(k) < d.front() ? p.rows : p.cols) *= in.dims[k];
   } else {
     return false;
   }
@@ -205,7 +224,8 @@ bool LeafLayouts(const HloInstruction& instr, std::map<const HloInstruction*, Di
 }
 
 // The VPU holds s32 values as bit patterns: they may be moved (broadcast, select), added,
-// subtracted and converted to f32 (vpu_body.h) and compared for equality, nothing else.
+// subtracted, multiplied by a constant, converted to f32 (vpu_body.h) and compared for
+// equality, nothing else.
 bool IntsSupported(const std::vector<const HloInstruction*>& computed) {
   for (const HloInstruction* u : computed)
     for (size_t k = 0; k < u->operand_count(); ++k) {
@@ -214,6 +234,7 @@ bool IntsSupported(const std::vector<const HloInstruction*>& computed) {
       const std::string dir = u->GetWord("direction").value_or("");
       const bool ok = op == Opcode::kBroadcast || op == Opcode::kCopy || op == Opcode::kBitcast ||
                       op == Opcode::kAdd || op == Opcode::kSubtract || op == Opcode::kConvert ||
+                      op == Opcode::kMultiply ||  // by a constant (vpu_body.h), else inexact
                       (op == Opcode::kSelect && k > 0) ||
                       (op == Opcode::kCompare && (dir == "EQ" || dir == "NE"));
       if (!ok) return false;
@@ -247,33 +268,67 @@ bool PlanElementwise(const HloInstruction& instr, TileProgram& p,
 }
 
 // An iota read by the kernel is regenerated from its index table (no HBM read, and its
-// buffer may already be reused); one table per kernel.
+// buffer may already be reused) plus the tile's first column or row; one table per kernel.
+std::optional<TileOperand> IotaOperand(const HloInstruction& iota, int64_t at,
+                                       const hlo::Shape& space, TileProgram& p) {
+  const int64_t rank = static_cast<int64_t>(space.dims.size());
+  if (p.index_table > 0) return std::nullopt;
+  p.index_bits = IsInt32(iota.shape());
+  const std::pair<int64_t, int64_t> view = View(space);
+  if (at == rank - 1) {  // the column index: lanes 0..127, repeated on every row
+    p.index_table = std::min(kTileEdge, view.second);
+    return TileOperand{kTileIndexTable, 0, 1, /*vmem=*/true, 0, 0, TileIndex::kColumn};
+  }
+  if (rank == 2 && at == 0) {  // the row index: one entry per row of a tile
+    p.index_table = std::min(kTileMaxIndex, view.first);
+    return TileOperand{kTileIndexTable, 1, 0, /*vmem=*/true, 0, 0, TileIndex::kRow};
+  }
+  return std::nullopt;
+}
+
 std::optional<TileOperand> IotaLayout(const HloInstruction& iota, const DimMap& map,
                                       const hlo::Shape& space, TileProgram& p) {
   const int64_t dim = iota.GetInt("iota_dimension").value_or(-1);
-  if (dim < 0 || static_cast<size_t>(dim) >= map.size() || p.index_table > 0) return std::nullopt;
-  const int64_t at = map[static_cast<size_t>(dim)], rank = static_cast<int64_t>(space.dims.size());
-  p.index_table = iota.shape().dims[static_cast<size_t>(dim)];
-  p.index_bits = IsInt32(iota.shape());
-  if (at == rank - 1) return TileOperand{kTileIndexTable, 0, 1, /*vmem=*/true};
-  if (rank == 2 && at == 0) return TileOperand{kTileIndexTable, 1, 0, /*vmem=*/true};
-  return std::nullopt;
+  if (dim < 0 || static_cast<size_t>(dim) >= map.size()) return std::nullopt;
+  return IotaOperand(iota, map[static_cast<size_t>(dim)], space, p);
 }
 
 bool PlanIota(const HloInstruction& instr, TileProgram& p, std::vector<DimMap>& layouts) {
   const size_t rank = instr.shape().dims.size();
   const int64_t dim = instr.GetInt("iota_dimension").value_or(-1);
   if (rank == 0 || dim < 0) return false;
-  p.index_table = instr.shape().dims[static_cast<size_t>(dim)];
-  p.index_bits = IsInt32(instr.shape());
-  if (dim == static_cast<int64_t>(rank) - 1)
-    p.inputs = {TileOperand{kTileIndexTable, 0, 1, /*vmem=*/true}};
-  else if (rank == 2 && dim == 0)
-    p.inputs = {TileOperand{kTileIndexTable, 1, 0, /*vmem=*/true}};
-  else
-    return false;
+  std::optional<TileOperand> o = IotaOperand(instr, dim, instr.shape(), p);
+  if (!o) return false;
+  p.inputs = {*o};
   layouts.clear();
   return true;
+}
+
+// A thin elementwise result whose operands are all full-size or scalars is one flat
+// sequence of elements: viewed as [n / 128, 128] and a tail row of n % 128, two programs
+// with a drain between them. Empty for other thin results (they keep the stream's timing).
+std::string FlatKernel(const TileProgram& p, int mxus) {
+  const int64_t n = p.rows * p.cols;
+  if (p.reduce != TileReduce::kNone || p.index_table > 0 || p.groups != 1) return "";
+  for (const TileOperand& o : p.inputs) {
+    const bool full = o.row_stride == p.cols && o.col_stride == 1 && o.period == 0 && !o.vmem &&
+                      o.group_stride == 0;
+    if (!full && (o.row_stride != 0 || o.col_stride != 0)) return "";
+  }
+  std::string code;
+  const int64_t body_rows = n / kTileEdge, tail = n % kTileEdge;
+  auto part = [&](int64_t first, int64_t rows, int64_t cols) {
+    TileProgram q = p;
+    q.rows = rows, q.cols = cols;
+    q.output += static_cast<uint64_t>(first * 4);
+    for (TileOperand& o : q.inputs)
+      if (o.col_stride == 1) o.address += static_cast<uint64_t>(first * 4), o.row_stride = cols;
+    if (!code.empty()) code += DrainBarrier(mxus);
+    code += ScopeKernel(TileKernel(q), "flat" + std::to_string(first > 0) + "_");
+  };
+  if (body_rows > 0) part(0, body_rows, kTileEdge);
+  if (tail > 0) part(body_rows * kTileEdge, 1, tail);
+  return code;
 }
 
 }  // namespace
@@ -295,7 +350,7 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   } else if (reduce) {
     if (!PlanReduce(instr, p)) return "";
     loaded = {instr.operand(0)};
-    layouts = {Identity(instr.operand(0)->shape().dims.size())};
+    layouts = {{}};  // read as the [rows, cols] matrix PlanReduce chose
   } else if (!PlanElementwise(instr, p, loaded, layouts)) {
     return "";
   }
@@ -333,13 +388,14 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
     p.inputs.push_back(*o);
   }
   const int64_t tiles = (p.cols + kTileEdge - 1) / kTileEdge;  // of one row block
-  if (p.rows < kTileSublanes && tiles > kTileMaxThinTiles) return "";
+  const bool thin = p.rows < kTileSublanes && tiles > kTileMaxThinTiles;
   std::string k;
   try {
-    k = TileKernel(p);
+    k = thin ? FlatKernel(p, c.mxus) : TileKernel(p);
   } catch (const std::invalid_argument&) {
     return "";
   }
+  if (k.empty()) return "";
   op.kind = KernelKind::kVpu;
   op.hbm_bytes = BytesPerCore(instr.shape(), 0, 1);
   for (const HloInstruction* in : loaded) op.hbm_bytes += BytesPerCore(in->shape(), 0, 1);

@@ -74,6 +74,26 @@ class BodyBuilder {
     if (auto it = known_.find(i); it != known_.end()) return it->second;
     return ScalarConstantImpl(i);
   }
+  // The value of `i` when it is a scalar constant, or a broadcast of one, or stands for one.
+  std::optional<double> KnownScalar(const HloInstruction* i) const {
+    while ((i->opcode() == Opcode::kBroadcast && i->operand(0)->shape().IsScalar()) ||
+           i->opcode() == Opcode::kReshape || i->opcode() == Opcode::kBitcast)
+      i = i->operand(0);
+    return Known(i);
+  }
+  // x * c on s32 bit patterns, wrapping as XLA's: x times the set bits of |c| by doubling
+  // and adding (vadd.s32), negated for c < 0.
+  int MultiplyS32(int x, int64_t c) {
+    uint64_t u = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
+    u &= 0xffffffffu;
+    if (u == 0) return Constant(0, /*s32=*/true);
+    int acc = -1, power = x;
+    for (; u; u >>= 1) {
+      if (u & 1) acc = acc < 0 ? power : Emit("vadd.s32", {acc, power});
+      if (u > 1) power = Emit("vadd.s32", {power, power});
+    }
+    return c < 0 ? Emit("vsub.s32", {Constant(0, /*s32=*/true), acc}) : acc;
+  }
   // pow(c, y) for a scalar constant base c: exp(y * log(c)) with log(c) folded at compile
   // time; within a few f32 ulps of pow times |y log c| (bf16 tolerance for |y| < 10^4).
   // A base that is not a constant, or is negative, is costed as that sequence only.
@@ -120,6 +140,10 @@ class BodyBuilder {
                       i->opcode() != Opcode::kReshape;
     if (ints && i->opcode() == Opcode::kAdd) return Emit("vadd.s32", {in(0), in(1)});
     if (ints && i->opcode() == Opcode::kSubtract) return Emit("vsub.s32", {in(0), in(1)});
+    if (ints && i->opcode() == Opcode::kMultiply)
+      for (int k : {1, 0})
+        if (const std::optional<double> c = KnownScalar(i->operand(k)))
+          return MultiplyS32(in(1 - k), static_cast<int64_t>(*c));
     if (ints) b_.exact = false;
     switch (i->opcode()) {
       case Opcode::kAdd:
