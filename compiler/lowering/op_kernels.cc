@@ -14,6 +14,7 @@
 #include "compiler/lowering/mxu_ops.h"
 #include "compiler/lowering/pool_grad_kernel.h"
 #include "compiler/lowering/pool_kernel.h"
+#include "compiler/lowering/scatter_kernel.h"
 #include "compiler/lowering/tile_ops.h"
 #include "compiler/lowering/vpu_body.h"
 #include "compiler/lowering/vpu_stream.h"
@@ -344,6 +345,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   if (std::string g = MaxPoolGradKernel(instr, c, op); !g.empty()) return g;
   if (std::string m = MoveOpKernel(instr, c, op); !m.empty()) return m;
   if (std::string g = GatherKernel(instr, c, op); !g.empty()) return g;
+  if (std::string s = ScatterKernel(instr, c, op); !s.empty()) return s;
   switch (cat) {
     case OpCategory::kReduction:
     case OpCategory::kNormalization:
