@@ -39,6 +39,8 @@ void EmitMove(const MovePlan& p, const StridedMove& m, const std::string& d, std
     << " src_stride=" << p.src_row << " dst_stride=" << p.dst_row << " planes=" << p.planes
     << " src_plane_stride=" << p.src_plane << " dst_plane_stride=" << p.dst_plane << "\n"
     << LoadAddress(1, m.src, 9) << LoadAddress(2, m.dst, 9);
+  if (m.src_reg) s << "    add r1, r1, r" << m.src_reg << "\n";
+  if (m.dst_reg) s << "    add r2, r2, r" << m.dst_reg << "\n";
   const std::string copy = "dma.hh r8, r7, " + d + ", f0\n";
   if (p.outer.empty()) {
     s << "    dma.hh r2, r1, " << d << ", f0\n";

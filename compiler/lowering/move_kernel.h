@@ -18,6 +18,9 @@ struct StridedMove {
       dst_strides;            // bytes per index step; src 0 repeats, < 0 reverses
   uint64_t src = 0, dst = 0;  // addresses of the element at index 0
   int64_t elem_bytes = 4;
+  // Registers (r12 and up) whose run-time values are added to src and dst (0: none): a
+  // dynamic slice's offset, computed before the kernel.
+  int src_reg = 0, dst_reg = 0;
 };
 
 // The output filled with one 4-byte value first (pad): a seed of the value, then copies

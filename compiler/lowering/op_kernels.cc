@@ -8,6 +8,7 @@
 #include "compiler/lowering/batch_norm_kernel.h"
 #include "compiler/lowering/conv_select.h"
 #include "compiler/lowering/data_parallel.h"
+#include "compiler/lowering/dynamic_slice_kernel.h"
 #include "compiler/lowering/exact_dot_kernel.h"
 #include "compiler/lowering/gather_kernel.h"
 #include "compiler/lowering/move_ops.h"
@@ -346,6 +347,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   if (std::string m = MoveOpKernel(instr, c, op); !m.empty()) return m;
   if (std::string g = GatherKernel(instr, c, op); !g.empty()) return g;
   if (std::string s = ScatterKernel(instr, c, op); !s.empty()) return s;
+  if (std::string d = DynamicSliceKernel(instr, c, op); !d.empty()) return d;
   switch (cat) {
     case OpCategory::kReduction:
     case OpCategory::kNormalization:
