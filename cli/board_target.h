@@ -14,7 +14,9 @@ inline CompileTarget TargetFor(const sim::BoardConfig& board, bool infeed = true
   t.lowering.ring =
       collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, board.cores_per_chip);
   t.lowering.infeed = infeed;
-  t.hbm_bytes_per_core = static_cast<int64_t>(board.core.hbm_bytes);
+  t.lowering.hbm_bytes = board.core.hbm_bytes;
+  // Memory planning leaves the top of HBM to the collectives' entry handshake.
+  t.hbm_bytes_per_core = static_cast<int64_t>(board.core.hbm_bytes - lowering::kMailboxBytes);
   return t;
 }
 

@@ -47,6 +47,9 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
     << ".desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n"
     << ".desc half rows=1 row_bytes=" << half << " src_stride=0 dst_stride=0\n"
     << ".tag \"" << spec.tag << "\"\n";
+  if (spec.mailbox)  // both neighbours write into this core, and it into both
+    EmitEntryHandshake(s, spec.ring[position], *spec.mailbox,
+                       {spec.ring[(position + n - 1) % n], spec.ring[(position + 1) % n]}, 2);
   fwd.EmitRingRegisters();
   bwd.EmitRingRegisters();
   s << "    li r26, " << kSetBytes << "\n";  // the backward ring's buffers
@@ -118,6 +121,9 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
     s << ".desc valid rows=1 row_bytes=" << valid << " src_stride=0 dst_stride=0\n";
   // r30: the segment in HBM; the result goes to r26 (r30 unless hbm_output is given).
   const char* result = spec.hbm_output ? "r26" : "r30";
+  if (spec.mailbox)  // the previous core writes into this one, this one into the next
+    EmitEntryHandshake(s, spec.ring[position], *spec.mailbox, {spec.ring[(position + n - 1) % n]},
+                       1);
   ring.EmitRingRegisters();
   s << lowering::LoadAddress(19, spec.hbm_address, 18);  // r19: the array in HBM
   if (spec.hbm_output) s << lowering::LoadAddress(25, *spec.hbm_output, 18);

@@ -78,6 +78,7 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   Header(s, "reduce-scatter", part, spec.input_bytes, spec.tag);
   const int fb = spec.flag_base;
   RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
+  if (spec.mailbox) EmitEntryHandshake(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
   e.EmitRingRegisters();
   // VMEM: chunk k (ring order) holds group part index_of(ring[k]); gather them from HBM.
   const uint64_t data = 0, slots = spec.input_bytes;
@@ -112,6 +113,7 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
   Header(s, "all-gather", part, part * n, spec.tag);
   const int fb = spec.flag_base;
   RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
+  if (spec.mailbox) EmitEntryHandshake(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
   e.EmitRingRegisters();
   // Chunks in ring order in VMEM; the output is written part by part in group order.
   const uint64_t data = 0, out = part * n;
@@ -132,7 +134,8 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
 
 std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pairs,
                                      uint64_t input_address, uint64_t output_address,
-                                     uint64_t bytes, int core, const std::string& tag, int fb) {
+                                     uint64_t bytes, int core, const std::string& tag, int fb,
+                                     std::optional<uint64_t> mailbox) {
   if (bytes == 0 || bytes % 4 || input_address + bytes > 0x7fffffffull ||
       output_address + bytes > 0x7fffffffull)
     throw std::invalid_argument(
@@ -141,6 +144,15 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
   std::ostringstream s;
   s << "# collective-permute\n.desc whole rows=1 row_bytes=" << bytes
     << " src_stride=0 dst_stride=0\n.tag \"" << tag << "\"\n";
+  if (mailbox) {  // sources write into this core's output, this core into its targets'
+    std::vector<int> writers;
+    int targets = 0;
+    for (auto [src, dst] : pairs) {
+      if (dst == core && src != core) writers.push_back(src);
+      if (src == core && dst != core) ++targets;
+    }
+    EmitEntryHandshake(s, core, *mailbox, writers, targets);
+  }
   int incoming = 0;
   for (auto [src, dst] : pairs) {
     if (dst == core) ++incoming;

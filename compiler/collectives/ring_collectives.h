@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,7 +23,8 @@ struct RingCollectiveSpec {
   uint64_t input_bytes = 0;  // per core; all-gather: one part; reduce-scatter: n parts
   ReduceOp op = ReduceOp::kSum;
   std::string tag;
-  int flag_base = 0;  // the programs use flags flag_base..flag_base+5
+  int flag_base = 0;                // the programs use flags flag_base..flag_base+5
+  std::optional<uint64_t> mailbox;  // the entry handshake's HBM word (RingAllReduceSpec)
 };
 
 // The program of `core`. Throws std::invalid_argument when the core is in no group, the
@@ -35,7 +37,8 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core);
 std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pairs,
                                      uint64_t input_address, uint64_t output_address,
                                      uint64_t bytes, int core, const std::string& tag = "",
-                                     int flag_base = 0);
+                                     int flag_base = 0,
+                                     std::optional<uint64_t> mailbox = std::nullopt);
 
 // The members of the group holding `core`, in board-ring order, and core's position.
 std::pair<std::vector<int>, int> GroupRing(const RingCollectiveSpec& spec, int core);

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "compiler/lowering/asm_util.h"
+
 namespace tpusim::collectives {
 namespace {
 constexpr uint64_t kVmemSpace = 1;  // global address space of VMEM (sim/address_map.h)
@@ -15,6 +17,18 @@ RingEmitter::RingEmitter(std::ostringstream& out, const std::vector<int>& ring, 
       p_(position),
       c_(chunk_bytes),
       r_(regs) {}
+
+void EmitEntryHandshake(std::ostringstream& s, int self, uint64_t mailbox,
+                        const std::vector<int>& writers, int targets) {
+  if (writers.empty() && targets == 0) return;
+  s << ".desc token rows=1 row_bytes=4 src_stride=0 dst_stride=0\n"
+    << lowering::LoadAddress(5, mailbox, 6)  // r5: the mailbox, HBM space 0
+    << "    li r6, " << self << "\n    shli r6, r6, 56\n    or r6, r6, r5\n";
+  for (int w : writers)
+    s << "    li r7, " << w << "\n    shli r7, r7, 56\n    or r7, r7, r5\n"
+      << "    dma.g r7, r6, token, f" << kReadyFlag << "\n";
+  if (targets > 0) s << "    wait seq, f" << kReadyFlag << ", " << targets << "\n";
+}
 
 void RingEmitter::EmitRingRegisters() {
   s_ << "    li r21, " << kVmemSpace << "\n    shli r21, r21, 48\n"

@@ -21,6 +21,19 @@ inline constexpr int kFlagGathered = 3;   // an all-gather chunk arrived
 inline constexpr int kFlagLocalCopy = 4;  // this core's own chunk is in the output
 inline constexpr int kFlagStored = 5;     // the result is back in HBM
 
+// The entry handshake's flag: absolute, one per program (collective kernels use f16..f29;
+// rings take flag_base + 0..5, a second ring flag_base + 8..13).
+inline constexpr int kReadyFlag = 23;
+
+// Entry handshake of a collective inside a compiled program, where a peer may still run
+// the kernels before it, which use the memory this collective is about to write into: the
+// core sends a token (a 4-byte copy into the peer's `mailbox`, an HBM word no kernel uses)
+// to each core in `writers` (the cores that write into this one; one token per entry),
+// then waits for `targets` tokens, one from each core it writes into. Tokens are counted
+// on kReadyFlag; every core of a collective sends and consumes the same number per entry.
+void EmitEntryHandshake(std::ostringstream& s, int self, uint64_t mailbox,
+                        const std::vector<int>& writers, int targets);
+
 // Two rings can share one program (a bidirectional all-reduce): each gets its own
 // registers and flags (flag + flag_base).
 struct RingRegisters {

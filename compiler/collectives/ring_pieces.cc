@@ -63,6 +63,9 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
   for (const auto& [bytes, name] : descs)
     s << ".desc " << name << " rows=1 row_bytes=" << bytes << " src_stride=0 dst_stride=0\n";
   s << ".tag \"" << spec.tag << "\"\n";
+  if (spec.mailbox)
+    EmitEntryHandshake(s, spec.ring[position], *spec.mailbox, {spec.ring[(position + n - 1) % n]},
+                       1);
   ring.EmitRingRegisters();
   for (uint64_t k = 0; k < segments; ++k) {
     const uint64_t begin = k * seg;

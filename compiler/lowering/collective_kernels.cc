@@ -52,7 +52,8 @@ std::vector<int> RingOf(const std::vector<std::vector<int>>& groups, const std::
 std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
                                    uint64_t bytes, const std::string& tag,
                                    const std::vector<int>& ring, int cores,
-                                   collectives::ReduceOp reduce, LoweredOp& op) {
+                                   collectives::ReduceOp reduce, std::optional<uint64_t> mailbox,
+                                   LoweredOp& op) {
   std::vector<std::string> programs;
   for (int c = 0; c < cores; ++c) {
     const std::vector<int> members = RingOf(groups, ring, c);
@@ -67,6 +68,7 @@ std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, 
     spec.op = reduce;
     spec.tag = tag;
     spec.flag_base = kCollectiveFlagBase;
+    spec.mailbox = mailbox;
     if (spec.bytes != bytes && op.note.empty())
       op.note = "ring granule: " + std::to_string(bytes) + " bytes padded to " +
                 std::to_string(spec.bytes);
@@ -121,6 +123,7 @@ std::vector<std::string> CombinedAllReduce(const HloInstruction& instr,
     spec.op = reduce;
     spec.tag = instr.name();
     spec.flag_base = kCollectiveFlagBase;
+    spec.mailbox = ctx.mailbox;
     const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
     programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
   }
@@ -140,10 +143,11 @@ bool IsMaxReduction(const HloInstruction& instr) {
 
 std::vector<std::string> DataParallelAllReduce(uint64_t address, uint64_t bytes,
                                                const std::string& tag, const std::vector<int>& ring,
-                                               int cores, LoweredOp& op) {
+                                               int cores, std::optional<uint64_t> mailbox,
+                                               LoweredOp& op) {
   std::vector<std::vector<int>> all(1);
   for (int c = 0; c < cores; ++c) all[0].push_back(c);
-  return AllReduce(all, address, bytes, tag, ring, cores, collectives::ReduceOp::kSum, op);
+  return AllReduce(all, address, bytes, tag, ring, cores, collectives::ReduceOp::kSum, mailbox, op);
 }
 
 std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
@@ -159,7 +163,8 @@ std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
       for (const HloInstruction* o : instr.operands()) bytes += BytesPerCore(o->shape(), 0, 1);
       auto programs = AllReduce(
           groups, in, bytes, instr.name(), ctx.ring, ctx.cores,
-          IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, op);
+          IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum,
+          ctx.mailbox, op);
       op.exact = instr.operand_count() == 1 && op.note.empty() &&
                  instr.shape().type == hlo::PrimitiveType::kF32 && in == out;
       if (!op.exact) {  // several operands, padding or a separate result: one combined ring
@@ -188,6 +193,7 @@ std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
       spec.op = IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum;
       spec.tag = instr.name();
       spec.flag_base = kCollectiveFlagBase;
+      spec.mailbox = ctx.mailbox;
       op.exact = spec.input_bytes == in_bytes && instr.shape().type == hlo::PrimitiveType::kF32;
       if (!op.exact) op.note = "parts padded to 4 KiB";
       op.hbm_bytes = in_bytes + out_bytes;
@@ -207,7 +213,7 @@ std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
       std::vector<std::string> programs;
       for (int c = 0; c < ctx.cores; ++c)
         programs.push_back(collectives::CollectivePermuteProgram(
-            pairs, in, out, bytes, c, instr.name(), kCollectiveFlagBase));
+            pairs, in, out, bytes, c, instr.name(), kCollectiveFlagBase, ctx.mailbox));
       return programs;
     }
     default:

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct CollectiveContext {
   std::function<uint64_t(const hlo::HloInstruction*)> address;
   std::vector<int> ring;  // every core in torus ring order
   int cores = 8;
+  std::optional<uint64_t> mailbox;  // CollectiveMailbox: the entry handshake
 };
 
 // One program per core for an all-reduce, all-gather, reduce-scatter or
@@ -26,6 +28,7 @@ std::vector<std::string> CollectiveKernels(const hlo::HloInstruction& instr,
 // A sum all-reduce of `bytes` at `address` over every core (data parallelism).
 std::vector<std::string> DataParallelAllReduce(uint64_t address, uint64_t bytes,
                                                const std::string& tag, const std::vector<int>& ring,
-                                               int cores, LoweredOp& op);
+                                               int cores, std::optional<uint64_t> mailbox,
+                                               LoweredOp& op);
 
 }  // namespace tpusim::lowering

@@ -218,7 +218,7 @@ class Lowerer {
         per_core = CollectiveKernels(
             i,
             CollectiveContext{[this](const HloInstruction* v) { return Address(v); }, opt_.ring,
-                              opt_.cores},
+                              opt_.cores, CollectiveMailbox(opt_)},
             op);
       } else {
         OpContext ctx{[this](const HloInstruction* v) { return Address(v); },
@@ -248,7 +248,7 @@ class Lowerer {
     op.executions = executions;
     op.note = "inserted: %" + i.name() + " is a partial sum over each core's share of the batch";
     AppendKernels(DataParallelAllReduce(Address(&i), BytesPerCore(i.shape(), 0, 1), op.name,
-                                        opt_.ring, opt_.cores, op));
+                                        opt_.ring, opt_.cores, CollectiveMailbox(opt_), op));
     out_.ops.push_back(std::move(op));
   }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,17 @@ struct LowerOptions {
   int mxus_per_core = 2;
   std::vector<int> ring;  // every core in torus ring order (collectives::TorusRing)
   bool infeed = true;     // each step first waits for its input batch (sim/host.h)
+  // HBM per core (sim::CoreConfig hbm_bytes); its last kMailboxBytes hold the collectives'
+  // entry-handshake word (CollectiveMailbox). 0: collectives skip the handshake.
+  uint64_t hbm_bytes = 0;
 };
+
+// The top of HBM that memory planning leaves to the collectives' entry handshake.
+inline constexpr uint64_t kMailboxBytes = 4096;
+inline std::optional<uint64_t> CollectiveMailbox(const LowerOptions& o) {
+  if (o.hbm_bytes < kMailboxBytes) return std::nullopt;
+  return o.hbm_bytes - kMailboxBytes;
+}
 
 enum class KernelKind { kNone, kMxu, kVpu, kDma, kCollective };
 

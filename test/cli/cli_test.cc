@@ -162,6 +162,20 @@ TEST(Cli, RunMnistCnnTrainingWithValuesLowersTheLoss) {
   EXPECT_LT(std::stod(m[2]), 0.5 * std::stod(m[1]));
 }
 
+TEST(Cli, RunTransformerLayerTrainingStepMatchesTheEvaluator) {
+  // One BERT encoder layer's training step at global batch 32: attention's batched dots,
+  // softmax, layer norms, GELU, the 19-operand gradient all-reduce and Adam. Before the
+  // collectives' entry handshake a ring predecessor could write into a core still running
+  // the kernel before the all-reduce, and the loss and the first gradient came out wrong.
+  const std::string path = Temp("tl32.hlo");
+  ASSERT_EQ(Tpusim("model transformer-layer --train --batch 32 -o " + path).status, 0);
+  Output o = Tpusim("run " + path);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
+  EXPECT_THAT(o.text, HasSubstr("(match)"));
+  std::remove(path.c_str());
+}
+
 TEST(Cli, RunOfAModuleWithADynamicLoopIsOneClearLine) {
   std::string text = Slurp("examples/hlo/while_loop.hlo");
   const size_t cfg = text.find(", backend_config");
