@@ -51,24 +51,41 @@ void ScaleByFanIn(eval::Value& v) {
   for (double& x : v.data) x = eval::RoundTo(s.type, x * scale);
 }
 
+// Vector parameters that scale a value: a multiply's operand through broadcasts and
+// reshapes (a layer norm's gamma), or a batch-norm op's scale.
+std::set<const hlo::HloInstruction*> Scales(const hlo::HloComputation& entry) {
+  std::set<const hlo::HloInstruction*> scales =
+      lowering::ParametersFeeding(entry,
+                                  {hlo::Opcode::kBatchNormTraining,
+                                   hlo::Opcode::kBatchNormInference, hlo::Opcode::kBatchNormGrad},
+                                  1);
+  for (const auto& i : entry.instructions()) {
+    if (i->opcode() != hlo::Opcode::kMultiply) continue;
+    for (const hlo::HloInstruction* v : i->operands()) {
+      while (v->opcode() == hlo::Opcode::kBroadcast || v->opcode() == hlo::Opcode::kReshape ||
+             v->opcode() == hlo::Opcode::kConvert || v->opcode() == hlo::Opcode::kBitcast)
+        v = v->operand(0);
+      if (v->opcode() == hlo::Opcode::kParameter && v->shape().IsArray() && v->shape().rank() == 1)
+        scales.insert(v);
+    }
+  }
+  return scales;
+}
+
 // The parameters a training step's initialisation treats apart: weights (a dot's or
-// convolution's right-hand operand) and batch-norm scales.
+// convolution's right-hand operand) and scales.
 struct ParameterRoles {
   std::set<const hlo::HloInstruction*> weights, scales;
   explicit ParameterRoles(const hlo::HloComputation& entry)
       : weights(
             lowering::ParametersFeeding(entry, {hlo::Opcode::kDot, hlo::Opcode::kConvolution}, 1)),
-        scales(lowering::ParametersFeeding(
-            entry,
-            {hlo::Opcode::kBatchNormTraining, hlo::Opcode::kBatchNormInference,
-             hlo::Opcode::kBatchNormGrad},
-            1)) {}
+        scales(Scales(entry)) {}
 };
 
 // Seeded synthetic data. A training step (a module that donates parameters) starts as a
-// Keras model does: weights LeCun-uniform, batch-norm scales one, other vectors (biases,
-// offsets) zero, optimizer state zero (a random second moment has no root), data uniform
-// in [-1, 1) and integers (labels, token ids) in [0, 8) (a class index below every shipped
+// Keras model does: weights LeCun-uniform, scales (batch and layer norms' gamma) one, other
+// vectors (biases, offsets) zero, optimizer state zero (a random second moment has no root), data
+// uniform in [-1, 1) and integers (labels, token ids) in [0, 8) (a class index below every shipped
 // model's count), so the step can fit its batch. Any other module gets random values in
 // every input (floats of rank >= 2 scaled by fan-in, so sums stay of order one): a check
 // that zeros would pass proves nothing.
