@@ -85,6 +85,8 @@ std::string DrainBarrier(int mxus) {
   for (int m = 0; m < mxus; ++m) s << "    signal mxu" << m << ", " << f << ", 1\n";
   s << "    signal vpu, " << f << ", 1\n    signal dma, " << f << ", 1\n"
     << "    wait seq, " << f << ", " << mxus + 2 << "\n";
+  // Every kernel starts with its flags at zero, whatever the one before left in them.
+  for (int k = 0; k < kCollectiveFlagBase; ++k) s << "    sflag f" << k << ", 0\n";
   return s.str();
 }
 

@@ -25,6 +25,7 @@ int WrongSums(bool handshake) {
   collectives::RingAllReduceSpec spec;
   spec.ring = collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, board.cores_per_chip);
   spec.bytes = kElems * 4;
+  spec.flag_base = lowering::kCollectiveFlagBase;  // as lowered: the barrier resets f0..f15
   if (handshake) spec.mailbox = kMailbox;
   std::vector<std::string> programs(spec.ring.size());
   for (size_t p = 0; p < spec.ring.size(); ++p)

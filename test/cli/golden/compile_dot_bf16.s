@@ -237,4 +237,20 @@ k0_p0_freed:
     signal vpu, f30, 1
     signal dma, f30, 1
     wait seq, f30, 4
+    sflag f0, 0
+    sflag f1, 0
+    sflag f2, 0
+    sflag f3, 0
+    sflag f4, 0
+    sflag f5, 0
+    sflag f6, 0
+    sflag f7, 0
+    sflag f8, 0
+    sflag f9, 0
+    sflag f10, 0
+    sflag f11, 0
+    sflag f12, 0
+    sflag f13, 0
+    sflag f14, 0
+    sflag f15, 0
     halt
