@@ -94,12 +94,12 @@ StridedMove PadInterior(const HloInstruction& instr, const OpContext& c, int64_t
   return m;
 }
 
-// The pad value as a vreg immediate: an f32 constant, or zero of any 32-bit type.
-std::optional<float> PadImmediate(const HloInstruction& pad) {
-  const HloInstruction* v = pad.operand(1);
-  if (v->opcode() != Opcode::kConstant) return std::nullopt;
+// A scalar `v` filling a value of type `type` as a vreg immediate: an f32 constant, or zero
+// of any 32-bit type.
+std::optional<float> FillImmediate(const HloInstruction* v, hlo::PrimitiveType type) {
+  if (v->opcode() != Opcode::kConstant || v->shape().ElementCount() != 1) return std::nullopt;
   const hlo::Literal& l = v->literal();
-  if (pad.shape().type == hlo::PrimitiveType::kF32 && !l.floats.empty() &&
+  if (type == hlo::PrimitiveType::kF32 && !l.floats.empty() &&
       std::isfinite(l.floats[0]))  // the assembler's immediates are finite
     return static_cast<float>(l.floats[0]);
   if (!l.ints.empty() && l.ints[0] == 0) return 0.0f;
@@ -121,13 +121,25 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   if (c.split > 0 && HasDim(instr.shape(), c.split)) return "";
   const int64_t elem = ElemBytesOf(instr.shape());
   if (elem != 4 && elem != 2) return "";
+  // Constants have no HBM buffer (kernels take them as immediates): a scalar one broadcast
+  // is a fill; the pad value is handled below; other moves of constants stay timing-only.
+  for (size_t i = 0; i < instr.operand_count(); ++i)
+    if (instr.operand(i)->opcode() == Opcode::kConstant && !(code == Opcode::kPad && i == 1) &&
+        !(code == Opcode::kBroadcast && elem == 4 &&
+          FillImmediate(instr.operand(i), instr.shape().type)))
+      return "";
   std::string k;
   try {
-    if (code == Opcode::kConcatenate) {
+    if (code == Opcode::kBroadcast && instr.operand(0)->opcode() == Opcode::kConstant) {
+      MoveFill fill{FillImmediate(instr.operand(0), instr.shape().type), 0, c.address(&instr),
+                    instr.shape().ElementCount() * elem};
+      k = MoveKernel({}, &fill, instr.name());
+    } else if (code == Opcode::kConcatenate) {
       k = MoveKernel(Concatenate(instr, c, elem), nullptr, instr.name());
     } else if (code == Opcode::kPad) {
       if (elem != 4) return "";  // the fill copies whole 4-byte values
-      MoveFill fill{PadImmediate(instr), c.address(instr.operand(1)), c.address(&instr),
+      MoveFill fill{FillImmediate(instr.operand(1), instr.shape().type),
+                    c.address(instr.operand(1)), c.address(&instr),
                     instr.shape().ElementCount() * elem};
       // Constants have no HBM buffer (kernels take them as immediates); a vreg writes f32
       // values and an integer zero.

@@ -90,6 +90,29 @@ ENTRY %main (p1: f32[6,10,3], v: f32[]) -> f32[40,20,12] {
 })");
 }
 
+// A constant has no HBM buffer: broadcasting a scalar one is a fill from an immediate (as a
+// SAME average pool's window counts start), 25,920 elements.
+TEST(MoveKernel, BroadcastOfAScalarConstantIsAFill) {
+  ExpectExact(R"(HloModule m, replica_count=8
+ENTRY %main (x: f32[3,9,10,96]) -> f32[3,9,10,96] {
+  %x = f32[3,9,10,96]{3,2,1,0} parameter(0)
+  %one = f32[] constant(1.5)
+  ROOT %ones = f32[3,9,10,96]{3,2,1,0} broadcast(%one), dimensions={}
+})");
+}
+
+// Other moves of a constant have nothing to copy from, so they stay timing-only.
+TEST(MoveKernel, ConcatenatingAConstantIsTimingOnly) {
+  testing::ValueRun r = testing::SimulateValues(R"(HloModule m, replica_count=8
+ENTRY %main (p0: f32[2,3]) -> f32[4,3] {
+  %p0 = f32[2,3]{1,0} parameter(0)
+  %k = f32[2,3]{1,0} constant({ { 1, 2, 3 }, { 4, 5, 6 } })
+  ROOT %c = f32[4,3]{1,0} concatenate(%p0, %k), dimensions={0}
+})");
+  EXPECT_FALSE(r.exact);
+  EXPECT_NE(r.inexact_ops.find("%c (concatenate)"), std::string::npos) << r.inexact_ops;
+}
+
 TEST(MoveKernel, CorruptedResultIsDetected) {
   testing::ValueRun r = testing::SimulateValues(R"(HloModule m, replica_count=8
 ENTRY %main (p0: f32[6,10,12]) -> f32[12,6,10] {
