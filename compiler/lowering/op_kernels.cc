@@ -342,7 +342,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   if (code == Opcode::kReduce || code == Opcode::kBroadcast || code == Opcode::kIota)
     if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
   if (std::string b = BatchNormKernel(instr, c, op); !b.empty()) return b;
-  if (std::string p = MaxPoolKernel(instr, c, op); !p.empty()) return p;
+  if (std::string p = ReduceWindowKernel(instr, c, op); !p.empty()) return p;
   if (std::string g = MaxPoolGradKernel(instr, c, op); !g.empty()) return g;
   if (std::string m = MoveOpKernel(instr, c, op); !m.empty()) return m;
   if (std::string g = GatherKernel(instr, c, op); !g.empty()) return g;

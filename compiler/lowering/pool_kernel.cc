@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -46,9 +47,17 @@ std::vector<Segment> Segments(int64_t first, int64_t end, int64_t k, const hlo::
   return out;
 }
 
+// The VPU form of a reduce-window's combiner and its identity (what a tap on padding adds).
+struct Reducer {
+  const char* mnemonic = "vmax";
+  const char* identity = "-inf";
+  bool clamps = true;  // padding may read the nearest edge pixel (max, min: idempotent)
+};
+
 struct Pool {
   int64_t n = 0, h = 0, w = 0, c = 0, ho = 0, wo = 0;
   hlo::WindowDim dy, dx;
+  Reducer reducer;
   double init = 0;
   uint64_t input = 0, output = 0;
   std::string tag;
@@ -66,9 +75,9 @@ class Emitter {
   std::string Run() {
     std::ostringstream s;
     const int64_t steps = unit_ * cpi_;
-    s << "# max pool [" << p_.n << "," << p_.h << "," << p_.w << "," << p_.c << "] -> [" << p_.ho
-      << "," << p_.wo << "]\n";
-    for (int f = 0; f < 6; ++f) s << "    sflag f" << f << ", " << (f >= 4) << "\n";
+    s << "# " << p_.reducer.mnemonic << " pool [" << p_.n << "," << p_.h << "," << p_.w << ","
+      << p_.c << "] -> [" << p_.ho << "," << p_.wo << "]\n";
+    for (int f = 0; f < 7; ++f) s << "    sflag f" << f << ", " << (f == 4 || f == 5) << "\n";
     char init[48];
     uint32_t bits = 0;
     const float f = static_cast<float>(p_.init);
@@ -77,7 +86,7 @@ class Emitter {
     s << "    vmovi v31, " << init << "\n"
       << LoadAddress(kImage, p_.input, 3) << LoadAddress(kOutImage, p_.output, 3) << "    li r"
       << kUnit << ", 0\n    li r" << kUnits << ", " << p_.n / unit_ << "\n"
-      << Fetch(0, 0) << "loop:\n";
+      << IdentityFill() << Fetch(0, 0) << "loop:\n";
     for (int64_t k = 0; k < steps; ++k) {
       if (k + 1 < steps) {
         s << Fetch(k + 1, static_cast<int>((k + 1) % 2));
@@ -103,6 +112,21 @@ class Emitter {
     return static_cast<uint64_t>((slot * (taps_ + 1) + t) * buf_);
   }
 
+  // VMEM holding one pixel of the reducer's identity, above both slots' buffers.
+  uint64_t IdentityPixel() const { return Buffer(2, 0); }
+
+  // Taps on padding copy the identity pixel (dma.vv) when the reducer cannot clamp; the
+  // VPU writes it before the first fetch and the DMA waits for it (f6).
+  std::string IdentityFill() const {
+    if (p_.reducer.clamps) return "";
+    std::ostringstream s;
+    const int64_t vregs = (p_.c * 4 + kVregBytes - 1) / kVregBytes;
+    s << "    vmovi v30, " << p_.reducer.identity << "\n    li r4, " << IdentityPixel()
+      << "\n    li r3, " << vregs << "\n    vloop r3, 1\n    vsts v30, r4, 4096\n"
+      << "    signal vpu, f6, 1\n    wait dma, f6, 1\n";
+    return s.str();
+  }
+
   std::string Desc(const std::string& text) {
     auto [it, added] = descs_.emplace(text, "d" + std::to_string(descs_.size()));
     if (added) head_ << ".desc " << it->second << " " << text << "\n";
@@ -121,17 +145,22 @@ class Emitter {
         const int t = static_cast<int>(ky * p_.dx.size + kx);
         for (const Segment& r : Segments(h0, h1, ky, p_.dy, p_.h))
           for (const Segment& q : Segments(0, p_.wo, kx, p_.dx, p_.w)) {
+            const bool pad = !p_.reducer.clamps && (!r.moves || !q.moves);
             const int64_t src = image * ImageBytes() + (r.in * p_.w + q.in) * pixel;
             const int64_t dst = ((r.first - h0) * p_.wo + q.first) * pixel;
             const std::string d = Desc(
                 "rows=" + std::to_string(q.end - q.first) + " row_bytes=" + std::to_string(pixel) +
-                " src_stride=" + std::to_string(q.moves ? p_.dx.stride * pixel : 0) +
+                " src_stride=" + std::to_string(q.moves && !pad ? p_.dx.stride * pixel : 0) +
                 " dst_stride=" + std::to_string(pixel) +
-                " planes=" + std::to_string(r.end - r.first) +
-                " src_plane_stride=" + std::to_string(r.moves ? p_.dy.stride * p_.w * pixel : 0) +
+                " planes=" + std::to_string(r.end - r.first) + " src_plane_stride=" +
+                std::to_string(r.moves && !pad ? p_.dy.stride * p_.w * pixel : 0) +
                 " dst_plane_stride=" + std::to_string(p_.wo * pixel));
-            s << "    addi r3, r" << kImage << ", " << src << "\n    li r4, "
-              << Buffer(slot, t) + dst << "\n    dma.hv r4, r3, " << d << ", f" << slot << "\n";
+            if (pad)
+              s << "    li r3, " << IdentityPixel() << "\n    li r4, " << Buffer(slot, t) + dst
+                << "\n    dma.vv r4, r3, " << d << ", f" << slot << "\n";
+            else
+              s << "    addi r3, r" << kImage << ", " << src << "\n    li r4, "
+                << Buffer(slot, t) + dst << "\n    dma.hv r4, r3, " << d << ", f" << slot << "\n";
             ++dmas;
           }
       }
@@ -139,7 +168,8 @@ class Emitter {
     return s.str();
   }
 
-  // The max of the taps (and the init value) over the chunk's vregs, then out to HBM.
+  // The reduction of the init value and the taps in window order over the chunk's vregs, then out
+  // to HBM.
   std::string Compute(int64_t k, int slot) {
     std::ostringstream s;
     const int64_t image = k / cpi_, h0 = (k % cpi_) * lines_, h1 = std::min(p_.ho, h0 + lines_);
@@ -150,8 +180,9 @@ class Emitter {
     s << "    li r4, " << (bytes + kVregBytes - 1) / kVregBytes << "\n    vloop r4, "
       << 2 * taps_ + 1 << "\n";
     for (int t = 0; t < taps_; ++t) s << "    vlds v" << t << ", r" << 5 + t << ", 4096\n";
-    s << "    vmax v20, v0, v31\n";
-    for (int t = 1; t < taps_; ++t) s << "    vmax v20, v20, v" << t << "\n";
+    const std::string op = std::string("    ") + p_.reducer.mnemonic + " v20, ";
+    s << op << "v31, v0\n";
+    for (int t = 1; t < taps_; ++t) s << op << "v20, v" << t << "\n";
     s << "    vsts v20, r" << 5 + taps_ << ", 4096\n    signal vpu, f" << 2 + slot
       << ", 1\n    wait dma, f" << 2 + slot << ", 1\n    addi r3, r" << kOutImage << ", "
       << (image * p_.ho + h0) * p_.wo * p_.c * 4 << "\n    li r4, " << Buffer(slot, taps_)
@@ -169,23 +200,35 @@ class Emitter {
   std::ostringstream head_;
 };
 
-bool IsMaxOfParameters(const hlo::HloComputation* f) {
-  if (!f || f->root()->opcode() != Opcode::kMaximum) return false;
-  return f->root()->operand(0)->opcode() == Opcode::kParameter &&
-         f->root()->operand(1)->opcode() == Opcode::kParameter;
+// The reducer of a combiner that is add, max or min of its two parameters.
+std::optional<Reducer> ReducerOf(const hlo::HloComputation* f) {
+  if (!f || f->root()->operand_count() != 2 ||
+      f->root()->operand(0)->opcode() != Opcode::kParameter ||
+      f->root()->operand(1)->opcode() != Opcode::kParameter)
+    return std::nullopt;
+  switch (f->root()->opcode()) {
+    case Opcode::kAdd:
+      return Reducer{"vadd", "0.0", false};
+    case Opcode::kMaximum:
+      return Reducer{"vmax", "-inf", true};
+    case Opcode::kMinimum:
+      return Reducer{"vmin", "inf", true};
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace
 
-std::string MaxPoolKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+std::string ReduceWindowKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   if (instr.opcode() != Opcode::kReduceWindow || instr.operand_count() != 2) return "";
   const hlo::Shape &x = instr.operand(0)->shape(), &y = instr.shape();
   const hlo::Window* win = instr.window();
   const HloInstruction* init = instr.operand(1);
+  const std::optional<Reducer> reducer = ReducerOf(instr.to_apply());
   if (!win || win->dims.size() != 4 || x.dims.size() != 4 || !y.IsArray() ||
-      x.type != hlo::PrimitiveType::kF32 || y.type != hlo::PrimitiveType::kF32 ||
-      !IsMaxOfParameters(instr.to_apply()) || init->opcode() != Opcode::kConstant ||
-      init->literal().floats.empty())
+      x.type != hlo::PrimitiveType::kF32 || y.type != hlo::PrimitiveType::kF32 || !reducer ||
+      init->opcode() != Opcode::kConstant || init->literal().floats.empty())
     return "";
   for (const hlo::WindowDim& d : win->dims)
     if (d.lhs_dilate != 1 || d.rhs_dilate != 1 || d.pad_low < 0 || d.pad_high < 0) return "";
@@ -198,13 +241,15 @@ std::string MaxPoolKernel(const HloInstruction& instr, const OpContext& c, Lower
   if (c.split > 0 && HasDim(x, c.split) && p.n != c.split) return "";
   if (c.split > 0 && p.n == c.split) p.n /= c.cores;
   p.ho = y.dims[1], p.wo = y.dims[2], p.dy = win->dims[1], p.dx = win->dims[2];
-  p.init = init->literal().floats[0];
-  // Every window must hold an input element (clamped taps stand for padding).
+  p.init = init->literal().floats[0], p.reducer = *reducer;
+  // With clamped taps standing for padding, every window must hold an input element.
   for (auto [d, size, out] : {std::tuple{p.dy, p.h, p.ho}, std::tuple{p.dx, p.w, p.wo}})
-    if (d.pad_low >= d.size || d.stride * (out - 1) - d.pad_low > size - 1) return "";
+    if (p.reducer.clamps && (d.pad_low >= d.size || d.stride * (out - 1) - d.pad_low > size - 1))
+      return "";
   const int taps = static_cast<int>(p.dy.size * p.dx.size);
   const int64_t line = p.wo * p.c * 4;
   if (taps > kMaxTaps || p.n <= 0 || p.ho <= 0 || p.wo <= 0) return "";
+  if (p.c * 4 > kVregBytes * 256) return "";  // the identity pixel sits above the budget
   int64_t lines = std::min(p.ho, kBufferBudget / (2 * (taps + 1)) / line);
   if (lines <= 0) return "";
   int64_t cpi = (p.ho + lines - 1) / lines;
