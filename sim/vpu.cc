@@ -188,6 +188,22 @@ void VpuUnit::Compute(const Issued& it, uint64_t addr) {
     case Opcode::kVcvtF32S32:  // the conversion rounds to nearest even (the default mode)
       Map1(d, va, [](float x) { return static_cast<float>(std::bit_cast<int32_t>(x)); });
       break;
+    case Opcode::kVxorU32:
+      Map2(d, va, vb, [](float x, float y) {
+        return std::bit_cast<float>(std::bit_cast<uint32_t>(x) ^ std::bit_cast<uint32_t>(y));
+      });
+      break;
+    case Opcode::kVshrU32: {
+      const int shift = a[2] & 31;
+      Map1(d, va,
+           [shift](float x) { return std::bit_cast<float>(std::bit_cast<uint32_t>(x) >> shift); });
+      break;
+    }
+    case Opcode::kVmulU32:
+      Map2(d, va, vb, [](float x, float y) {
+        return std::bit_cast<float>(std::bit_cast<uint32_t>(x) * std::bit_cast<uint32_t>(y));
+      });
+      break;
     case Opcode::kVcmpLt:
       Map2(d, va, vb, [](float x, float y) { return x < y ? 1.f : 0.f; });
       break;

@@ -77,5 +77,54 @@ TEST(VpuInteger, EachInstructionCostsOneAluOperation) {
   EXPECT_EQ(vpu_busy, 5 * c.vpu_load_store_cycles + 3 * c.vpu_alu_cycles);
 }
 
+// The bitwise ops of counter-based random bits: xor, logical shift right (the immediate
+// taken mod 32), and the low 32 bits of a product; one ALU operation each.
+TEST(VpuInteger, XorShiftAndMultiplyOnBitPatterns) {
+  SingleCoreRun run(R"(
+    li r1, 0
+    li r2, 4096
+    li r3, 8192
+    vld v0, r1
+    vld v1, r2
+    vxor.u32 v2, v0, v1
+    vshr.u32 v3, v0, 15
+    vshr.u32 v4, v0, 33
+    vmul.u32 v5, v0, v1
+    li r4, 8192
+    vst v2, r4
+    li r4, 12288
+    vst v3, r4
+    li r4, 16384
+    vst v4, r4
+    li r4, 20480
+    vst v5, r4
+    halt
+)");
+  std::vector<int32_t> a = Values(3), b = Values(777);
+  run.core->vmem().Write(kA, a.data(), 4096);
+  run.core->vmem().Write(kB, b.data(), 4096);
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  std::vector<uint32_t> x(1024), shr(1024), shr1(1024), mul(1024);
+  run.core->vmem().Read(kOut, x.data(), 4096);
+  run.core->vmem().Read(kOut + 4096, shr.data(), 4096);
+  run.core->vmem().Read(kOut + 8192, shr1.data(), 4096);
+  run.core->vmem().Read(kOut + 12288, mul.data(), 4096);
+  for (int i = 0; i < 1024; ++i) {
+    const uint32_t ua = static_cast<uint32_t>(a[i]), ub = static_cast<uint32_t>(b[i]);
+    ASSERT_EQ(x[i], ua ^ ub) << "element " << i;
+    ASSERT_EQ(shr[i], ua >> 15) << "element " << i;
+    ASSERT_EQ(shr1[i], ua >> 1) << "element " << i;
+    ASSERT_EQ(mul[i], ua * ub) << "element " << i;
+  }
+  EXPECT_EQ(shr[1], 0x10000u);   // INT32_MIN >> 15, logical: no sign bits
+  EXPECT_EQ(mul[2], 0u - static_cast<uint32_t>(b[2]));  // -1 * b wraps
+  const CoreConfig& c = run.board.core;
+  int64_t vpu_busy = -1;
+  for (const UnitReport& u : r.units)
+    if (u.name == "vpu") vpu_busy = run.Cycles(u.busy_fs);
+  EXPECT_EQ(vpu_busy, 6 * c.vpu_load_store_cycles + 4 * c.vpu_alu_cycles);
+}
+
 }  // namespace
 }  // namespace tpusim::sim
