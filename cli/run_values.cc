@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "cli/step_check.h"
 #include "compiler/eval/evaluator.h"
 #include "compiler/lowering/data_parallel.h"
 #include "isa/bf16.h"
@@ -16,11 +17,18 @@ namespace {
 // Elements [first, first + count) of `v` in the element type of its shape, as bytes.
 std::vector<uint8_t> Encode(const eval::Value& v, int64_t first, int64_t count) {
   const bool bf16 = v.shape.type == hlo::PrimitiveType::kBF16;
-  std::vector<uint8_t> out(static_cast<size_t>(count) * (bf16 ? 2 : 4));
+  const int64_t width = ElementBytes(v.shape.type);
+  std::vector<uint8_t> out(static_cast<size_t>(count * width));
   for (int64_t i = 0; i < count; ++i) {
     const double x = v.data[static_cast<size_t>(first + i)];
     const float f = static_cast<float>(x);
-    if (bf16) {
+    if (width != 4 && !bf16) {  // 64-bit integers as their bits
+      const uint64_t bits = eval::ToBits(v.shape.type, x);
+      std::copy_n(reinterpret_cast<const uint8_t*>(&bits), width, out.data() + width * i);
+    } else if (v.shape.type == hlo::PrimitiveType::kU32) {
+      const uint32_t n = static_cast<uint32_t>(eval::ToBits(v.shape.type, x));
+      std::copy_n(reinterpret_cast<const uint8_t*>(&n), 4, out.data() + 4 * i);
+    } else if (bf16) {
       const uint16_t b = isa::F32ToBf16(f);
       std::copy_n(reinterpret_cast<const uint8_t*>(&b), 2, out.data() + 2 * i);
     } else if (v.shape.type == hlo::PrimitiveType::kS32) {  // integers as their bits

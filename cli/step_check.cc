@@ -28,8 +28,6 @@ const hlo::HloInstruction& OutputLeaf(const hlo::HloModule& m, size_t o) {
   return root->opcode() == hlo::Opcode::kTuple ? *root->operand(static_cast<int64_t>(o)) : *root;
 }
 
-int64_t ElementBytes(hlo::PrimitiveType t) { return t == hlo::PrimitiveType::kBF16 ? 2 : 4; }
-
 // Pairs (output index, argument index) of outputs the compiled program writes over their
 // parameter's buffer: exactly the donations memory planning honoured (same address).
 std::vector<std::pair<size_t, size_t>> FedBack(const CompiledModule& compiled) {
@@ -53,7 +51,23 @@ std::vector<std::pair<size_t, size_t>> FedBack(const CompiledModule& compiled) {
 
 }  // namespace
 
+bool StoredAsBits(hlo::PrimitiveType t) {
+  return t == hlo::PrimitiveType::kU32 || t == hlo::PrimitiveType::kU64 ||
+         t == hlo::PrimitiveType::kS64;
+}
+
+int64_t ElementBytes(hlo::PrimitiveType t) {
+  if (t == hlo::PrimitiveType::kBF16) return 2;
+  return StoredAsBits(t) ? hlo::PrimitiveTypeBits(t) / 8 : 4;
+}
+
 double Decode(hlo::PrimitiveType type, const uint8_t* bytes, int64_t i) {
+  if (StoredAsBits(type)) {
+    uint64_t bits = 0;
+    const int64_t n = ElementBytes(type);
+    std::memcpy(&bits, bytes + n * i, static_cast<size_t>(n));
+    return eval::FromBits(type, bits);
+  }
   if (type == hlo::PrimitiveType::kBF16) {
     uint16_t b;
     std::memcpy(&b, bytes + 2 * i, 2);

@@ -77,4 +77,8 @@ ValueCheck CompareWithEvaluator(sim::Simulation& sim, const CompiledModule& comp
 // Element i of `bytes` holding elements of `type` as the compiled program stores them.
 double Decode(hlo::PrimitiveType type, const uint8_t* bytes, int64_t i);
 
+// Bytes of one element in HBM: bf16 2; u32, u64 and s64 their width, as their bits; every
+// other type 4 (f32, s32, and the types the VPU holds as f32).
+int64_t ElementBytes(hlo::PrimitiveType type);
+
 }  // namespace tpusim::cli

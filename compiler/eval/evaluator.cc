@@ -52,20 +52,12 @@ Interpreter::Interpreter(const hlo::HloModule& module, const EvalOptions& option
       options_(options),
       replica_id_(replica_id),
       replica_count_(replica_count),
-      rendezvous_(rendezvous),
-      rng_state_(options.rng_seed * 0x100000001b3ull + static_cast<uint64_t>(replica_id)) {
+      rendezvous_(rendezvous) {
   for (const auto& comp : module_.computations()) {
     for (size_t i = 0; i < comp->instructions().size(); ++i) {
       local_index_[comp->instructions()[i].get()] = i;
     }
   }
-}
-
-uint64_t Interpreter::NextRandom() {
-  uint64_t z = (rng_state_ += 0x9e3779b97f4a7c15ull);  // splitmix64
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
 }
 
 const Lifetimes& Interpreter::Plan(const hlo::HloComputation& comp) {

@@ -58,7 +58,8 @@ class Interpreter {
   const EvalOptions& options() const { return options_; }
   int64_t replica_id() const { return replica_id_; }
   int64_t replica_count() const { return replica_count_; }
-  uint64_t NextRandom();  // deterministic stream from options.rng_seed and the replica id
+  // How many times `rng` ran before in this evaluation (its draw's key, counter_rng.h).
+  uint64_t RngExecution(const hlo::HloInstruction& rng) { return rng_executions_[&rng]++; }
 
  private:
   const Lifetimes& Plan(const hlo::HloComputation& comp);  // computed once per computation
@@ -69,7 +70,7 @@ class Interpreter {
   EvalOptions options_;
   int64_t replica_id_, replica_count_;
   Rendezvous* rendezvous_;
-  uint64_t rng_state_;
+  std::unordered_map<const hlo::HloInstruction*, uint64_t> rng_executions_;
   std::unordered_map<const hlo::HloInstruction*, size_t> local_index_;
   std::unordered_map<const hlo::HloComputation*, Lifetimes> lifetimes_;
 };

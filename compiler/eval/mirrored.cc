@@ -51,10 +51,6 @@ std::optional<std::string> MirrorObstacle(const hlo::HloModule& module, int64_t 
         case Opcode::kReduceScatter:
           why = Named(instr, "gives each replica a different part");
           break;
-        case Opcode::kRng:
-        case Opcode::kRngBitGenerator:
-          why = Named(instr, "draws different numbers on each replica");
-          break;
         case Opcode::kCollectivePermute:
           why = UntargetedReplica(instr, replicas);
           break;

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "compiler/eval/counter_rng.h"
 #include "compiler/eval/interpreter.h"
 
 namespace tpusim::eval {
@@ -41,21 +42,31 @@ Result<Value> Iota(const HloInstruction& instr, Operands, Interpreter&) {
   return out;
 }
 
-double Uniform01(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1p-53; }
+// A uniform double in [0, 1) from the 24 bits an f32 draw uses.
+double Uniform01(uint32_t bits) { return static_cast<double>(bits >> 8) * 0x1p-24; }
 
-// rng(a, b): RNG_UNIFORM draws from [a, b), RNG_NORMAL from N(a, b^2).
+// rng(a, b): RNG_UNIFORM draws from [a, b) (f32: as RngUniformF32 computes it on the VPU),
+// RNG_NORMAL from N(a, b^2) by Box-Muller over elements 2i and 2i + 1 of the draw.
 Result<Value> Rng(const HloInstruction& instr, Operands ops, Interpreter& interp) {
   std::string dist = instr.GetWord("distribution").value_or("RNG_UNIFORM");
   double a = ops[0]->scalar(), b = ops[1]->scalar();
   Value out = Value::Zeros(instr.shape());
   bool is_float = hlo::IsFloatingType(out.type());
-  for (double& x : out.data) {
-    double u = Uniform01(interp.NextRandom());
+  const uint64_t key =
+      RngOpKey(interp.options().rng_seed, instr.name(), interp.RngExecution(instr));
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    double& x = out.data[i];
+    const uint32_t counter = static_cast<uint32_t>(i);
     if (dist == "RNG_NORMAL") {
-      double u2 = Uniform01(interp.NextRandom());
+      double u = Uniform01(RngBits32(key, 2 * counter));
+      double u2 = Uniform01(RngBits32(key, 2 * counter + 1));
       x = a + b * std::sqrt(-2 * std::log1p(-u)) * std::cos(2 * std::numbers::pi * u2);
     } else if (dist == "RNG_UNIFORM") {
-      x = is_float ? a + (b - a) * u : a + std::floor((b - a) * u);
+      const uint32_t bits = RngBits32(key, counter);
+      if (out.type() == PrimitiveType::kF32)
+        x = RngUniformF32(bits, static_cast<float>(a), static_cast<float>(b));
+      else
+        x = is_float ? a + (b - a) * Uniform01(bits) : a + std::floor((b - a) * Uniform01(bits));
     } else {
       return InstrError(instr, "unknown distribution " + dist);
     }
@@ -65,24 +76,25 @@ Result<Value> Rng(const HloInstruction& instr, Operands ops, Interpreter& interp
   return out;
 }
 
-// rng-bit-generator(state) -> (new state, bits). The bits are a splitmix64 stream keyed by
-// options.rng_seed and the state, not XLA's Philox/ThreeFry stream; the state advances.
+// rng-bit-generator(state) -> (new state, bits). The key folds options.rng_seed with the
+// state (counter_rng.h), element i of 32-bit bits is RngBits32(key, i), of 64-bit ones the
+// words 2i (low) and 2i + 1; the new state is the old one with its first element advanced
+// by the number of outputs.
 Result<Value> RngBitGenerator(const HloInstruction& instr, Operands ops, Interpreter& interp) {
   if (!instr.shape().IsTuple() || instr.shape().tuple_shapes.size() != 2) {
     return InstrError(instr, "expects a (state, bits) result");
   }
   const Value& state = *ops[0];
-  uint64_t key = interp.options().rng_seed * 0x9e3779b97f4a7c15ull;
-  for (double s : state.data) key = (key ^ ToBits(state.type(), s)) * 0x100000001b3ull;
+  uint64_t key = RngStateKeyStart(interp.options().rng_seed);
+  for (double s : state.data) key = RngStateKeyFold(key, ToBits(state.type(), s));
   Value bits = Value::Zeros(instr.shape().tuple_shapes[1]);
   int width = hlo::PrimitiveTypeBits(bits.type());
-  for (double& x : bits.data) {
-    uint64_t z = (key += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+  for (size_t i = 0; i < bits.data.size(); ++i) {
+    const uint32_t counter = static_cast<uint32_t>(i);
+    uint64_t z = RngBits32(key, width > 32 ? 2 * counter : counter);
+    if (width > 32) z |= uint64_t{RngBits32(key, 2 * counter + 1)} << 32;
     if (width < 64) z &= (uint64_t{1} << width) - 1;
-    x = FromBits(bits.type(), z);
+    bits.data[i] = FromBits(bits.type(), z);
   }
   Value next = state;
   if (next.size() > 0) next.data[0] = RoundTo(next.type(), next.data[0] + bits.size());

@@ -222,7 +222,7 @@ class Lowerer {
             op);
       } else {
         OpContext ctx{[this](const HloInstruction* v) { return Address(v); },
-                      carries ? batch_.batch : 0, opt_.cores, opt_.mxus_per_core};
+                      carries ? batch_.batch : 0, opt_.cores, opt_.mxus_per_core, opt_.rng_seed};
         const std::string k = OpKernel(i, ctx, op);
         if (!k.empty()) per_core.assign(static_cast<size_t>(opt_.cores), k);
       }

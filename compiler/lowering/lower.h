@@ -26,6 +26,7 @@ struct LowerOptions {
   // HBM per core (sim::CoreConfig hbm_bytes); its last kMailboxBytes hold the collectives'
   // entry-handshake word (CollectiveMailbox). 0: collectives skip the handshake.
   uint64_t hbm_bytes = 0;
+  uint64_t rng_seed = 0;  // rng keys: equal to the evaluator's EvalOptions::rng_seed
 };
 
 // The top of HBM that memory planning leaves to the collectives' entry handshake.

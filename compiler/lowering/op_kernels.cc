@@ -16,6 +16,7 @@
 #include "compiler/lowering/pool_grad_kernel.h"
 #include "compiler/lowering/pool_kernel.h"
 #include "compiler/lowering/scatter_kernel.h"
+#include "compiler/lowering/rng_kernel.h"
 #include "compiler/lowering/sort_kernel.h"
 #include "compiler/lowering/tile_ops.h"
 #include "compiler/lowering/vpu_body.h"
@@ -350,6 +351,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   if (std::string s = ScatterKernel(instr, c, op); !s.empty()) return s;
   if (std::string d = DynamicSliceKernel(instr, c, op); !d.empty()) return d;
   if (std::string k = SortKernel(instr, c, op); !k.empty()) return k;
+  if (std::string k = RngKernel(instr, c, c.rng_seed, op); !k.empty()) return k;
   switch (cat) {
     case OpCategory::kReduction:
     case OpCategory::kNormalization:

@@ -16,6 +16,7 @@ struct OpContext {
   int64_t split = 0;  // data-parallel batch to divide by cores when the op carries it (0: none)
   int cores = 1;
   int mxus = 2;
+  uint64_t rng_seed = 0;  // LowerOptions::rng_seed
 };
 
 // Bytes of `shape` per core (a tuple: all leaves); `split` as in OpContext.

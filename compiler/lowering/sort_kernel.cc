@@ -6,6 +6,7 @@
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/sort_network.h"
+#include "compiler/lowering/tuple_results.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -116,25 +117,6 @@ class Emitter {
   std::ostringstream head_;
 };
 
-// Where result element k lives: the buffer of the get-tuple-element reading it; nullopt when
-// nothing reads it. False when the tuple is used otherwise.
-bool ResultAddresses(const HloInstruction& instr, const OpContext& c,
-                     std::vector<std::optional<uint64_t>>& out) {
-  if (!instr.shape().IsTuple()) return out.assign(1, c.address(&instr)), true;
-  if (instr.is_root()) return false;
-  out.assign(instr.operand_count(), std::nullopt);
-  for (const auto& u : instr.parent()->instructions())
-    for (const HloInstruction* o : u->operands())
-      if (o == &instr) {
-        const int64_t k = u->GetInt("index").value_or(-1);
-        if (u->opcode() != Opcode::kGetTupleElement || k < 0 ||
-            k >= static_cast<int64_t>(out.size()))
-          return false;
-        out[k] = c.address(u.get());
-      }
-  return true;
-}
-
 }  // namespace
 
 std::string SortKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
@@ -166,7 +148,7 @@ std::string SortKernel(const HloInstruction& instr, const OpContext& c, LoweredO
   if (s.n <= 0 || s.rows <= 0 || arrays > static_cast<int64_t>(kSortMaxArrays) ||
       arrays * s.length > kVmemVregs || s.rows * s.n * 4 > (int64_t{1} << 31))
     return "";
-  if (!ResultAddresses(instr, c, s.outputs)) return "";
+  if (!TupleResultAddresses(instr, c, s.outputs)) return "";
   for (const HloInstruction* o : instr.operands()) s.inputs.push_back(c.address(o));
   for (int64_t a = 0; a < arrays; ++a)
     s.plan.arrays.push_back(static_cast<uint64_t>(a * s.length * kVregBytes));

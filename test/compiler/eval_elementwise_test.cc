@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "compiler/eval/counter_rng.h"
 #include "compiler/eval/evaluator.h"
 #include "isa/bf16.h"
 
@@ -198,6 +199,32 @@ TEST(EvalSources, IotaAndRng) {
       "rng-bit-generator(%s), algorithm=rng_default\n"
       "ROOT %b = u32[8] get-tuple-element(%g), index=1";
   EXPECT_EQ(Eval(bits), Eval(bits));
+}
+
+// The counter-based stream (counter_rng.h): rng-bit-generator's element i is
+// RngBits32(key, i) for 32-bit bits and words 2i, 2i + 1 for 64-bit ones, the key folded from
+// the seed and the state; the state's first element advances by the number of outputs; a
+// uniform f32 is RngUniformF32 of the op's key (its name, seed 0, first run).
+TEST(EvalSources, CounterBasedStream) {
+  const uint64_t key = RngStateKeyFold(RngStateKeyFold(RngStateKeyStart(0), 1), 2);  // state {1, 2}
+  const std::string gen =
+      "%s = u64[2] constant({1, 2})\n%g = (u64[2], u32[5]) "
+      "rng-bit-generator(%s), algorithm=rng_default\n"
+      "%w = (u64[2], u64[2]) rng-bit-generator(%s), algorithm=rng_default\n";
+  std::vector<double> bits = Eval(gen + "ROOT %b = u32[5] get-tuple-element(%g), index=1");
+  ASSERT_EQ(bits.size(), 5u);
+  for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(bits[i], RngBits32(key, i)) << i;
+  EXPECT_EQ(Eval(gen + "ROOT %n = u64[2] get-tuple-element(%g), index=0"),
+            (std::vector<double>{1 + 5, 2}));
+  const uint64_t wide = RngBits32(key, 0) | uint64_t{RngBits32(key, 1)} << 32;
+  EXPECT_EQ(Eval(gen + "ROOT %wide = u64[2] get-tuple-element(%w), index=1").at(0),
+            static_cast<double>(wide));
+  std::vector<double> u = Eval(
+      "%a = f32[] constant(-1)\n%b = f32[] constant(3)\n"
+      "ROOT %u = f32[3] rng(%a, %b), distribution=RNG_UNIFORM");
+  const uint64_t op_key = RngOpKey(0, "u", 0);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(u[i], RngUniformF32(RngBits32(op_key, i), -1, 3));
+  EXPECT_NE(u[0], u[1]);
 }
 
 TEST(EvalErrors, NameTheInstruction) {
