@@ -95,5 +95,57 @@ ENTRY %main (v: f32[2100,24], k: f32[2100,12]) -> (f32[2100,24], f32[2100,24]) {
               1e-12);
 }
 
+// The two layouts with s32 ties: 2,000 lines of 16 (one line per slot) sorted with their
+// positions, and two lines of 3,000 (lanes: in-vreg steps, whole-vreg steps with a
+// lane-reversed partner, a ragged last run of 56 elements) with distinct f32 values, whose
+// order among equal keys shows stability; descending.
+TEST(ExactSort, S32TiesInBothLayoutsAreStable) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+%gt (a: s32[], b: s32[], c: s32[], d: s32[]) -> pred[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  %c = s32[] parameter(2)
+  %d = s32[] parameter(3)
+  ROOT %r = pred[] compare(%a, %b), direction=GT
+}
+%gtf (a: s32[], b: s32[], c: f32[], d: f32[]) -> pred[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  %c = f32[] parameter(2)
+  %d = f32[] parameter(3)
+  ROOT %r = pred[] compare(%a, %b), direction=GT
+}
+ENTRY %main (x: s32[2000,16], y: s32[2,3000], v: f32[2,3000]) -> (s32[2000,16], s32[2000,16], s32[2,3000], f32[2,3000]) {
+  %x = s32[2000,16]{1,0} parameter(0)
+  %y = s32[2,3000]{1,0} parameter(1)
+  %v = f32[2,3000]{1,0} parameter(2)
+  %px = s32[2000,16]{1,0} iota(), iota_dimension=1
+  %sx = (s32[2000,16]{1,0}, s32[2000,16]{1,0}) sort(%x, %px), dimensions={1}, to_apply=%gt
+  %sy = (s32[2,3000]{1,0}, f32[2,3000]{1,0}) sort(%y, %v), dimensions={1}, to_apply=%gtf
+  %kx = s32[2000,16]{1,0} get-tuple-element(%sx), index=0
+  %ix = s32[2000,16]{1,0} get-tuple-element(%sx), index=1
+  %ky = s32[2,3000]{1,0} get-tuple-element(%sy), index=0
+  %vy = f32[2,3000]{1,0} get-tuple-element(%sy), index=1
+  ROOT %t = (s32[2000,16]{1,0}, s32[2000,16]{1,0}, s32[2,3000]{1,0}, f32[2,3000]{1,0}) tuple(%kx, %ix, %ky, %vy)
+})",
+              1e-12);
+}
+
+// A line of 20,000 f32 keys (padded to 32,768: 256 vregs per array in the lanes layout,
+// beyond what one element per vreg could hold).
+TEST(ExactSort, LongLineInTheLanesLayout) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+ENTRY %main (x: f32[20000]) -> f32[20000] {
+  %x = f32[20000]{0} parameter(0)
+  ROOT %s = f32[20000]{0} sort(%x), dimensions={0}, to_apply=%lt
+})",
+              1e-12);
+}
+
 }  // namespace
 }  // namespace tpusim
