@@ -117,7 +117,7 @@ TEST(VpuInteger, XorShiftAndMultiplyOnBitPatterns) {
     ASSERT_EQ(shr1[i], ua >> 1) << "element " << i;
     ASSERT_EQ(mul[i], ua * ub) << "element " << i;
   }
-  EXPECT_EQ(shr[1], 0x10000u);   // INT32_MIN >> 15, logical: no sign bits
+  EXPECT_EQ(shr[1], 0x10000u);                          // INT32_MIN >> 15, logical: no sign bits
   EXPECT_EQ(mul[2], 0u - static_cast<uint32_t>(b[2]));  // -1 * b wraps
   const CoreConfig& c = run.board.core;
   int64_t vpu_busy = -1;
