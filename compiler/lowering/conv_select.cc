@@ -34,13 +34,17 @@ std::optional<WeightGradShape> WeightGradShapeOf(const HloInstruction& conv,
       conv.shape().type != PrimitiveType::kF32 || !OneGroup(conv) ||
       ConvolutionWork(conv, at.split, at.cores).passes != 1)
     return std::nullopt;
+  // Window dilation and padding (the kernel takes them only with folded taps) must be the
+  // same in both spatial dimensions.
+  const hlo::WindowDim &wy = win->dims[0], &wx = win->dims[1];
   for (const hlo::WindowDim& d : win->dims)
-    if (d.stride != 1 || d.pad_low || d.pad_high || d.lhs_dilate != 1 || d.rhs_dilate != 1 ||
-        d.reversal)
+    if (d.stride != 1 || d.lhs_dilate != 1 || d.reversal || d.pad_low < 0 || d.pad_high < 0 ||
+        d.rhs_dilate != wy.rhs_dilate || d.pad_low != wy.pad_low || d.pad_high != wy.pad_high)
       return std::nullopt;
   WeightGradShape s;
   s.batch = x.dims[0], s.h = x.dims[1], s.w = x.dims[2], s.cin = x.dims[3];
   s.ho = dy.dims[1], s.wo = dy.dims[2], s.cout = dy.dims[3];
+  s.dilation = wx.rhs_dilate, s.pad_lo = wx.pad_low, s.pad_hi = wx.pad_high;
   if (dy.dims[0] != s.batch || win->dims[0].size != s.ho || win->dims[1].size != s.wo)
     return std::nullopt;
   if (at.split > 0 && s.batch == at.split) s.batch /= at.cores;

@@ -7,129 +7,26 @@
 // accumulating dW^T. Columns past the output width have zero dY, so what X holds there does
 // not count. Blocks loop; tiles alternate between two buffers so the VPU prepares block
 // i + 1 while the MXUs multiply block i. At the end the VPU transposes the popped results.
+// Work beyond the accumulators runs as passes over channel blocks, one after the other;
+// few input channels fold the taps into the columns (conv_wgrad_plan.h).
 #include "compiler/lowering/conv_wgrad.h"
 
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "compiler/lowering/conv_emit.h"
+#include "compiler/lowering/conv_wgrad_emit.h"
 
 namespace tpusim::lowering {
+namespace wgrad {
 namespace {
 
 using conv::EmitRoundToBf16;
 
-constexpr int64_t kPixelBytes = kMxuEdge * 4;  // one staged f32 pixel of 128 channels
-constexpr int64_t kStageTileBytes = kMxuEdge * kPixelBytes;
-constexpr int64_t kMaxChunks = 8;  // K tiles per block: fewer, longer blocks
-// kRow, kXSrc, kDySrc describe the next block to copy; kBuf is the current block's buffer
-// (staging areas and tiles), kNext the next one's.
-enum Reg : int {
-  kBlock = 1,
-  kRow,
-  kXSrc,
-  kDySrc,
-  kParity,
-  kBuf,
-  kT1,
-  kT2,
-  kT3,
-  kNext,
-  kOther,
-  kAddr = 26
-};
-// Flags: copies landed (per parity), staging free, tiles ready, tiles free (per parity),
-// zeros, pops, results out.
-enum Flag : int {
-  kLoaded0 = 0,
-  kStageFree,
-  kReady,
-  kFree0,
-  kFree1,
-  kZeroed,
-  kPopped,
-  kOut,
-  kLoaded1
-};
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
-
-struct Plan {
-  WeightGradShape s;
-  // A block is `chunks` K tiles of `rows` lines each; an image has `blocks` of them, the
-  // last with `tail` lines.
-  int64_t kh = 0, kw = 0, taps = 0, rows = 0, chunks = 1, blocks = 0, tail = 0, pixels = 0;
-  int64_t cinb = 0, coutb = 0, mxus = 0, per_mxu = 0;  // cout blocks per MXU
-  // VMEM: the zero tile, two buffers (each: X staging [cin block][pixel], dY staging
-  // [cout block], tiles), the pop buffers. sd and tiles are offsets within a buffer.
-  int64_t zero = 0, buf[2] = {}, buf_bytes = 0, sx_cb = 0, sd = 0, tiles = 0, out = 0,
-          out_bytes = 0;
-  // Offsets in a buffer: bf16 X rows of a tap (from the tap's pixel), dY^T tiles.
-  int64_t x_rows(int64_t c, int64_t cb, int64_t t) const {
-    return tiles + (cb * pixels + c * rows * s.w + (t / kw) * s.w + t % kw) * kSlotBytes;
-  }
-  int64_t dy_tile(int64_t c, int64_t co) const {
-    return tiles + cinb * pixels * kSlotBytes + (c * coutb + co) * kTileBytes;
-  }
-  int64_t lines() const { return chunks * rows; }
-  int64_t cin_rows(int64_t cb) const { return std::min(kMxuEdge, s.cin - cb * kMxuEdge); }
-  int64_t cout_rows(int64_t co) const { return std::min(kMxuEdge, s.cout - co * kMxuEdge); }
-  int64_t region(int64_t j, int64_t t, int64_t cb) const { return (j * taps + t) * cinb + cb; }
-  int64_t regions() const { return per_mxu * taps * cinb; }
-  int64_t copies() const { return cinb + coutb * chunks * (s.w == s.wo ? 1 : rows); }
-};
-
-void Require(bool ok, const std::string& why) {
-  if (!ok) throw std::invalid_argument("weight-gradient kernel: " + why);
-}
-
-Plan MakePlan(const WeightGradShape& s) {
-  Require(
-      s.batch > 0 && s.ho > 0 && s.wo > 0 && s.h >= s.ho && s.w >= s.wo && s.cin > 0 && s.cout > 0,
-      "needs positive sizes and a window no larger than the input");
-  Require(s.mxus >= 1 && s.mxus <= 2, "plans for 1 or 2 MXUs per core");
-  Plan p;
-  p.s = s;
-  p.kh = s.h - s.ho + 1, p.kw = s.w - s.wo + 1, p.taps = p.kh * p.kw;
-  Require(s.w <= kMxuEdge,
-          "an input row of " + std::to_string(s.w) + " pixels exceeds one 128-position block");
-  p.rows = kMxuEdge / s.w;
-  p.cinb = CeilDiv(s.cin, kMxuEdge), p.coutb = CeilDiv(s.cout, kMxuEdge);
-  p.mxus = std::min<int64_t>(s.mxus, p.coutb), p.per_mxu = CeilDiv(p.coutb, p.mxus);
-  Require(p.regions() * kMxuEdge <= s.acc_rows,
-          "taps x cin blocks x cout blocks per MXU exceed the accumulator rows");
-  // The most K tiles per block (up to kMaxChunks, dividing the image's tiles) that fit.
-  const int64_t tiles_per_image = CeilDiv(s.ho, p.rows);
-  bool fits = false;
-  // Only while dY's copies stay one per K tile (lines contiguous: w == wo); per-line
-  // copies of many tiles queue behind each other and leave the MXUs waiting.
-  const int64_t most = s.w == s.wo ? kMaxChunks : 1;
-  for (p.chunks = std::min(most, tiles_per_image); p.chunks >= 1 && !fits; --p.chunks) {
-    if (tiles_per_image % p.chunks) continue;
-    // Staged pixels: the block's lines with the halo, and every row a tap's weights read.
-    p.pixels = RoundUp(std::max((p.lines() + p.kh - 1) * s.w,
-                                ((p.lines() - p.rows + p.kh - 1) * s.w + p.kw - 1 + kMxuEdge)),
-                       2 * kZeroBlockBytes / kPixelBytes);
-    p.sx_cb = p.pixels * kPixelBytes;
-    p.sd = p.cinb * p.sx_cb;
-    p.tiles = p.sd + p.chunks * p.coutb * kStageTileBytes;
-    p.buf_bytes =
-        RoundUp(p.tiles + p.cinb * p.pixels * kSlotBytes + p.chunks * p.coutb * kTileBytes,
-                kZeroBlockBytes);
-    p.buf[0] = kTileBytes, p.buf[1] = p.buf[0] + p.buf_bytes;
-    p.out = p.buf[1] + p.buf_bytes;
-    p.out_bytes = p.regions() * kStageTileBytes;
-    fits = p.out + p.mxus * p.out_bytes <= s.vmem_bytes;
-    if (fits) break;
-  }
-  Require(fits, "the buffers exceed VMEM");
-  p.blocks = tiles_per_image / p.chunks;
-  p.tail = s.ho - (p.blocks - 1) * p.lines();
-  return p;
-}
+int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 // VPU: zero `bytes` (a multiple of 4096) of VMEM from register `base` + `offset` with v0.
 void ZeroVmem(ConvAsm& a, int base, int64_t offset, int64_t bytes) {
@@ -150,70 +47,6 @@ void PerParity(ConvAsm& a, F body) {
   a.Label(odd);
   body(1);
   a.Label(done);
-}
-
-// Copies of the block at kXSrc/kDySrc into kNext (`lines` dY rows, their X rows with the
-// halo; dY position (line, column) at line * w + column); each adds 1 to `flag`.
-void EmitCopies(const Plan& p, ConvAsm& a, int64_t lines, int flag) {
-  const WeightGradShape& s = p.s;
-  for (int64_t cb = 0; cb < p.cinb; ++cb) {
-    a.AddImm(kT1, kNext, cb * p.sx_cb);
-    a.AddImm(kT2, kXSrc, cb * kMxuEdge * 4);
-    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
-             a.Desc({s.w, p.cin_rows(cb) * 4, s.cin * 4, kPixelBytes, lines + p.kh - 1,
-                     s.w * s.cin * 4, s.w * kPixelBytes}) +
-             ", " + F(flag);
-  }
-  // dY lands transposed, [cout][position] (4-byte rows): one copy per cout block when the
-  // lines are contiguous positions (w == wo), else one per line; a short block signals the
-  // copies it leaves out, so every block adds the same count.
-  const bool whole = s.w == s.wo;
-  int64_t issued = 0;
-  auto copy = [&](int64_t c, int64_t co, int64_t first_line, int64_t n_lines) {
-    const int64_t r = first_line - c * p.rows;
-    a.AddImm(kT1, kNext, p.sd + (c * p.coutb + co) * kStageTileBytes + r * s.w * 4);
-    a.AddImm(kT2, kDySrc, (first_line * s.wo * s.cout + co * kMxuEdge) * 4);
-    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
-             a.Desc({n_lines * s.wo, 4, s.cout * 4, 4, p.cout_rows(co), 4, kPixelBytes}) + ", " +
-             F(flag);
-    ++issued;
-  };
-  for (int64_t co = 0; co < p.coutb; ++co)
-    for (int64_t c = 0; c < p.chunks; ++c) {
-      const int64_t n = std::clamp<int64_t>(lines - c * p.rows, 0, p.rows);
-      if (whole && n > 0) copy(c, co, c * p.rows, n);
-      for (int64_t l = 0; !whole && l < n; ++l) copy(c, co, c * p.rows + l, 1);
-    }
-  if (p.copies() > p.cinb + issued)
-    a << "signal dma, " + F(flag) + ", " + std::to_string(p.copies() - p.cinb - issued);
-}
-
-// The next block's copies (a short last block of an image copies fewer lines), then
-// kRow/kXSrc/kDySrc move to the block after it.
-void EmitNextBlock(const Plan& p, ConvAsm& a, int flag) {
-  const WeightGradShape& s = p.s;
-  a << "wait dma, " + F(kStageFree) + ", 1";
-  if (p.tail == p.lines()) {
-    EmitCopies(p, a, p.lines(), flag);
-  } else {
-    const std::string tail = a.NewLabel("tail"), copied = a.NewLabel("copied");
-    a.Li(kT3, p.blocks - 1);
-    a << "beq " + R(kRow) + ", " + R(kT3) + ", " + tail;
-    EmitCopies(p, a, p.lines(), flag);
-    a << "jmp " + copied;
-    a.Label(tail);
-    EmitCopies(p, a, p.tail, flag);
-    a.Label(copied);
-  }
-  a.AddImm(kXSrc, kXSrc, p.lines() * s.w * s.cin * 4);
-  a.AddImm(kDySrc, kDySrc, p.lines() * s.wo * s.cout * 4);
-  a << "addi " + R(kRow) + ", " + R(kRow) + ", 1";
-  const std::string same = a.NewLabel("same_image");
-  a.Li(kT1, p.blocks);
-  a << "blt " + R(kRow) + ", " + R(kT1) + ", " + same << "li " + R(kRow) + ", 0";
-  a.AddImm(kXSrc, kXSrc, (s.h - p.blocks * p.lines()) * s.w * s.cin * 4);
-  a.AddImm(kDySrc, kDySrc, (s.ho - p.blocks * p.lines()) * s.wo * s.cout * 4);
-  a.Label(same);
 }
 
 // VPU: 16 vregs from VMEM register `base` + `src` (8 rows of 128 f32 each, consecutive),
@@ -245,6 +78,7 @@ void EmitTiles(const Plan& p, ConvAsm& a) {
   EmitRoundToBf16(a, kT3, kT1, kT2, p.chunks * p.coutb * kTileBytes);
   ZeroVmem(a, kBuf, p.sd,
            p.chunks * p.coutb * kStageTileBytes);  // what a short block leaves unwritten
+  if (p.clipped) ZeroVmem(a, kBuf, 0, p.sd);       // the padding a clipped copy skips
   a << "signal vpu, " + F(kStageFree) + ", 1"
     << "signal vpu, " + F(kReady) + ", 1";
 }
@@ -261,7 +95,7 @@ void EmitMatmuls(const Plan& p, ConvAsm& a) {
       for (int64_t c = 0; c < p.chunks; ++c) {
         a.AddImm(kT1, kBuf, p.dy_tile(c, co));
         for (int64_t cb = 0; cb < p.cinb; ++cb)
-          for (int64_t t = 0; t < p.taps; ++t) {
+          for (int64_t t = 0; t < p.staged_taps(); ++t) {
             a.AddImm(kAddr, kBuf, p.x_rows(c, cb, t));
             a.Li(kT3, p.region(j, t, cb) * kMxuEdge);
             a << "mxu.ldw " + mx + ", " + R(kAddr)
@@ -298,11 +132,13 @@ void EmitDrain(const Plan& p, ConvAsm& a) {
       const int64_t co = m + j * p.mxus;
       if (co >= p.coutb) continue;
       for (int64_t cb = 0; cb < p.cinb; ++cb) {
-        a.Li(kT1, static_cast<int64_t>(s.dw) + ((cb * kMxuEdge) * s.cout + co * kMxuEdge) * 4);
+        // dW rows: one tap's cin rows per region (taps are planes), or folded taps x cin.
+        const int64_t row = p.cin_row0(cb) * s.cout + (p.cout_lo + co) * kMxuEdge;
+        a.Li(kT1, static_cast<int64_t>(s.dw) + row * 4);
         a.Li(kT2, p.out + m * p.out_bytes + p.region(j, 0, cb) * kStageTileBytes);
         a << "dma.vh " + R(kT1) + ", " + R(kT2) + ", " +
-                 a.Desc({p.cin_rows(cb), p.cout_rows(co) * 4, kPixelBytes, s.cout * 4, p.taps,
-                         p.cinb * kStageTileBytes, s.cin * s.cout * 4}) +
+                 a.Desc({p.cin_rows(cb), p.cout_rows(co) * 4, kPixelBytes, s.cout * 4,
+                         p.staged_taps(), p.cinb * kStageTileBytes, s.cin * s.cout * 4}) +
                  ", " + F(kOut);
         ++copies;
       }
@@ -310,17 +146,13 @@ void EmitDrain(const Plan& p, ConvAsm& a) {
   a << "wait seq, " + F(kOut) + ", " + std::to_string(copies);
 }
 
-}  // namespace
-
-std::string WeightGradKernel(const WeightGradShape& shape) {
-  const Plan p = MakePlan(shape);
+// One pass: zero the accumulators, loop over every block of positions, drain.
+void EmitPass(const Plan& p, ConvAsm& a) {
   const WeightGradShape& s = p.s;
   const int64_t total = s.batch * p.blocks;
-  ConvAsm a(31);
-  a << "# weight gradient " + std::to_string(s.batch) + "x" + std::to_string(s.h) + "x" +
-           std::to_string(s.w) + "x" + std::to_string(s.cin) + " by " + std::to_string(s.ho) + "x" +
-           std::to_string(s.wo) + "x" + std::to_string(s.cout) + ": " + std::to_string(total) +
-           " blocks of " + std::to_string(p.lines()) + " lines (compiler/lowering/conv_wgrad.cc)";
+  a << "# pass: cin blocks " + std::to_string(p.cin_lo) + "+" + std::to_string(p.cinb) +
+           ", cout blocks " + std::to_string(p.cout_lo) + "+" + std::to_string(p.coutb) + ", " +
+           std::to_string(total) + " blocks of " + std::to_string(p.lines()) + " lines";
   for (int f = kLoaded0; f <= kLoaded1; ++f)
     a << "sflag " + F(f) + ", " +
              std::to_string(f == kStageFree              ? 2
@@ -367,7 +199,8 @@ std::string WeightGradKernel(const WeightGradShape& shape) {
     body();
     a.Label(skip);
   };
-  a.Label("block");
+  const std::string block = a.NewLabel("block");
+  a.Label(block);
   a << "wait seq, " + F(kReady) + ", 1";
   unless_past(1, [&] {
     swap_buffers();
@@ -386,13 +219,29 @@ std::string WeightGradKernel(const WeightGradShape& shape) {
   swap_buffers();
   a << "addi " + R(kBlock) + ", " + R(kBlock) + ", 1";
   a.Li(kT1, total);
-  a << "blt " + R(kBlock) + ", " + R(kT1) + ", block";
+  a << "blt " + R(kBlock) + ", " + R(kT1) + ", " + block;
   EmitDrain(p, a);
   for (int f = kLoaded0; f <= kLoaded1; ++f) a << "sflag " + F(f) + ", 0";  // every unit is done
+}
+
+}  // namespace
+}  // namespace wgrad
+
+std::string WeightGradKernel(const WeightGradShape& shape) {
+  const std::vector<wgrad::Plan> passes = wgrad::PlanPasses(shape);
+  const WeightGradShape& s = shape;
+  const wgrad::Plan& p = passes.front();
+  ConvAsm a(31);
+  a << "# weight gradient " + std::to_string(s.batch) + "x" + std::to_string(s.h) + "x" +
+           std::to_string(s.w) + "x" + std::to_string(s.cin) + " by " + std::to_string(s.ho) + "x" +
+           std::to_string(s.wo) + "x" + std::to_string(s.cout) + ": " +
+           std::to_string(passes.size()) + (passes.size() == 1 ? " pass" : " passes") +
+           (p.fold ? ", taps folded" : "") + " (compiler/lowering/conv_wgrad.cc)";
+  for (const wgrad::Plan& pass : passes) wgrad::EmitPass(pass, a);
   a << "halt";
   return ".tag \"" + s.tag + "\"\n" + a.Text();
 }
 
-void CheckWeightGradShape(const WeightGradShape& shape) { MakePlan(shape); }
+void CheckWeightGradShape(const WeightGradShape& shape) { wgrad::PlanPasses(shape); }
 
 }  // namespace tpusim::lowering

@@ -266,7 +266,8 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
     return "";
   }
   op.kind = KernelKind::kMxu;
-  op.flops = 2.0 * s.batch * s.ho * s.wo * (s.h - s.ho + 1) * (s.w - s.wo + 1) * s.cin * s.cout;
+  const std::vector<int64_t>& taps = instr.shape().dims;  // dW: [kh, kw, cin, cout]
+  op.flops = 2.0 * s.batch * s.ho * s.wo * taps[0] * taps[1] * s.cin * s.cout;
   const hlo::Shape &x = instr.operand(0)->shape(), &dy = instr.operand(1)->shape();
   op.hbm_bytes = BytesPerCore(x, c.split, c.cores) + BytesPerCore(dy, c.split, c.cores) +
                  BytesPerCore(instr.shape(), 0, 1);

@@ -20,10 +20,6 @@
 
 namespace tpusim::passes {
 
-// A weight gradient with fewer input channels stays as it is (timing only) until its kernel
-// folds taps into the MXU's columns as the forward kernel does (docs/compiler.md).
-inline constexpr int64_t kMinWeightGradChannels = 16;
-
 // The value that replaces `conv`, built with `b`; nullptr when this rewrite does not apply
 // (the form does not match or some part would not run on an exact kernel).
 hlo::HloInstruction* RewriteWeightGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);

@@ -23,9 +23,9 @@ struct ConvCase {
 // gtest names a parameter by this instead of its bytes.
 inline void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
 
-// Weight gradients (X f01b, dY i01o -> dW 01bf; 16 input channels, the fewest the pass
-// rewrites: kMinWeightGradChannels) and input gradients (dY b01f, W 01oi -> dX; 18 channels:
-// the implicit-GEMM kernel takes a 01oi kernel of fewer only for 1x1).
+// Weight gradients (X f01b, dY i01o -> dW 01bf; 16 input channels, the fewest the kernel
+// does not fold: with fewer it takes padding and dilation itself) and input gradients (dY b01f, W
+// 01oi -> dX; 18 channels: the implicit-GEMM kernel takes a 01oi kernel of fewer only for 1x1).
 inline const std::vector<ConvCase>& ConvCases() {
   static const std::vector<ConvCase> cases = {
       {"WgradThreeByThreePadOne", "f32[2,8,8,16]", "f32[2,8,8,6]", "f32[3,3,16,6]",

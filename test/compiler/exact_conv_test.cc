@@ -108,5 +108,33 @@ TEST(ExactConv, WeightGradientManyBlocksShortLast) {  // 32 lines in 11 blocks o
                          "f01b_i01o->01bf"));
 }
 
+// Beyond the accumulators (taps x cin blocks x cout blocks per MXU > 32): passes.
+TEST(ExactConv, WeightGradientPassesOverCinBlocks) {  // 9 x 3 x 2 = 54: 3 passes of 1 cin block
+  ExpectMatch(ConvModule("f32[2,6,6,260]", "f32[2,4,4,260]", "f32[3,3,260,260]", "size=4x4",
+                         "f01b_i01o->01bf"));
+}
+
+TEST(ExactConv, WeightGradientPassesOverCoutBlocks) {  // 5 x 8 = 40: cout blocks 8 + 7
+  ExpectMatch(ConvModule("f32[2,4,4,640]", "f32[2,4,4,1800]", "f32[1,1,640,1800]", "size=4x4",
+                         "f01b_i01o->01bf"));
+}
+
+// Few input channels: taps x cin fold into the MXU's columns, padding and window dilation
+// read in place.
+TEST(ExactConv, WeightGradientFoldedStemOneBlock) {  // 7x7 stride 2 pad 2_3: 49 x 3 = 147
+  ExpectMatch(ConvModule("f32[2,16,16,3]", "f32[2,8,8,6]", "f32[7,7,3,6]",
+                         "size=8x8 pad=2_3x2_3 rhs_dilate=2x2", "f01b_i01o->01bf"));
+}
+
+TEST(ExactConv, WeightGradientFoldedStemClippedBlocks) {  // 63 lines: 4 blocks, short tail
+  ExpectMatch(ConvModule("f32[2,126,126,3]", "f32[2,63,63,5]", "f32[7,7,3,5]",
+                         "size=63x63 pad=2_3x2_3 rhs_dilate=2x2", "f01b_i01o->01bf"));
+}
+
+TEST(ExactConv, WeightGradientFoldedTapBlocksTwoMxus) {  // 25 taps x 7: blocks of 18 + 7 taps
+  ExpectMatch(ConvModule("f32[2,19,19,7]", "f32[2,9,9,200]", "f32[5,5,7,200]",
+                         "size=9x9 pad=1_1x1_1 rhs_dilate=2x2", "f01b_i01o->01bf"));
+}
+
 }  // namespace
 }  // namespace tpusim

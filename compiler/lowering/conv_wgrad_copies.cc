@@ -1,0 +1,117 @@
+// The copies of one block of the weight-gradient kernel: X rows with the halo per cin block
+// (or, folded, one strided copy per tap into its columns of every position's row, clipped
+// where the tap reads padding) and dY transposed per cout block, all as f32 into staging.
+#include <algorithm>
+#include <string>
+
+#include "compiler/lowering/conv_wgrad_emit.h"
+
+namespace tpusim::lowering::wgrad {
+namespace {
+
+// Folded: the copies of FoldedCopies for lines [first, first + lines) of the image (first
+// < 0: a middle block, every line valid), each into its taps' columns of the rows.
+void EmitFoldedCopies(const Plan& p, ConvAsm& a, int64_t first, int64_t lines, int flag,
+                      int64_t& issued) {
+  const WeightGradShape& s = p.s;
+  const int64_t d = s.dilation, px = s.cin * 4;
+  for (const FoldCopy& c : FoldedCopies(p)) {
+    Range ys{0, lines};
+    if (first >= 0) {
+      const Range r = TapRange(c.ky, s.ho, s.h, d, s.pad_lo);
+      ys = {std::max<int64_t>(r.lo - first, 0), std::min(r.hi - first, lines)};
+    }
+    if (ys.hi <= ys.lo) continue;
+    const int64_t t = c.ky * p.kw + c.kx0;
+    a.AddImm(
+        kT1, kNext,
+        c.cb * p.sx_cb + (ys.lo * p.grid_w + c.x0) * kPixelBytes + (t - p.first_tap(c.cb)) * px);
+    // X row d * line + ky - pad_lo, column d * x + kx - pad_lo (kXSrc: row d * first).
+    a.AddImm(kT2, kXSrc, ((d * ys.lo + c.ky - s.pad_lo) * s.w + d * c.x0 + c.kx0 - s.pad_lo) * px);
+    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+             a.Desc({c.x1 - c.x0, (c.kx1 - c.kx0) * px, d * px, kPixelBytes, ys.hi - ys.lo,
+                     d * s.w * px, p.grid_w * kPixelBytes}) +
+             ", " + F(flag);
+    ++issued;
+  }
+}
+
+// Copies of a block of `lines` lines starting at image line `first` (< 0: a middle block).
+void EmitCopies(const Plan& p, ConvAsm& a, int64_t first, int64_t lines, int flag) {
+  const WeightGradShape& s = p.s;
+  int64_t issued = 0;
+  if (p.fold) {
+    EmitFoldedCopies(p, a, first, lines, flag, issued);
+  } else {
+    for (int64_t cb = 0; cb < p.cinb; ++cb) {
+      a.AddImm(kT1, kNext, cb * p.sx_cb);
+      a.AddImm(kT2, kXSrc, p.cin_row0(cb) * 4);
+      a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+               a.Desc({s.w, p.cin_rows(cb) * 4, s.cin * 4, kPixelBytes, lines + p.kh - 1,
+                       s.w * s.cin * 4, s.w * kPixelBytes}) +
+               ", " + F(flag);
+      ++issued;
+    }
+  }
+  // dY lands transposed, [cout][position] (4-byte rows): one copy per cout block when the
+  // lines are contiguous positions (grid_w == wo), else one per line; a short block
+  // signals the copies it leaves out, so every block adds the same count.
+  const bool whole = p.grid_w == s.wo;
+  auto copy = [&](int64_t c, int64_t co, int64_t first_line, int64_t n_lines) {
+    const int64_t r = first_line - c * p.rows;
+    a.AddImm(kT1, kNext, p.sd + (c * p.coutb + co) * kStageTileBytes + r * p.grid_w * 4);
+    a.AddImm(kT2, kDySrc, (first_line * s.wo * s.cout + (p.cout_lo + co) * kMxuEdge) * 4);
+    a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+             a.Desc({n_lines * s.wo, 4, s.cout * 4, 4, p.cout_rows(co), 4, kPixelBytes}) + ", " +
+             F(flag);
+    ++issued;
+  };
+  for (int64_t co = 0; co < p.coutb; ++co)
+    for (int64_t c = 0; c < p.chunks; ++c) {
+      const int64_t n = std::clamp<int64_t>(lines - c * p.rows, 0, p.rows);
+      if (whole && n > 0) copy(c, co, c * p.rows, n);
+      for (int64_t l = 0; !whole && l < n; ++l) copy(c, co, c * p.rows + l, 1);
+    }
+  if (p.copies() > issued)
+    a << "signal dma, " + F(flag) + ", " + std::to_string(p.copies() - issued);
+}
+
+}  // namespace
+
+void EmitNextBlock(const Plan& p, ConvAsm& a, int flag) {
+  const WeightGradShape& s = p.s;
+  a << "wait dma, " + F(kStageFree) + ", 1";
+  // Block kinds: the first (clipped at the top when folded with padding), the last (tail
+  // lines, clipped at the bottom), the ones between.
+  const int64_t last_first = (p.blocks - 1) * p.lines();
+  if (p.blocks == 1 || (!p.clipped && p.tail == p.lines())) {
+    EmitCopies(p, a, p.clipped ? 0 : -1, p.blocks == 1 ? p.tail : p.lines(), flag);
+  } else {
+    const std::string tail = a.NewLabel("tail"), head = a.NewLabel("head"),
+                      copied = a.NewLabel("copied");
+    a.Li(kT3, p.blocks - 1);
+    a << "beq " + R(kRow) + ", " + R(kT3) + ", " + tail;
+    if (p.clipped) a << "beq " + R(kRow) + ", r0, " + head;
+    EmitCopies(p, a, -1, p.lines(), flag);
+    a << "jmp " + copied;
+    a.Label(tail);
+    EmitCopies(p, a, p.clipped ? last_first : -1, p.tail, flag);
+    if (p.clipped) {
+      a << "jmp " + copied;
+      a.Label(head);
+      EmitCopies(p, a, 0, p.lines(), flag);
+    }
+    a.Label(copied);
+  }
+  a.AddImm(kXSrc, kXSrc, p.lines() * p.x_line_bytes());
+  a.AddImm(kDySrc, kDySrc, p.lines() * s.wo * s.cout * 4);
+  a << "addi " + R(kRow) + ", " + R(kRow) + ", 1";
+  const std::string same = a.NewLabel("same_image");
+  a.Li(kT1, p.blocks);
+  a << "blt " + R(kRow) + ", " + R(kT1) + ", " + same << "li " + R(kRow) + ", 0";
+  a.AddImm(kXSrc, kXSrc, s.h * s.w * s.cin * 4 - p.blocks * p.lines() * p.x_line_bytes());
+  a.AddImm(kDySrc, kDySrc, (s.ho - p.blocks * p.lines()) * s.wo * s.cout * 4);
+  a.Label(same);
+}
+
+}  // namespace tpusim::lowering::wgrad

@@ -1,0 +1,106 @@
+// The arithmetic of the weight-gradient kernel (conv_wgrad.h): how positions form K tiles
+// and blocks, how X's channels (or, folded, taps x channels) fill the MXU's weight columns,
+// where everything sits in VMEM, and how the work splits into passes that each fit the
+// accumulators. Shared by the emitters in conv_wgrad.cc and conv_wgrad_copies.cc.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "compiler/lowering/conv_asm.h"
+#include "compiler/lowering/conv_plan.h"
+#include "compiler/lowering/conv_wgrad.h"
+
+namespace tpusim::lowering::wgrad {
+
+inline constexpr int64_t kPixelBytes = kMxuEdge * 4;  // one staged f32 pixel of 128 channels
+inline constexpr int64_t kStageTileBytes = kMxuEdge * kPixelBytes;
+inline constexpr int64_t kMaxChunks = 8;  // K tiles per block: fewer, longer blocks
+
+// One pass: the cin blocks [cin_lo, cin_lo + cinb) against the cout blocks
+// [cout_lo, cout_lo + coutb), a full run over every block of positions.
+struct Pass {
+  int64_t cin_lo = 0, cinb = 0, cout_lo = 0, coutb = 0;
+};
+
+struct Plan {
+  WeightGradShape s;
+  // Folded (few input channels): each position's staged row holds, per tap, that tap's X
+  // pixel (im2col), so a cin block is up to `fold_taps` taps x cin columns and the matmuls
+  // see a single tap over a grid of wo positions per line.
+  bool fold = false;
+  int64_t fold_taps = 0;
+  int64_t kh = 0, kw = 0, taps = 0;  // dW's taps
+  int64_t skh = 1, skw = 1;          // taps the matmuls walk (1 x 1 when folded)
+  int64_t grid_w = 0;                // staged positions per line: w, or wo when folded
+  // A block is `chunks` K tiles of `rows` lines each; an image has `blocks` of them, the
+  // last with `tail` lines.
+  int64_t rows = 0, chunks = 1, blocks = 0, tail = 0, pixels = 0;
+  int64_t cin_lo = 0, cinb = 0, cout_lo = 0, coutb = 0;  // this pass's blocks
+  int64_t mxus = 0, per_mxu = 0;                         // cout blocks per MXU
+  bool clipped = false;     // folded with padding: some staged slots stay zero per block
+  int64_t fold_copies = 0;  // folded: the most X copies a block issues (conv_wgrad_copies.cc)
+  // VMEM: the zero tile, two buffers (each: X staging [cin block][pixel], dY staging
+  // [cout block], tiles), the pop buffers. sd and tiles are offsets within a buffer.
+  int64_t zero = 0, buf[2] = {}, buf_bytes = 0, sx_cb = 0, sd = 0, tiles = 0, out = 0,
+          out_bytes = 0;
+
+  int64_t staged_taps() const { return skh * skw; }
+  // Offsets in a buffer: bf16 X rows of a staged tap (from the tap's pixel), dY^T tiles.
+  int64_t x_rows(int64_t c, int64_t cb, int64_t t) const {
+    return tiles + (cb * pixels + c * rows * grid_w + (t / skw) * grid_w + t % skw) * kSlotBytes;
+  }
+  int64_t dy_tile(int64_t c, int64_t co) const {
+    return tiles + cinb * pixels * kSlotBytes + (c * coutb + co) * kTileBytes;
+  }
+  int64_t lines() const { return chunks * rows; }
+  // Folded: the taps of this pass's cin block cb.
+  int64_t first_tap(int64_t cb) const { return (cin_lo + cb) * fold_taps; }
+  int64_t end_tap(int64_t cb) const { return std::min(taps, first_tap(cb) + fold_taps); }
+  // dW rows (of its [taps x cin] rows when folded, of one tap's cin rows otherwise) that
+  // cin block cb fills, and the first of them.
+  int64_t cin_rows(int64_t cb) const {
+    return fold ? (end_tap(cb) - first_tap(cb)) * s.cin
+                : std::min(kMxuEdge, s.cin - (cin_lo + cb) * kMxuEdge);
+  }
+  int64_t cin_row0(int64_t cb) const {
+    return fold ? first_tap(cb) * s.cin : (cin_lo + cb) * kMxuEdge;
+  }
+  int64_t cout_rows(int64_t co) const {
+    return std::min(kMxuEdge, s.cout - (cout_lo + co) * kMxuEdge);
+  }
+  int64_t region(int64_t j, int64_t t, int64_t cb) const {
+    return (j * staged_taps() + t) * cinb + cb;
+  }
+  int64_t regions() const { return per_mxu * staged_taps() * cinb; }
+  int64_t x_copies() const { return fold ? fold_copies : cinb; }
+  int64_t copies() const { return x_copies() + coutb * chunks * (grid_w == s.wo ? 1 : rows); }
+  // Bytes HBM advances per output line of X (dilation lines when folded) and per image.
+  int64_t x_line_bytes() const { return (fold ? s.dilation : 1) * s.w * s.cin * 4; }
+};
+
+// Folded: one copy of X into the rows, taps (ky, kx0..kx1) of cin block cb (of the pass)
+// at positions [x0, x1) of each line. The taps of a row read consecutive pixels into
+// consecutive columns, so one copy takes a row's taps of one block wherever all of them
+// are inside X; each edge position where some read padding gets a copy of the valid ones.
+struct FoldCopy {
+  int64_t cb = 0, ky = 0, kx0 = 0, kx1 = 0, x0 = 0, x1 = 0;
+};
+std::vector<FoldCopy> FoldedCopies(const Plan& p);
+
+// The plan of one pass; throws std::invalid_argument saying why when it does not fit.
+Plan MakePlan(const WeightGradShape& s, const Pass& pass);
+
+// The passes: one when everything fits the accumulators, else the split that copies the
+// fewest bytes (each pass copies its cin blocks of X and its cout blocks of dY).
+std::vector<Plan> PlanPasses(const WeightGradShape& s);
+
+// The valid range [lo, hi) of output positions along one dimension for tap k: those whose
+// X position k + dilation * y - pad_lo lies inside [0, size), clamped to [0, n).
+struct Range {
+  int64_t lo = 0, hi = 0;
+};
+Range TapRange(int64_t k, int64_t n, int64_t size, int64_t dilation, int64_t pad_lo);
+
+}  // namespace tpusim::lowering::wgrad
