@@ -65,44 +65,84 @@ void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16) {
 }
 
 // VPU: X rounded to bf16 and the transposed dY tiles into kBuf's tiles, once its copies
-// landed and the MXUs are done with the tiles of two blocks ago.
-void EmitTiles(const Plan& p, ConvAsm& a) {
+// landed and the MXUs are done with the tiles of two blocks ago. dY as rows: the sequencer
+// feeds the transposes one instruction at a time, so `between(c)` emits other units' work
+// (the MXUs' matmuls) after tile c's.
+void EmitTiles(const Plan& p, ConvAsm& a, const std::function<void(int64_t)>& between) {
   PerParity(a, [&](int par) {
     a << "wait vpu, " + F(par ? kLoaded1 : kLoaded0) + ", " + std::to_string(p.copies())
       << "wait vpu, " + F(kFree0 + par) + ", " + std::to_string(p.mxus);
   });
-  a.AddImm(kT3, kBuf, p.tiles);
-  EmitRoundToBf16(a, kT3, kBuf, kT2, p.cinb * p.pixels * kSlotBytes);
-  a.AddImm(kT3, kBuf, p.dy_tile(0, 0));
-  a.AddImm(kT1, kBuf, p.sd);
-  EmitRoundToBf16(a, kT3, kT1, kT2, p.chunks * p.coutb * kTileBytes);
-  ZeroVmem(a, kBuf, p.sd,
-           p.chunks * p.coutb * kStageTileBytes);  // what a short block leaves unwritten
-  if (p.clipped) ZeroVmem(a, kBuf, 0, p.sd);       // the padding a clipped copy skips
+  auto round_x = [&] {
+    a.AddImm(kT3, kBuf, p.tiles);
+    EmitRoundToBf16(a, kT3, kBuf, kT2, p.cinb * p.pixels * kSlotBytes);
+  };
+  if (p.dy_rows) {  // [position][cout] to bf16 [cout][position], tile by tile
+    for (int64_t c = 0; c < p.chunks; ++c) {
+      for (int64_t co = 0; co < p.coutb; ++co) {
+        a.AddImm(kT1, kBuf, p.dy_tile(c, co));
+        Transpose(a, kBuf, p.sd + (c * p.coutb + co) * kStageTileBytes, kT1, true);
+      }
+      between(c);
+    }
+    round_x();  // one loop: queued last, it holds nothing up
+  } else {
+    round_x();
+    a.AddImm(kT3, kBuf, p.dy_tile(0, 0));
+    a.AddImm(kT1, kBuf, p.sd);
+    EmitRoundToBf16(a, kT3, kT1, kT2, p.chunks * p.coutb * kTileBytes);
+  }
+  if (!p.dy_rows || p.tail != p.lines())  // what a short last block leaves unwritten
+    ZeroVmem(a, kBuf, p.sd, p.chunks * p.coutb * kStageTileBytes);
   a << "signal vpu, " + F(kStageFree) + ", 1"
     << "signal vpu, " + F(kReady) + ", 1";
 }
 
-// MXU m: per cout block it owns, the dY tile as left-hand rows against the X rows of every
-// (tap, cin block) as weights.
-void EmitMatmuls(const Plan& p, ConvAsm& a) {
-  for (int64_t m = 0; m < p.mxus; ++m)
-    for (int64_t j = 0; j < p.per_mxu; ++j) {
-      const int64_t co = m + j * p.mxus;
-      if (co >= p.coutb) continue;
-      const std::string mx = "m" + std::to_string(m);
-      a.Li(kT2, RoundUp(p.cout_rows(co), 8));
-      for (int64_t c = 0; c < p.chunks; ++c) {
-        a.AddImm(kT1, kBuf, p.dy_tile(c, co));
-        for (int64_t cb = 0; cb < p.cinb; ++cb)
-          for (int64_t t = 0; t < p.staged_taps(); ++t) {
-            a.AddImm(kAddr, kBuf, p.x_rows(c, cb, t));
-            a.Li(kT3, p.region(j, t, cb) * kMxuEdge);
-            a << "mxu.ldw " + mx + ", " + R(kAddr)
-              << "mxu.mma " + mx + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
-          }
+// The matmuls of K tile c (-1: every tile, MXU by MXU) of the block in buffer register
+// `buf`: MXU m, per cout block it owns, the dY tile as left-hand rows against the X rows
+// of every (tap, cin block) as weights; for one tile the MXUs take turns, so both queues
+// fill. With k_split, only MXU c mod 2 takes tile c.
+void EmitMatmuls(const Plan& p, ConvAsm& a, int buf, int64_t c) {
+  if (c < 0) {
+    for (int64_t m = 0; m < p.mxus; ++m)
+      for (int64_t j = 0; j < p.per_mxu; ++j) {
+        const int64_t co = p.k_split ? 0 : m + j * p.mxus;
+        if (co >= p.coutb) continue;
+        const std::string mx = "m" + std::to_string(m);
+        a.Li(kT2, RoundUp(p.cout_rows(co), 8));
+        for (int64_t k = p.k_split ? m : 0; k < p.chunks; k += p.k_split ? 2 : 1) {
+          a.AddImm(kT1, buf, p.dy_tile(k, co));
+          for (int64_t cb = 0; cb < p.cinb; ++cb)
+            for (int64_t t = 0; t < p.staged_taps(); ++t) {
+              a.AddImm(kAddr, buf, p.x_rows(k, cb, t));
+              a.Li(kT3, p.region(j, t, cb) * kMxuEdge);
+              a << "mxu.ldw " + mx + ", " + R(kAddr)
+                << "mxu.mma " + mx + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
+            }
+        }
       }
+    return;
+  }
+  for (int64_t j = 0; j < p.per_mxu; ++j) {
+    std::vector<int64_t> mxus;
+    for (int64_t m = 0; m < p.mxus; ++m) {
+      const int64_t co = p.k_split ? 0 : m + j * p.mxus;
+      if (co >= p.coutb || (p.k_split && c % 2 != m)) continue;
+      mxus.push_back(m);
+      a.AddImm(kLhs0 + static_cast<int>(m), buf, p.dy_tile(c, co));
+      a.Li(kRows0 + static_cast<int>(m), RoundUp(p.cout_rows(co), 8));
     }
+    for (int64_t cb = 0; cb < p.cinb; ++cb)
+      for (int64_t t = 0; t < p.staged_taps(); ++t) {
+        a.AddImm(kAddr, buf, p.x_rows(c, cb, t));
+        a.Li(kT3, p.region(j, t, cb) * kMxuEdge);
+        for (int64_t m : mxus) {
+          const std::string mx = "m" + std::to_string(m);
+          a << "mxu.ldw " + mx + ", " + R(kAddr)
+            << "mxu.mma " + mx + ", " + R(kLhs0 + m) + ", " + R(kRows0 + m) + ", " + R(kT3);
+        }
+      }
+  }
 }
 
 // Pops every region (dW^T), transposes it in place on the VPU and copies it out.
@@ -124,10 +164,20 @@ void EmitDrain(const Plan& p, ConvAsm& a) {
       a.Li(kT1, at);
       Transpose(a, 0, at, kT1, false);
     }
+  if (p.k_split) {  // MXU 1's partial sums onto MXU 0's
+    a.Li(kT1, p.out);
+    a.Li(kT3, p.out + p.out_bytes);
+    a.Li(kT2, p.out_bytes / kZeroBlockBytes);
+    const std::string step = std::to_string(kZeroBlockBytes);
+    a << "vloop " + R(kT2) + ", 4"
+      << "vlds v0, " + R(kT1) + ", " + step << "vlds v1, " + R(kT3) + ", " + step
+      << "vadd v0, v0, v1"
+      << "vsts v0, " + R(kT1) + ", " + step;
+  }
   a << "signal vpu, " + F(kZeroed) + ", 1"
     << "wait dma, " + F(kZeroed) + ", 1";
   int64_t copies = 0;
-  for (int64_t m = 0; m < p.mxus; ++m)
+  for (int64_t m = 0; m < (p.k_split ? 1 : p.mxus); ++m)
     for (int64_t j = 0; j < p.per_mxu; ++j) {
       const int64_t co = m + j * p.mxus;
       if (co >= p.coutb) continue;
@@ -181,7 +231,7 @@ void EmitPass(const Plan& p, ConvAsm& a) {
   // The VPU prepares block i + 1 and the DMA copies block i + 2 while the MXUs multiply
   // block i: both are queued before block i's matmuls (which fill the MXU queues).
   EmitNextBlock(p, a, kLoaded0);
-  EmitTiles(p, a);
+  EmitTiles(p, a, [](int64_t) {});
   if (total > 1) {
     a.Li(kNext, p.buf[1]);
     EmitNextBlock(p, a, kLoaded1);
@@ -202,16 +252,37 @@ void EmitPass(const Plan& p, ConvAsm& a) {
   const std::string block = a.NewLabel("block");
   a.Label(block);
   a << "wait seq, " + F(kReady) + ", 1";
-  unless_past(1, [&] {
+  auto copies = [&] {  // of block i + 2, into the buffer of block i (kBuf)
+    unless_past(2, [&] {
+      a << "mov " + R(kNext) + ", " + R(kBuf);
+      PerParity(a, [&](int par) { EmitNextBlock(p, a, par ? kLoaded1 : kLoaded0); });
+    });
+  };
+  if (!p.dy_rows) {
+    // The VPU's few loops on block i + 1, the copies of block i + 2, block i's matmuls.
+    unless_past(1, [&] {
+      swap_buffers();
+      EmitTiles(p, a, [](int64_t) {});
+      swap_buffers();
+    });
+    copies();
+    EmitMatmuls(p, a, kBuf, -1);
+  } else {
+    // The sequencer feeds the VPU's transposes of block i + 1 one instruction at a time:
+    // the copies of block i + 2 go first, block i's matmuls in between the transposes.
+    copies();
+    const std::string last = a.NewLabel("last_block"), issued = a.NewLabel("issued");
+    a.AddImm(kT1, kBlock, 1);
+    a.Li(kT2, total);
+    a << "bge " + R(kT1) + ", " + R(kT2) + ", " + last;
+    swap_buffers();  // kBuf: block i + 1, kOther: block i
+    EmitTiles(p, a, [&](int64_t c) { EmitMatmuls(p, a, kOther, c); });
     swap_buffers();
-    EmitTiles(p, a);
-    swap_buffers();
-  });
-  unless_past(2, [&] {
-    a << "mov " + R(kNext) + ", " + R(kBuf);
-    PerParity(a, [&](int par) { EmitNextBlock(p, a, par ? kLoaded1 : kLoaded0); });
-  });
-  EmitMatmuls(p, a);
+    a << "jmp " + issued;
+    a.Label(last);
+    for (int64_t c = 0; c < p.chunks; ++c) EmitMatmuls(p, a, kBuf, c);
+    a.Label(issued);
+  }
   PerParity(a, [&](int par) {
     for (int64_t m = 0; m < p.mxus; ++m)
       a << "signal mxu" + std::to_string(m) + ", " + F(kFree0 + par) + ", 1";

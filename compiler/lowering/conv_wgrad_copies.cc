@@ -9,27 +9,32 @@
 namespace tpusim::lowering::wgrad {
 namespace {
 
-// Folded: the copies of FoldedCopies for lines [first, first + lines) of the image (first
-// < 0: a middle block, every line valid), each into its taps' columns of the rows.
+// Folded: the copies of FoldedCopies, each into its taps' columns of the rows.
 void EmitFoldedCopies(const Plan& p, ConvAsm& a, int64_t first, int64_t lines, int flag,
                       int64_t& issued) {
   const WeightGradShape& s = p.s;
   const int64_t d = s.dilation, px = s.cin * 4;
-  for (const FoldCopy& c : FoldedCopies(p)) {
-    Range ys{0, lines};
-    if (first >= 0) {
-      const Range r = TapRange(c.ky, s.ho, s.h, d, s.pad_lo);
-      ys = {std::max<int64_t>(r.lo - first, 0), std::min(r.hi - first, lines)};
-    }
-    if (ys.hi <= ys.lo) continue;
-    const int64_t t = c.ky * p.kw + c.kx0;
+  for (const FoldCopy& c : FoldedCopies(p, first, lines)) {
+    const int64_t t = c.ky0 * p.kw + c.kx0;
     a.AddImm(
         kT1, kNext,
-        c.cb * p.sx_cb + (ys.lo * p.grid_w + c.x0) * kPixelBytes + (t - p.first_tap(c.cb)) * px);
+        c.cb * p.sx_cb + (c.y0 * p.grid_w + c.x0) * kPixelBytes + (t - p.first_tap(c.cb)) * px);
+    if (c.zero) {  // from the zero tile, a stride of 0
+      a.Li(kT2, p.zero);
+      a << "dma.vv " + R(kT1) + ", " + R(kT2) + ", " +
+               a.Desc({c.x1 - c.x0, (c.kx1 - c.kx0) * px, 0, kPixelBytes, c.y1 - c.y0, 0,
+                       p.grid_w * kPixelBytes}) +
+               ", " + F(flag);
+      ++issued;
+      continue;
+    }
     // X row d * line + ky - pad_lo, column d * x + kx - pad_lo (kXSrc: row d * first).
-    a.AddImm(kT2, kXSrc, ((d * ys.lo + c.ky - s.pad_lo) * s.w + d * c.x0 + c.kx0 - s.pad_lo) * px);
+    a.AddImm(kT2, kXSrc, ((d * c.y0 + c.ky0 - s.pad_lo) * s.w + d * c.x0 + c.kx0 - s.pad_lo) * px);
+    // Rows: the positions of one tap row, or the tap rows of one position.
+    const bool by_ky = c.ky1 - c.ky0 > 1;
     a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
-             a.Desc({c.x1 - c.x0, (c.kx1 - c.kx0) * px, d * px, kPixelBytes, ys.hi - ys.lo,
+             a.Desc({by_ky ? c.ky1 - c.ky0 : c.x1 - c.x0, (c.kx1 - c.kx0) * px,
+                     by_ky ? s.w * px : d * px, by_ky ? p.kw * px : kPixelBytes, c.y1 - c.y0,
                      d * s.w * px, p.grid_w * kPixelBytes}) +
              ", " + F(flag);
     ++issued;
@@ -66,7 +71,22 @@ void EmitCopies(const Plan& p, ConvAsm& a, int64_t first, int64_t lines, int fla
              F(flag);
     ++issued;
   };
-  for (int64_t co = 0; co < p.coutb; ++co)
+  for (int64_t co = 0; p.dy_rows && co < p.coutb; ++co) {
+    // Rows [position][cout]: the block's lines at once when a tile is one line.
+    for (int64_t c = 0; c < (p.rows == 1 ? 1 : p.chunks); ++c) {
+      const int64_t l0 = c * p.rows;
+      const int64_t nl = p.rows == 1 ? lines : std::clamp<int64_t>(lines - l0, 0, p.rows);
+      if (nl <= 0) continue;
+      a.AddImm(kT1, kNext, p.sd + (c * p.coutb + co) * kStageTileBytes);
+      a.AddImm(kT2, kDySrc, (l0 * s.wo * s.cout + (p.cout_lo + co) * kMxuEdge) * 4);
+      a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+               a.Desc({s.wo, p.cout_rows(co) * 4, s.cout * 4, kPixelBytes, nl, s.wo * s.cout * 4,
+                       p.rows == 1 ? p.coutb * kStageTileBytes : s.wo * kPixelBytes}) +
+               ", " + F(flag);
+      ++issued;
+    }
+  }
+  for (int64_t co = 0; !p.dy_rows && co < p.coutb; ++co)
     for (int64_t c = 0; c < p.chunks; ++c) {
       const int64_t n = std::clamp<int64_t>(lines - c * p.rows, 0, p.rows);
       if (whole && n > 0) copy(c, co, c * p.rows, n);

@@ -21,6 +21,8 @@ enum Reg : int {
   kT3,
   kNext,
   kOther,
+  kLhs0 = 12,   // + MXU: the dY tile of a matmul
+  kRows0 = 14,  // + MXU: its rows
   kAddr = 26
 };
 // Flags: copies landed (per parity), staging free, tiles ready, tiles free (per parity),

@@ -1,8 +1,10 @@
 #include "compiler/lowering/conv_wgrad_plan.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tpusim::lowering::wgrad {
 namespace {
@@ -60,32 +62,56 @@ Range TapRange(int64_t k, int64_t n, int64_t size, int64_t dilation, int64_t pad
   return r;
 }
 
-std::vector<FoldCopy> FoldedCopies(const Plan& p) {
+std::vector<FoldCopy> FoldedCopies(const Plan& p, int64_t first, int64_t lines) {
   const WeightGradShape& s = p.s;
-  std::vector<FoldCopy> out;
+  const int64_t d = s.dilation;
+  // The block's valid lines for tap row ky.
+  auto ys = [&](int64_t ky) {
+    if (first < 0) return Range{0, lines};
+    const Range r = TapRange(ky, s.ho, s.h, d, s.pad_lo);
+    return Range{std::max<int64_t>(r.lo - first, 0),
+                 std::max<int64_t>(std::min(r.hi - first, lines), 0)};
+  };
+  std::vector<FoldCopy> main, edges;
   for (int64_t cb = 0; cb < p.cinb; ++cb)
     for (int64_t t = p.first_tap(cb); t < p.end_tap(cb);) {
       const int64_t ky = t / p.kw, kx0 = t % p.kw;
       const int64_t kx1 = std::min(p.kw, kx0 + p.end_tap(cb) - t);  // this row, this block
       t += kx1 - kx0;
-      const int64_t x0 = TapRange(kx0, s.wo, s.w, s.dilation, s.pad_lo).lo;
-      const int64_t x1 = TapRange(kx1 - 1, s.wo, s.w, s.dilation, s.pad_lo).hi;
-      if (x0 < x1) out.push_back({cb, ky, kx0, kx1, x0, x1});
+      const Range y = ys(ky);
+      for (const Range& z : {Range{0, std::min(y.lo, lines)}, Range{std::max(y.hi, y.lo), lines}})
+        if (z.lo < z.hi) main.push_back({cb, ky, ky + 1, kx0, kx1, 0, s.wo, z.lo, z.hi, true});
+      if (y.hi <= y.lo) continue;
+      const int64_t x0 = TapRange(kx0, s.wo, s.w, d, s.pad_lo).lo;
+      const int64_t x1 = TapRange(kx1 - 1, s.wo, s.w, d, s.pad_lo).hi;
+      if (x0 < x1) main.push_back({cb, ky, ky + 1, kx0, kx1, x0, x1, y.lo, y.hi});
       for (int64_t x = 0; x < s.wo; ++x) {
         if (x0 < x1 && x >= x0 && x < x1) continue;
         // The taps kx with 0 <= dilation * x + kx - pad_lo < w.
-        const int64_t lo = std::max(kx0, s.pad_lo - s.dilation * x);
-        const int64_t hi = std::min(kx1, s.w + s.pad_lo - s.dilation * x);
-        if (lo < hi) out.push_back({cb, ky, lo, hi, x, x + 1});
+        const int64_t lo = std::max(kx0, s.pad_lo - d * x);
+        const int64_t hi = std::min(kx1, s.w + s.pad_lo - d * x);
+        if (lo >= hi) continue;
+        // Joins the copy of the tap row above when it is the same but for the row.
+        auto same = std::find_if(edges.begin(), edges.end(), [&](const FoldCopy& e) {
+          return e.cb == cb && e.ky1 == ky && e.kx0 == lo && e.kx1 == hi && e.x0 == x &&
+                 e.y0 == y.lo && e.y1 == y.hi;
+        });
+        if (same != edges.end())
+          ++same->ky1;
+        else
+          edges.push_back({cb, ky, ky + 1, lo, hi, x, x + 1, y.lo, y.hi});
       }
     }
-  return out;
+  main.insert(main.end(), edges.begin(), edges.end());
+  return main;
 }
 
 Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   Plan p = Geometry(s);
   p.cin_lo = pass.cin_lo, p.cinb = pass.cinb, p.cout_lo = pass.cout_lo, p.coutb = pass.coutb;
-  p.mxus = std::min<int64_t>(s.mxus, p.coutb), p.per_mxu = CeilDiv(p.coutb, p.mxus);
+  p.k_split = p.fold && p.coutb == 1 && s.mxus == 2;
+  p.mxus = p.k_split ? 2 : std::min<int64_t>(s.mxus, p.coutb);
+  p.per_mxu = p.k_split ? 1 : CeilDiv(p.coutb, p.mxus);
   Require(p.regions() * kMxuEdge <= s.acc_rows,
           "taps x cin blocks x cout blocks per MXU exceed the accumulator rows");
   // The most K tiles per block (up to kMaxChunks, dividing the image's tiles) that fit.
@@ -93,7 +119,7 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   bool fits = false;
   // Only while dY's copies stay one per K tile (lines contiguous: grid_w == wo); per-line
   // copies of many tiles queue behind each other and leave the MXUs waiting.
-  const int64_t most = p.grid_w == s.wo ? kMaxChunks : 1;
+  const int64_t most = p.fold ? kMaxFoldedChunks : p.grid_w == s.wo ? kMaxChunks : 1;
   for (p.chunks = std::min(most, tiles_per_image); p.chunks >= 1 && !fits; --p.chunks) {
     if (tiles_per_image % p.chunks) continue;
     // Staged pixels: the block's lines with the halo, and every row a tap's weights read.
@@ -117,7 +143,13 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   p.blocks = tiles_per_image / p.chunks;
   p.tail = s.ho - (p.blocks - 1) * p.lines();
   if (p.fold) {
-    p.fold_copies = static_cast<int64_t>(FoldedCopies(p).size());
+    p.dy_rows = true;
+    const int64_t last = (p.blocks - 1) * p.lines();
+    const std::pair<int64_t, int64_t> kinds[] = {
+        {0, p.blocks == 1 ? p.tail : p.lines()}, {-1, p.lines()}, {last, p.tail}};
+    for (const auto& [first, n] : kinds)
+      p.fold_copies =
+          std::max(p.fold_copies, static_cast<int64_t>(FoldedCopies(p, first, n).size()));
     // Copies of the first and last block of an image clip their lines statically; the
     // blocks between must see every tap's whole range.
     for (int64_t ky = 0; ky < p.kh; ++ky) {

@@ -17,6 +17,8 @@ namespace tpusim::lowering::wgrad {
 inline constexpr int64_t kPixelBytes = kMxuEdge * 4;  // one staged f32 pixel of 128 channels
 inline constexpr int64_t kStageTileBytes = kMxuEdge * kPixelBytes;
 inline constexpr int64_t kMaxChunks = 8;  // K tiles per block: fewer, longer blocks
+// Folded: longer blocks, so each tap row's copy moves more lines (VMEM permitting).
+inline constexpr int64_t kMaxFoldedChunks = 32;
 
 // One pass: the cin blocks [cin_lo, cin_lo + cinb) against the cout blocks
 // [cout_lo, cout_lo + coutb), a full run over every block of positions.
@@ -39,8 +41,14 @@ struct Plan {
   int64_t rows = 0, chunks = 1, blocks = 0, tail = 0, pixels = 0;
   int64_t cin_lo = 0, cinb = 0, cout_lo = 0, coutb = 0;  // this pass's blocks
   int64_t mxus = 0, per_mxu = 0;                         // cout blocks per MXU
+  // One cout block and two MXUs: they split the K tiles (MXU m takes tiles c = m mod 2),
+  // each accumulating its own partial dW^T, added before the copy out.
+  bool k_split = false;
   bool clipped = false;     // folded with padding: some staged slots stay zero per block
-  int64_t fold_copies = 0;  // folded: the most X copies a block issues (conv_wgrad_copies.cc)
+  int64_t fold_copies = 0;  // folded: the most X copies a block issues
+  // dY lands as rows ([position][cout]; one copy per cout block when a tile is one line)
+  // and the VPU transposes it; else it lands transposed, in 4-byte rows.
+  bool dy_rows = false;
   // VMEM: the zero tile, two buffers (each: X staging [cin block][pixel], dY staging
   // [cout block], tiles), the pop buffers. sd and tiles are offsets within a buffer.
   int64_t zero = 0, buf[2] = {}, buf_bytes = 0, sx_cb = 0, sd = 0, tiles = 0, out = 0,
@@ -75,19 +83,29 @@ struct Plan {
   }
   int64_t regions() const { return per_mxu * staged_taps() * cinb; }
   int64_t x_copies() const { return fold ? fold_copies : cinb; }
-  int64_t copies() const { return x_copies() + coutb * chunks * (grid_w == s.wo ? 1 : rows); }
+  int64_t dy_copies() const {
+    return dy_rows ? coutb * (rows == 1 ? 1 : chunks)
+                   : coutb * chunks * (grid_w == s.wo ? 1 : rows);
+  }
+  int64_t copies() const { return x_copies() + dy_copies(); }
   // Bytes HBM advances per output line of X (dilation lines when folded) and per image.
   int64_t x_line_bytes() const { return (fold ? s.dilation : 1) * s.w * s.cin * 4; }
 };
 
-// Folded: one copy of X into the rows, taps (ky, kx0..kx1) of cin block cb (of the pass)
-// at positions [x0, x1) of each line. The taps of a row read consecutive pixels into
-// consecutive columns, so one copy takes a row's taps of one block wherever all of them
-// are inside X; each edge position where some read padding gets a copy of the valid ones.
+// Folded: one copy of X into the rows of a block, taps (ky0..ky1, kx0..kx1) of cin block cb
+// (of the pass) at positions [x0, x1) of the block's lines [y0, y1). The taps of a row read
+// consecutive pixels into consecutive columns, so one copy takes a row's taps of one block
+// wherever all of them are inside X; the edge positions where some read padding get one
+// copy per position over the tap rows whose lines are valid alike.
+// A `zero` copy instead fills the slots of lines a tap row reads only from padding with
+// zeros from VMEM (a middle block may have written them).
 struct FoldCopy {
-  int64_t cb = 0, ky = 0, kx0 = 0, kx1 = 0, x0 = 0, x1 = 0;
+  int64_t cb = 0, ky0 = 0, ky1 = 0, kx0 = 0, kx1 = 0, x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+  bool zero = false;
 };
-std::vector<FoldCopy> FoldedCopies(const Plan& p);
+// The copies of a block of `lines` lines from image line `first` (< 0: a block between
+// the first and the last, whose lines are valid for every tap).
+std::vector<FoldCopy> FoldedCopies(const Plan& p, int64_t first, int64_t lines);
 
 // The plan of one pass; throws std::invalid_argument saying why when it does not fit.
 Plan MakePlan(const WeightGradShape& s, const Pass& pass);

@@ -75,6 +75,21 @@ TEST(Lower, EveryShippedModuleLowersAndEveryProgramAssembles) {
   }
 }
 
+TEST(Lower, ResNet50TrainingStepComputesValuesInEveryKernel) {
+  // Its last timing-only kernels were weight gradients: two beyond the accumulators, one
+  // beyond them after its stride rewrite, and the RGB stem (3 input channels, folded).
+  auto c = Compile(Slurp("examples/models/resnet50.hlo"));
+  ASSERT_TRUE(c);
+  std::string inexact;
+  for (const lowering::LoweredOp& op : c->lowered.ops)
+    if (!op.exact) inexact += " %" + op.name;
+  EXPECT_EQ(inexact, "");
+  EXPECT_TRUE(c->lowered.exact);
+  const lowering::LoweredOp* stem = Find(c->lowered, "convolution.1222");
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->kind, lowering::KernelKind::kMxu);
+}
+
 TEST(Lower, WhileLoopRunsItsBodyTheStaticTripCountTimes) {
   auto c = Compile(Slurp("examples/hlo/while_loop.hlo"));
   ASSERT_TRUE(c);
