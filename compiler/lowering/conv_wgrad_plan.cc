@@ -166,7 +166,14 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   return p;
 }
 
-std::vector<Plan> PlanPasses(const WeightGradShape& s) {
+std::vector<Plan> PlanPasses(const WeightGradShape& shape) {
+  // A 1x1 gradient without padding whose images are smaller than a K tile is one over a
+  // single image of every image's lines (the images lie one after the other in HBM): K
+  // tiles then span images, so 7x7 images fill 126 of a tile's 128 positions, not 49.
+  WeightGradShape s = shape;
+  if (s.h == s.ho && s.w == s.wo && s.cin >= kFoldBelowCin && s.pad_lo == 0 && s.pad_hi == 0 &&
+      s.w <= kMxuEdge && s.ho < kMxuEdge / s.w)
+    s.h *= s.batch, s.ho *= s.batch, s.batch = 1;
   const Plan g = Geometry(s);
   const int64_t nci = CinBlocks(g), nco = CeilDiv(s.cout, kMxuEdge);
   const double x_bytes = 4.0 * s.batch * s.h * s.w * s.cin;

@@ -108,6 +108,11 @@ TEST(ExactConv, WeightGradientManyBlocksShortLast) {  // 32 lines in 11 blocks o
                          "f01b_i01o->01bf"));
 }
 
+TEST(ExactConv, WeightGradientOneByOneTilesSpanImages) {  // 5 images of 7 lines: 18 + 17
+  ExpectMatch(ConvModule("f32[5,7,7,130]", "f32[5,7,7,140]", "f32[1,1,130,140]", "size=7x7",
+                         "f01b_i01o->01bf"));
+}
+
 // Beyond the accumulators (taps x cin blocks x cout blocks per MXU > 32): passes.
 TEST(ExactConv, WeightGradientPassesOverCinBlocks) {  // 9 x 3 x 2 = 54: 3 passes of 1 cin block
   ExpectMatch(ConvModule("f32[2,6,6,260]", "f32[2,4,4,260]", "f32[3,3,260,260]", "size=4x4",
