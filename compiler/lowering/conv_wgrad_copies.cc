@@ -71,7 +71,22 @@ void EmitCopies(const Plan& p, ConvAsm& a, int64_t first, int64_t lines, int fla
              F(flag);
     ++issued;
   };
-  for (int64_t co = 0; p.dy_rows && co < p.coutb; ++co) {
+  for (int64_t co = 0; p.stack_h && co < p.coutb; ++co) {
+    // Stacked: each image's valid lines, split where they cross into the next K tile.
+    for (const auto& [l, end] : p.stacked_runs(lines)) {
+      const int64_t c = l / p.rows;
+      const int64_t y = l / p.stack_h * p.stack_ho + l % p.stack_h;  // line of the block's dY
+      a.AddImm(kT1, kNext,
+               p.sd + (c * p.coutb + co) * kStageTileBytes + (l % p.rows) * p.grid_w * kPixelBytes);
+      a.AddImm(kT2, kDySrc, (y * s.wo * s.cout + (p.cout_lo + co) * kMxuEdge) * 4);
+      a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+               a.Desc({s.wo, p.cout_rows(co) * 4, s.cout * 4, kPixelBytes, end - l,
+                       s.wo * s.cout * 4, p.grid_w * kPixelBytes}) +
+               ", " + F(flag);
+      ++issued;
+    }
+  }
+  for (int64_t co = 0; p.dy_rows && !p.stack_h && co < p.coutb; ++co) {
     // Rows [position][cout]: the block's lines at once when a tile is one line.
     for (int64_t c = 0; c < (p.rows == 1 ? 1 : p.chunks); ++c) {
       const int64_t l0 = c * p.rows;
@@ -124,13 +139,14 @@ void EmitNextBlock(const Plan& p, ConvAsm& a, int flag) {
     a.Label(copied);
   }
   a.AddImm(kXSrc, kXSrc, p.lines() * p.x_line_bytes());
-  a.AddImm(kDySrc, kDySrc, p.lines() * s.wo * s.cout * 4);
+  a.AddImm(kDySrc, kDySrc, p.dy_block_bytes());
   a << "addi " + R(kRow) + ", " + R(kRow) + ", 1";
   const std::string same = a.NewLabel("same_image");
   a.Li(kT1, p.blocks);
   a << "blt " + R(kRow) + ", " + R(kT1) + ", " + same << "li " + R(kRow) + ", 0";
   a.AddImm(kXSrc, kXSrc, s.h * s.w * s.cin * 4 - p.blocks * p.lines() * p.x_line_bytes());
-  a.AddImm(kDySrc, kDySrc, (s.ho - p.blocks * p.lines()) * s.wo * s.cout * 4);
+  a.AddImm(kDySrc, kDySrc,
+           p.stack_h ? 0 : (s.ho - p.blocks * p.lines()) * s.wo * s.cout * 4);  // one image
   a.Label(same);
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "compiler/lowering/conv_asm.h"
@@ -24,6 +25,9 @@ inline constexpr int64_t kMaxFoldedChunks = 32;
 // [cout_lo, cout_lo + coutb), a full run over every block of positions.
 struct Pass {
   int64_t cin_lo = 0, cinb = 0, cout_lo = 0, coutb = 0;
+  // Stacked images (stack_h > 0): the shape is one image of every image's lines, of which
+  // line l is line l mod stack_h of its image, valid below stack_ho (see PlanPasses).
+  int64_t stack_h = 0, stack_ho = 0;
 };
 
 struct Plan {
@@ -44,8 +48,10 @@ struct Plan {
   // One cout block and two MXUs: they split the K tiles (MXU m takes tiles c = m mod 2),
   // each accumulating its own partial dW^T, added before the copy out.
   bool k_split = false;
-  bool clipped = false;     // folded with padding: some staged slots stay zero per block
-  int64_t fold_copies = 0;  // folded: the most X copies a block issues
+  int64_t stack_h = 0, stack_ho = 0;  // as in Pass; blocks are whole images
+  int64_t stack_copies = 0;           // stacked: dY copies per cout block of a full block
+  bool clipped = false;               // folded with padding: some staged slots stay zero per block
+  int64_t fold_copies = 0;            // folded: the most X copies a block issues
   // dY lands as rows ([position][cout]; one copy per cout block when a tile is one line)
   // and the VPU transposes it; else it lands transposed, in 4-byte rows.
   bool dy_rows = false;
@@ -84,12 +90,29 @@ struct Plan {
   int64_t regions() const { return per_mxu * staged_taps() * cinb; }
   int64_t x_copies() const { return fold ? fold_copies : cinb; }
   int64_t dy_copies() const {
-    return dy_rows ? coutb * (rows == 1 ? 1 : chunks)
-                   : coutb * chunks * (grid_w == s.wo ? 1 : rows);
+    return stack_h   ? coutb * stack_copies
+           : dy_rows ? coutb * (rows == 1 ? 1 : chunks)
+                     : coutb * chunks * (grid_w == s.wo ? 1 : rows);
   }
   int64_t copies() const { return x_copies() + dy_copies(); }
-  // Bytes HBM advances per output line of X (dilation lines when folded) and per image.
+  // Stacked: the dY copies of a block of `n` lines, each image's valid lines split where
+  // they cross into the next K tile, as (first line, end line).
+  std::vector<std::pair<int64_t, int64_t>> stacked_runs(int64_t n) const {
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (int64_t first = 0; first < n; first += stack_h)
+      for (int64_t l = first; l < std::min(first + stack_ho, n);) {
+        const int64_t end = std::min({first + stack_ho, n, (l / rows + 1) * rows});
+        runs.push_back({l, end});
+        l = end;
+      }
+    return runs;
+  }
+  // Bytes HBM advances per output line of X (dilation lines when folded) and, per block,
+  // of dY (stacked: the block's images' valid lines).
   int64_t x_line_bytes() const { return (fold ? s.dilation : 1) * s.w * s.cin * 4; }
+  int64_t dy_block_bytes() const {
+    return (stack_h ? lines() / stack_h * stack_ho : lines()) * s.wo * s.cout * 4;
+  }
 };
 
 // Folded: one copy of X into the rows of a block, taps (ky0..ky1, kx0..kx1) of cin block cb

@@ -113,6 +113,17 @@ TEST(ExactConv, WeightGradientOneByOneTilesSpanImages) {  // 5 images of 7 lines
                          "f01b_i01o->01bf"));
 }
 
+// Images smaller than a K tile stack: 14-line tiles of 9-line images, whole images per block.
+TEST(ExactConv, WeightGradientStackedImagesOneBlock) {  // 14 images: 124 lines, 19 copies
+  ExpectMatch(ConvModule("f32[14,9,9,130]", "f32[14,7,7,6]", "f32[3,3,130,6]", "size=7x7",
+                         "f01b_i01o->01bf"));
+}
+
+TEST(ExactConv, WeightGradientStackedImagesShortLastBlock) {  // 268 lines: 126 + 126 + 16
+  ExpectMatch(ConvModule("f32[30,9,9,20]", "f32[30,7,7,140]", "f32[3,3,20,140]", "size=7x7",
+                         "f01b_i01o->01bf"));
+}
+
 // Beyond the accumulators (taps x cin blocks x cout blocks per MXU > 32): passes.
 TEST(ExactConv, WeightGradientPassesOverCinBlocks) {  // 9 x 3 x 2 = 54: 3 passes of 1 cin block
   ExpectMatch(ConvModule("f32[2,6,6,260]", "f32[2,4,4,260]", "f32[3,3,260,260]", "size=4x4",
