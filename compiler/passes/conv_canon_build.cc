@@ -12,19 +12,20 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) 
 int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
 
 HloInstruction* ConvRewriteBuilder::New(std::string_view suffix, Opcode opcode,
-                                        std::vector<int64_t> dims,
+                                        hlo::PrimitiveType type, std::vector<int64_t> dims,
                                         const std::vector<HloInstruction*>& operands) {
-  hlo::Shape shape = hlo::Shape::Array(conv_.shape().type, std::move(dims));
+  hlo::Shape shape = hlo::Shape::Array(type, std::move(dims));
   return AddNew(target_, conv_.name() + "." + std::string(suffix), opcode, std::move(shape),
                 operands);
 }
 
-HloInstruction* ConvRewriteBuilder::Zero() {
-  if (!zero_) {
-    zero_ = New("zero", Opcode::kConstant, {}, {});
-    zero_->mutable_literal().floats = {0.0};
+HloInstruction* ConvRewriteBuilder::Zero(hlo::PrimitiveType type) {
+  HloInstruction*& zero = zeros_[type];
+  if (!zero) {
+    zero = New("zero", Opcode::kConstant, type, {}, {});
+    zero->mutable_literal().floats = {0.0};
   }
-  return zero_;
+  return zero;
 }
 
 HloInstruction* ConvRewriteBuilder::Slice(HloInstruction* x,
@@ -37,7 +38,7 @@ HloInstruction* ConvRewriteBuilder::Slice(HloInstruction* x,
     identity = identity && s.start == 0 && s.limit == x->shape().dims[d] && s.stride == 1;
   }
   if (identity) return x;
-  HloInstruction* slice = New("slice", Opcode::kSlice, out, {x});
+  HloInstruction* slice = New("slice", Opcode::kSlice, x->shape().type, out, {x});
   slice->SetAttr("slice", hlo::SliceBounds(dims));
   return slice;
 }
@@ -52,17 +53,17 @@ HloInstruction* ConvRewriteBuilder::Pad(HloInstruction* x, const std::vector<hlo
     identity = identity && p.low == 0 && p.high == 0 && (p.interior == 0 || n <= 1);
   }
   if (identity) return x;
-  HloInstruction* pad = New("pad", Opcode::kPad, out, {x, Zero()});
+  HloInstruction* pad = New("pad", Opcode::kPad, x->shape().type, out, {x, Zero(x->shape().type)});
   pad->SetAttr("padding", hlo::PaddingConfig(dims));
   return pad;
 }
 
 HloInstruction* ConvRewriteBuilder::Add(HloInstruction* a, HloInstruction* b) {
-  return New("add", Opcode::kAdd, a->shape().dims, {a, b});
+  return New("add", Opcode::kAdd, a->shape().type, a->shape().dims, {a, b});
 }
 
 HloInstruction* ConvRewriteBuilder::Bitcast(HloInstruction* x, std::vector<int64_t> dims) {
-  return New("bitcast", Opcode::kBitcast, std::move(dims), {x});
+  return New("bitcast", Opcode::kBitcast, x->shape().type, std::move(dims), {x});
 }
 
 HloInstruction* ConvRewriteBuilder::Concatenate(const std::vector<HloInstruction*>& parts,
@@ -70,7 +71,8 @@ HloInstruction* ConvRewriteBuilder::Concatenate(const std::vector<HloInstruction
   if (parts.size() == 1) return parts[0];
   std::vector<int64_t> out = parts[0]->shape().dims;
   for (size_t k = 1; k < parts.size(); ++k) out[dim] += parts[k]->shape().dims[dim];
-  HloInstruction* concat = New("concatenate", Opcode::kConcatenate, out, parts);
+  HloInstruction* concat =
+      New("concatenate", Opcode::kConcatenate, parts[0]->shape().type, out, parts);
   concat->SetAttr("dimensions", hlo::IntList{dim});
   return concat;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,13 +35,15 @@ class ConvRewriteBuilder {
                             const hlo::Window& window, std::vector<int64_t> dims);
 
  private:
-  hlo::HloInstruction* New(std::string_view suffix, hlo::Opcode opcode, std::vector<int64_t> dims,
+  // A new instruction of element type `type` (the operand's, for data movement).
+  hlo::HloInstruction* New(std::string_view suffix, hlo::Opcode opcode, hlo::PrimitiveType type,
+                           std::vector<int64_t> dims,
                            const std::vector<hlo::HloInstruction*>& operands);
-  hlo::HloInstruction* Zero();
+  hlo::HloInstruction* Zero(hlo::PrimitiveType type);  // one constant per type
 
   hlo::HloComputation& target_;
   const hlo::HloInstruction& conv_;
-  hlo::HloInstruction* zero_ = nullptr;
+  std::map<hlo::PrimitiveType, hlo::HloInstruction*> zeros_;
 };
 
 // Floor and ceiling of a / b for b > 0 and any sign of a.

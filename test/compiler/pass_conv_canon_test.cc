@@ -159,6 +159,24 @@ TEST(PassConvCanon, InputGradOfOddSizeAddsPlacedPhases) {
   EXPECT_EQ(r.ops["add"], 3);
 }
 
+TEST(PassConvCanon, DataMovementKeepsItsOperandsBf16Type) {
+  // A bf16 model's input gradient: bf16 operands, f32 result. The sub-kernel slices and the
+  // pads are bf16 (the verifier checks each), only the convolutions produce f32.
+  Rewritten r = Canonicalize(
+      "HloModule m\nENTRY %e (d: bf16[2,4,4,18], k: bf16[3,3,5,18]) -> f32[2,8,8,5] {\n"
+      "  %d = bf16[2,4,4,18] parameter(0)\n  %k = bf16[3,3,5,18] parameter(1)\n"
+      "  ROOT %c = f32[2,8,8,5] convolution(%d, %k), window={size=3x3 pad=2_1x2_1 "
+      "lhs_dilate=2x2}, dim_labels=b01f_01oi->b01f\n}\n");
+  EXPECT_TRUE(r.changed);
+  int moves = 0;
+  for (const auto& i : r.module.entry()->instructions()) {
+    if (i->opcode() != hlo::Opcode::kSlice && i->opcode() != hlo::Opcode::kPad) continue;
+    ++moves;
+    EXPECT_EQ(i->shape().type, i->operand(0)->shape().type) << Line(i.get());
+  }
+  EXPECT_GT(moves, 0);
+}
+
 TEST(PassConvCanon, ExactConvolutionsAreLeftAlone) {
   for (const char* text :
        {"HloModule m\nENTRY %e (x: f32[2,9,9,8], k: f32[3,3,8,8]) -> f32[2,9,9,8] {\n"
