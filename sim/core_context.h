@@ -19,6 +19,7 @@
 #include "sim/memory.h"
 #include "sim/ring_queue.h"
 #include "sim/timing.h"
+#include "sim/waitable_event.h"
 
 namespace tpusim::sim {
 
@@ -44,7 +45,7 @@ class UnitQueue {
     items_.push_back(std::move(item));
     ++pushed_count_;
     if (++push_slot_ == depth_) push_slot_ = 0;
-    pushed.notify(sc_core::SC_ZERO_TIME);
+    pushed.Notify();
   }
   Issued Pop() { return items_.pop_front(); }
   // Called by the unit when the popped instruction issues.
@@ -52,7 +53,7 @@ class UnitQueue {
     issue_ring_[issue_slot_] = t;
     if (++issue_slot_ == depth_) issue_slot_ = 0;
     ++issued_count_;
-    issued.notify(sc_core::SC_ZERO_TIME);
+    issued.Notify();
   }
   // Whether the instruction that frees the next Push's slot has issued.
   bool NextSlotKnown() const {
@@ -60,7 +61,7 @@ class UnitQueue {
   }
   // Earliest time the next Push may happen (when NextSlotKnown()).
   TimeFs NextSlotFreeAt() const { return pushed_count_ < depth_ ? 0 : issue_ring_[push_slot_]; }
-  sc_core::sc_event pushed, issued;
+  WaitableEvent pushed, issued;
 
  private:
   uint64_t depth_;
@@ -76,14 +77,14 @@ class SyncFlags {
   int64_t value(int f) const { return value_[f]; }
   void Add(int f, int64_t n) {
     value_[f] += n;
-    changed_[f].notify(sc_core::SC_ZERO_TIME);
+    changed_[f].Notify();
   }
   void Set(int f, int64_t n) { Add(f, n - value_[f]); }
-  sc_core::sc_event& changed(int f) { return changed_[f]; }
+  WaitableEvent& changed(int f) { return changed_[f]; }
 
  private:
   std::array<int64_t, isa::kNumFlags> value_{};
-  std::array<sc_core::sc_event, isa::kNumFlags> changed_;
+  std::array<WaitableEvent, isa::kNumFlags> changed_;
 };
 
 // Per-unit busy accounting kept by the simulator itself (the exec report).

@@ -8,9 +8,9 @@ namespace tpusim::sim {
 
 using isa::Opcode;
 
-DmaUnit::Endpoints DmaUnit::Resolve(const Issued& it) {
+DmaEndpoints DmaUnit::Resolve(const Issued& it) {
   auto local = [&](Space src, Space dst) {
-    return Endpoints{ctx_.core, ctx_.core, src, dst, it.v[1], it.v[0]};
+    return DmaEndpoints{ctx_.core, ctx_.core, src, dst, it.v[1], it.v[0]};
   };
   switch (it.instr.op) {
     case Opcode::kDmaHv:
@@ -35,7 +35,7 @@ DmaUnit::Endpoints DmaUnit::Resolve(const Issued& it) {
                         ", space " + std::to_string(s) + ", which this board does not have");
     space = static_cast<Space>(s);
   };
-  Endpoints e{};
+  DmaEndpoints e{};
   decode(it.v[1], "source", e.src_core, e.src_space, e.src);
   decode(it.v[0], "destination", e.dst_core, e.dst_space, e.dst);
   return e;
@@ -75,7 +75,7 @@ void DmaUnit::CheckRange(const Issued& it, int core, Space space, int64_t base, 
 }
 
 TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
-  Endpoints e = Resolve(it);
+  DmaEndpoints e = Resolve(it);
   CheckRange(it, e.src_core, e.src_space, e.src, /*is_src=*/true);
   CheckRange(it, e.dst_core, e.dst_space, e.dst, /*is_src=*/false);
   WaitUntil(earliest);
@@ -85,124 +85,14 @@ TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
       e->Start(it, copies_.Start());
       return ctx_.Now();
     }
-    wait(engine_free_);
+    engine_free_.Wait();
   }
-}
-
-DmaEngine::DmaEngine(sc_core::sc_module_name name, DmaUnit& unit)
-    : sc_module(name), socket("socket"), unit_(unit) {
-  gp_.set_extension(&latency_);
-  SC_THREAD(Run);
-}
-
-DmaEngine::~DmaEngine() { gp_.clear_extension(&latency_); }  // the payload must not free it
-
-void DmaEngine::Start(const Issued& it, uint64_t seq) {
-  busy_ = true;
-  job_ = it;
-  seq_ = seq;
-  start_.notify(sc_core::SC_ZERO_TIME);
-}
-
-void DmaEngine::Run() {
-  try {
-    for (;;) {
-      wait(start_);
-      Copy(job_);
-    }
-  } catch (const SimAbort&) {
-  }
-}
-
-DmaEngine::Moved DmaEngine::Transfer(const Issued& it, uint64_t src, uint64_t dst, uint64_t n,
-                                     TimeFs arrive) {
-  CoreContext& ctx = unit_.ctx();
-  if (ctx.functional && buffer_.size() < n) buffer_.resize(n);
-  TimeFs now = ctx.Now();
-  Moved m{now, now};
-  for (bool read : {true, false}) {
-    tlm::tlm_generic_payload& gp = gp_;
-    latency_.fs = 0;
-    gp.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-    gp.set_address(read ? src : dst);
-    gp.set_data_ptr(ctx.functional ? buffer_.data() : nullptr);
-    gp.set_data_length(static_cast<unsigned>(n));
-    gp.set_streaming_width(static_cast<unsigned>(n));
-    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    sc_core::sc_time delay = sc_core::sc_time::from_value(arrive - now);
-    socket->b_transport(gp, delay);
-    if (gp.get_response_status() != tlm::TLM_OK_RESPONSE)
-      ctx.Fail(it, "address error at " + std::string(SpaceName(AddrSpace(gp.get_address()))) +
-                       " offset " + std::to_string(AddrOffset(gp.get_address())));
-    m.done = std::max<TimeFs>(m.done, now + delay.value());
-    m.left = std::max<TimeFs>(m.left, now + delay.value() - latency_.fs);
-  }
-  return m;
-}
-
-// Walks the descriptor plane by plane, row by row, in pieces no larger than a chunk;
-// waits once per chunk for the latest piece of that chunk to finish. With values, each
-// piece is its own transaction; timing-only runs send one transaction per chunk (same
-// bytes on the same path, so the same time) to keep the host cost per chunk, not per row.
-void DmaEngine::Copy(const Issued& it) {
-  CoreContext& ctx = unit_.ctx();
-  const isa::DmaDesc& d = ctx.program->descs[it.instr.a[2]];
-  const DmaUnit::Endpoints e = unit_.Resolve(it);
-  TimeFs start = ctx.Now();
-  TimeFs arrive = start + ctx.Cycles(ctx.cfg->dma_latency_cycles);
-  uint64_t chunk = ctx.cfg->dma_chunk_bytes, in_chunk = 0;
-  TimeFs chunk_left = arrive, all_done = arrive;  // this chunk has left; everything arrived
-  int64_t chunk_src = -1, chunk_dst = -1;
-  auto move = [&](int64_t s, int64_t t, uint64_t n) {
-    Moved m = Transfer(it, GlobalAddr(e.src_core, e.src_space, s),
-                       GlobalAddr(e.dst_core, e.dst_space, t), n, std::max(arrive, ctx.Now()));
-    chunk_left = std::max(chunk_left, m.left);
-    all_done = std::max(all_done, m.done);
-  };
-  auto finish_chunk = [&] {  // the next chunk starts once this one has left
-    if (!ctx.functional && in_chunk > 0) move(chunk_src, chunk_dst, in_chunk);
-    if (chunk_left > ctx.Now()) wait(sc_core::sc_time::from_value(chunk_left - ctx.Now()));
-    in_chunk = 0;
-  };
-  if (!ctx.functional) {
-    // Timing only: one transaction per chunk, found arithmetically (no walk over rows).
-    const uint64_t total = d.bytes();
-    for (uint64_t idx = 0; idx < total; idx += chunk) {
-      uint64_t row = idx / d.row_bytes, b = idx % d.row_bytes;
-      int64_t p = static_cast<int64_t>(row / d.rows), r = static_cast<int64_t>(row % d.rows);
-      chunk_src = e.src + p * d.src_plane_stride + r * d.src_stride + static_cast<int64_t>(b);
-      chunk_dst = e.dst + p * d.dst_plane_stride + r * d.dst_stride + static_cast<int64_t>(b);
-      in_chunk = std::min(chunk, total - idx);
-      finish_chunk();
-    }
-  }
-  for (uint32_t p = 0; ctx.functional && p < d.planes; ++p) {
-    for (uint32_t r = 0; r < d.rows; ++r) {
-      int64_t s = e.src + p * d.src_plane_stride + r * d.src_stride;
-      int64_t t = e.dst + p * d.dst_plane_stride + r * d.dst_stride;
-      for (uint64_t b = 0; b < d.row_bytes;) {
-        uint64_t n = std::min<uint64_t>(d.row_bytes - b, chunk - in_chunk);
-        move(s + b, t + b, n);
-        b += n, in_chunk += n;
-        if (in_chunk == chunk) finish_chunk();
-      }
-    }
-  }
-  finish_chunk();
-  if (all_done > ctx.Now()) wait(sc_core::sc_time::from_value(all_done - ctx.Now()));
-  TimeFs end = ctx.Now();
-  uint64_t hbm_bytes = d.bytes() * ((e.src_space == Space::kHbm && e.src_core == ctx.core) +
-                                    (e.dst_space == Space::kHbm && e.dst_core == ctx.core));
-  ctx.Record(isa::Unit::kDma, it, start, end, 0, hbm_bytes);
-  ctx.Peer(e.dst_core)->flags.Add(it.instr.a[3], 1);  // the receiver learns of the data
-  busy_ = false;
-  unit_.EngineDone(seq_, end);
 }
 
 void DmaUnit::EngineDone(uint64_t seq, TimeFs end) {
   ExtendDrain(end);
   copies_.Finish(seq);
-  engine_free_.notify(sc_core::SC_ZERO_TIME);
+  engine_free_.Notify();
   WorkFinished();
 }
 

@@ -140,7 +140,7 @@ void Sequencer::RunProgramOnce() {
   TimeFs end = ctx_.Now();
   for (Unit* u : units_) {
     if (!u) continue;
-    while (!u->idle()) wait(u->became_idle());
+    while (!u->idle()) u->became_idle().Wait();
   }
   for (Unit* u : units_)
     if (u) end = std::max(end, u->drain_time());
@@ -192,7 +192,7 @@ void Sequencer::Dispatch(Issued it, isa::Unit unit) {
     FlushScalarRun();
     Sync();
     blocked_on_ = "a full " + std::string(isa::UnitName(unit)) + " queue";
-    while (!q.NextSlotKnown()) wait(q.issued);
+    while (!q.NextSlotKnown()) q.issued.Wait();
     blocked_on_.clear();
   }
   TimeFs now = LocalNow(), free = q.NextSlotFreeAt();
@@ -313,7 +313,7 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
       Sync();
       TimeFs begin = ctx_.Now();
       blocked_on_ = "flag f" + std::to_string(a[1]) + " >= " + std::to_string(a[2]);
-      while (ctx_.flags.value(a[1]) < a[2]) wait(ctx_.flags.changed(a[1]));
+      while (ctx_.flags.value(a[1]) < a[2]) ctx_.flags.changed(a[1]).Wait();
       blocked_on_.clear();
       ctx_.flags.Add(a[1], -int64_t{a[2]});
       ctx_.RecordWait(isa::Unit::kScalar, begin, ctx_.Now(), a[1], step_);

@@ -20,8 +20,8 @@ void Unit::Run() {
     for (;;) {
       while (queue_.empty()) {
         idle_ = true;
-        became_idle_.notify(sc_core::SC_ZERO_TIME);
-        wait(queue_.pushed);
+        became_idle_.Notify();
+        queue_.pushed.Wait();
       }
       idle_ = false;
       Issued it = queue_.Pop();
@@ -52,7 +52,7 @@ void Unit::DoWait(const Issued& it, TimeFs earliest) {
   TimeFs begin = ctx_.Now();
   while (ctx_.flags.value(f) < need) {
     blocked_flag_ = f, blocked_need_ = need;
-    wait(ctx_.flags.changed(f));
+    ctx_.flags.changed(f).Wait();
   }
   blocked_flag_ = -1;
   ctx_.flags.Add(f, -need);
@@ -70,22 +70,22 @@ void Unit::DoSignal(const Issued& it, TimeFs earliest) {
   if (!signals_.empty()) at = std::max(at, signals_.back().at);
   signals_.push_back({at, it.instr.a[1], it.instr.a[2], WorkIssued()});
   ExtendDrain(at);
-  signal_added_.notify(sc_core::SC_ZERO_TIME);
+  signal_added_.Notify();
   last_issue_ = earliest;
   queue_.MarkIssued(earliest);
 }
 
 void Unit::WorkFinished() {
-  work_finished_.notify(sc_core::SC_ZERO_TIME);
-  if (idle()) became_idle_.notify(sc_core::SC_ZERO_TIME);
+  work_finished_.Notify();
+  if (idle()) became_idle_.Notify();
 }
 
 void Unit::RunSignals() {
   for (;;) {
-    while (signals_.empty()) wait(signal_added_);
+    while (signals_.empty()) signal_added_.Wait();
     PendingSignal s = signals_.front();
     WaitUntil(s.at);
-    while (!WorkDoneUpTo(s.work)) wait(work_finished_);
+    while (!WorkDoneUpTo(s.work)) work_finished_.Wait();
     signals_.pop_front();
     ctx_.flags.Add(s.flag, s.amount);
   }

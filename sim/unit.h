@@ -26,7 +26,7 @@ class Unit : public sc_core::sc_module {
   // The flag this unit is blocked on, or -1 (for deadlock reports).
   int blocked_flag() const { return blocked_flag_; }
   int64_t blocked_need() const { return blocked_need_; }
-  sc_core::sc_event& became_idle() { return became_idle_; }
+  WaitableEvent& became_idle() { return became_idle_; }
 
  protected:
   // Executes one non-sync instruction; `earliest` is when in-order issue allows it to
@@ -57,7 +57,7 @@ class Unit : public sc_core::sc_module {
   bool idle_ = true;
   int blocked_flag_ = -1;
   int64_t blocked_need_ = 0;
-  sc_core::sc_event became_idle_;
+  WaitableEvent became_idle_;
   // Signals waiting for the work before them to finish: (time, flag, amount), in time order.
   struct PendingSignal {
     TimeFs at;
@@ -66,7 +66,7 @@ class Unit : public sc_core::sc_module {
     uint64_t work;  // WorkIssued() when the signal was issued
   };
   std::deque<PendingSignal> signals_;
-  sc_core::sc_event signal_added_, work_finished_;
+  WaitableEvent signal_added_, work_finished_;
 };
 
 }  // namespace tpusim::sim
