@@ -8,6 +8,7 @@
 
 #include "isa/bf16.h"
 #include "sim/timing.h"
+#include "sim/vpu_lanewise.h"
 
 namespace tpusim::sim {
 
@@ -278,7 +279,7 @@ void VpuUnit::Compute(const Issued& it, uint64_t addr) {
       break;
     }
     default:
-      ctx_.Fail(it, "not a VPU instruction");
+      if (!ComputeLanewise(it.instr.op, d, va, vb)) ctx_.Fail(it, "not a VPU instruction");
   }
 }
 

@@ -400,9 +400,8 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   op.hbm_bytes = BytesPerCore(instr.shape(), 0, 1);
   for (const HloInstruction* in : loaded) op.hbm_bytes += BytesPerCore(in->shape(), 0, 1);
   op.exact = true;
-  op.note = ints ? "s32 kept as bit patterns; an EQ/NE compare of them is exact for values in "
-                   "[0, 2^31 - 2^23)"
-                 : "";
+  op.note =
+      ints ? "s32 kept as bit patterns; the VPU's 32-bit integer instructions compute on them" : "";
   return k;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "compiler/hlo/opcode.h"
+#include "compiler/lowering/vpu_math.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -22,10 +23,10 @@ bool Int32(const hlo::Shape& s) {
 
 constexpr int kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, kLastConst = 30;
 
-class BodyBuilder {
+class BodyBuilder : public VpuEmitter {
  public:
   BodyBuilder(VpuBody& b, bool mapped_broadcasts, int first_temp)
-      : b_(b), mapped_(mapped_broadcasts), next_temp_(first_temp) {}
+      : b_(b), mapped_(mapped_broadcasts), first_temp_(first_temp), next_temp_(first_temp) {}
 
   // A constant's register, with `value` as the bits of an s32 when `s32` (else an f32);
   // `local` (a fusion parameter) then stands for that value.
@@ -44,8 +45,31 @@ class BodyBuilder {
     return reg_[instr] = Compute(instr, bound);
   }
 
+  int Emit(const std::string& mnemonic, std::vector<int> srcs) override {
+    const int d = Temp();
+    EmitTo(d, mnemonic, std::move(srcs));
+    return d;
+  }
+  void EmitTo(int dst, const std::string& mnemonic, std::vector<int> srcs) override {
+    std::string line = mnemonic + " v" + std::to_string(dst);
+    for (int s : srcs) line += ", v" + std::to_string(s);
+    b_.body.push_back(line);
+    ++b_.ops;
+  }
+  int F32(double v) override { return Constant(v, /*s32=*/false); }
+  int S32(int64_t v) override { return Constant(static_cast<double>(v), /*s32=*/true); }
+  // Only temps go back to the pool: inputs and the prologue's constants stay.
+  void Release(int reg) override {
+    if (reg >= first_temp_ && reg <= kLastTemp) free_.push_back(reg);
+  }
+
  private:
   int Temp() {
+    if (!free_.empty()) {
+      const int r = free_.back();
+      free_.pop_back();
+      return r;
+    }
     int r = next_temp_++;
     if (next_temp_ > kLastTemp) next_temp_ = kFirstTemp, b_.exact = false;  // reuse: cost only
     return r;
@@ -60,14 +84,22 @@ class BodyBuilder {
         s32 ? static_cast<uint32_t>(static_cast<int64_t>(v)) : std::bit_cast<uint32_t>(f);
     const uint64_t key = (uint64_t{s32} << 32) | bits;
     if (auto it = consts_.find(key); it != consts_.end()) return it->second;
-    int r = next_const_ <= kLastConst ? next_const_++ : (b_.exact = false, kLastConst);
+    // Past the prologue's registers a constant is set in the body, where it is used: one
+    // more ALU op per vreg.
+    const bool in_body = next_const_ > kLastConst;
+    const int r = in_body ? Temp() : next_const_++;
     char text[64];
     if (s32)
       std::snprintf(text, sizeof text, "vmovi v%d, f32:0x%08x", r, bits);
     else
       std::snprintf(text, sizeof text, "vmovi v%d, %.9g", r, v);
-    b_.prologue.push_back(text);
-    return consts_[key] = r;
+    if (!in_body) {
+      b_.prologue.push_back(text);
+      return consts_[key] = r;
+    }
+    b_.body.push_back(text);
+    ++b_.ops;
+    return r;
   }
   // The value of `i` when it is a scalar constant or stands for one.
   std::optional<double> Known(const HloInstruction* i) const {
@@ -108,14 +140,6 @@ class BodyBuilder {
     b_.exact = false;
     return Emit("vexp", {Emit("vmul", {y, Emit("vlog", {Value(i->operand(0), bound)})})});
   }
-  int Emit(const std::string& mnemonic, std::vector<int> srcs) {
-    int d = Temp();
-    std::string line = mnemonic + " v" + std::to_string(d);
-    for (int s : srcs) line += ", v" + std::to_string(s);
-    b_.body.push_back(line);
-    ++b_.ops;
-    return d;
-  }
   static std::optional<double> ScalarConstantImpl(const HloInstruction* i) {
     while (i->opcode() == Opcode::kBroadcast || i->opcode() == Opcode::kReshape ||
            i->opcode() == Opcode::kConvert || i->opcode() == Opcode::kBitcast) {
@@ -132,8 +156,9 @@ class BodyBuilder {
   int Compute(const HloInstruction* i, const std::map<const HloInstruction*, int>& bound) {
     if (auto c = ScalarConstant(i)) return Constant(*c, Int32(i->shape()));
     auto in = [&](int k) { return Value(i->operand(k), bound); };
-    // s32 elements are bit patterns: add and subtract have integer forms; other
-    // arithmetic on them is costed as the f32 instruction only.
+    // s32 elements are bit patterns, pred ones 1.0 or 0.0: their ops have integer forms
+    // (vpu_int_ops.cc); others (s32 divide, remainder, power; u32 order) are costed as the
+    // f32 instruction only.
     const bool ints = Int32(i->shape()) && i->opcode() != Opcode::kSelect &&
                       i->opcode() != Opcode::kConvert && i->opcode() != Opcode::kBroadcast &&
                       i->opcode() != Opcode::kCopy && i->opcode() != Opcode::kBitcast &&
@@ -144,6 +169,12 @@ class BodyBuilder {
       for (int k : {1, 0})
         if (const std::optional<double> c = KnownScalar(i->operand(k)))
           return MultiplyS32(in(1 - k), static_cast<int64_t>(*c));
+    if ((ints || i->shape().type == hlo::PrimitiveType::kPred) &&
+        HasIntegerForm(i->opcode(), i->shape().type)) {
+      std::vector<int> srcs;
+      for (size_t k = 0; k < i->operand_count(); ++k) srcs.push_back(in(static_cast<int>(k)));
+      return IntegerOp(*this, i->opcode(), i->shape().type, srcs);
+    }
     if (ints) b_.exact = false;
     switch (i->opcode()) {
       case Opcode::kAdd:
@@ -185,6 +216,9 @@ class BodyBuilder {
         return Emit("vlog", {Emit("vadd", {in(0), Constant(1.0)})});
       case Opcode::kCompare: {
         const std::string dir = i->GetWord("direction").value_or("");
+        const hlo::PrimitiveType operands = i->operand(0)->shape().type;
+        if (operands == hlo::PrimitiveType::kS32) return CompareS32(*this, dir, in(0), in(1));
+        if (operands == hlo::PrimitiveType::kU32) b_.exact = false;  // no unsigned order
         if (dir == "LT") return Emit("vcmp.lt", {in(0), in(1)});
         if (dir == "LE") return Emit("vcmp.le", {in(0), in(1)});
         if (dir == "GT") return Emit("vcmp.lt", {in(1), in(0)});
@@ -197,8 +231,16 @@ class BodyBuilder {
         const hlo::PrimitiveType from = i->operand(0)->shape().type;
         if (from == hlo::PrimitiveType::kS32 && t == hlo::PrimitiveType::kF32)
           return Emit("vcvt.f32.s32", {in(0)});
-        if (Int32(i->shape()) && Int32(i->operand(0)->shape())) return in(0);  // same bits
-        if (Int32(i->operand(0)->shape())) b_.exact = false;  // s32 -> bf16: not one op
+        if (Int32(i->shape()) && Int32(i->operand(0)->shape())) return in(0);    // same bits
+        if (from == hlo::PrimitiveType::kS32 && t == hlo::PrimitiveType::kBF16)  // via f32,
+          return Emit("vcvt.bf16", {Emit("vcvt.f32.s32", {in(0)})});             // as XLA rounds it
+        if (from == hlo::PrimitiveType::kS32 && t == hlo::PrimitiveType::kPred)
+          return CompareS32(*this, "NE", in(0), S32(0));
+        const bool real = from == hlo::PrimitiveType::kF32 || from == hlo::PrimitiveType::kBF16 ||
+                          from == hlo::PrimitiveType::kPred;  // pred is 1.0 or 0.0
+        if (real && t == hlo::PrimitiveType::kS32) return Emit("vcvt.s32.f32", {in(0)});
+        if (real && t == hlo::PrimitiveType::kPred) return Emit("vcmp.ne", {in(0), S32(0)});
+        if (Int32(i->operand(0)->shape())) b_.exact = false;  // u32 -> float: no instruction
         if (t == hlo::PrimitiveType::kBF16) return Emit("vcvt.bf16", {in(0)});
         if (t == hlo::PrimitiveType::kF32) return in(0);
         b_.exact = false;
@@ -213,6 +255,28 @@ class BodyBuilder {
         return in(0);
       case Opcode::kPower:
         return Power(i, bound);
+      case Opcode::kFloor:
+        return Emit("vfloor", {in(0)});
+      case Opcode::kCeil:
+        return Emit("vceil", {in(0)});
+      case Opcode::kRoundNearestEven:
+        return Emit("vround.even", {in(0)});
+      case Opcode::kSign:
+        return FloatSign(*this, in(0));
+      case Opcode::kSin:
+        return SineOrCosine(*this, in(0), /*cosine=*/false);
+      case Opcode::kCos:
+        return SineOrCosine(*this, in(0), /*cosine=*/true);
+      case Opcode::kRemainder:  // s32: costed as one ALU op
+        return ints ? Emit("vmax", {in(0), in(1)}) : FloatRemainder(*this, in(0), in(1));
+      case Opcode::kClamp: {  // clamp(lo, x, hi) = min(max(x, lo), hi); a NaN x stays NaN
+        const int x = in(1), r = Emit("vmax", {x, in(0)});
+        EmitTo(r, "vmin", {r, in(2)});
+        const int nan = Emit("vcmp.ne", {x, x});
+        EmitTo(r, "vsel", {nan, x, r});
+        Release(nan);
+        return r;
+      }
       default: {  // sine, floor, clamp, bitwise, ...: one or two ALU operations' cost
         b_.exact = false;
         int r = in(0);
@@ -228,7 +292,8 @@ class BodyBuilder {
   std::map<const HloInstruction*, int> reg_;
   std::map<uint64_t, int> consts_;                 // by s32 flag and bits
   std::map<const HloInstruction*, double> known_;  // parameters bound to constants
-  int next_temp_ = kFirstTemp, next_const_ = kFirstConst;
+  int first_temp_ = kFirstTemp, next_temp_ = kFirstTemp, next_const_ = kFirstConst;
+  std::vector<int> free_;  // temps released by a composition, reused first
 };
 
 }  // namespace

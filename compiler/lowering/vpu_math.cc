@@ -1,0 +1,134 @@
+#include "compiler/lowering/vpu_math.h"
+
+namespace tpusim::lowering {
+namespace {
+
+// dst = dst `mnemonic` c for a constant c (its register released after: it may be a temp).
+void WithConstant(VpuEmitter& e, int dst, const std::string& mnemonic, int src, double c) {
+  const int k = e.F32(c);
+  e.EmitTo(dst, mnemonic, {src, k});
+  e.Release(k);
+}
+
+// The Horner steps acc = acc * z + c for each c, starting from acc = z * coefficients[0].
+int Polynomial(VpuEmitter& e, int z, std::initializer_list<double> coefficients) {
+  int acc = -1;
+  for (double c : coefficients) {
+    if (acc < 0) {
+      const int k = e.F32(c);
+      acc = e.Emit("vmul", {z, k});
+      e.Release(k);
+      continue;
+    }
+    WithConstant(e, acc, "vadd", acc, c);
+    e.EmitTo(acc, "vmul", {acc, z});
+  }
+  return acc;
+}
+
+// pi/2 in three parts (Cephes' DP1..DP3 for pi/4, doubled): the first has 8 significant bits
+// and the second 11, so k times either is exact for |k| < 2^13.
+constexpr double kTwoOverPi = 0.63661977236758134308;
+constexpr double kPiOver2Hi = 1.5703125, kPiOver2Mid = 4.837512969970703125e-4,
+                 kPiOver2Lo = 7.54978995489188216e-8;
+
+}  // namespace
+
+int SineOrCosine(VpuEmitter& e, int x, bool cosine) {
+  const int k = e.Emit("vmul", {x, e.F32(kTwoOverPi)});
+  e.EmitTo(k, "vround.even", {k});
+  const int r = e.Emit("vmul", {k, e.F32(kPiOver2Hi)});
+  e.EmitTo(r, "vsub", {x, r});
+  const int t = e.Emit("vmul", {k, e.F32(kPiOver2Mid)});
+  e.EmitTo(r, "vsub", {r, t});
+  WithConstant(e, t, "vmul", k, kPiOver2Lo);
+  e.EmitTo(r, "vsub", {r, t});
+  const int z = e.Emit("vmul", {r, r});
+  // sin r = r + r z (s1 + z (s2 + z s3)) on [-pi/4, pi/4] (Cephes sinf).
+  const int s = Polynomial(e, z, {-1.9515295891e-4, 8.3321608736e-3});
+  WithConstant(e, s, "vadd", s, -1.6666654611e-1);
+  e.EmitTo(s, "vmul", {s, z});
+  e.EmitTo(s, "vmul", {s, r});
+  e.EmitTo(s, "vadd", {s, r});
+  // cos r = 1 - z / 2 + z^2 (c1 + z (c2 + z c3)) (Cephes cosf).
+  const int c = Polynomial(e, z, {2.443315711809948e-5, -1.388731625493765e-3});
+  WithConstant(e, c, "vadd", c, 4.166664568298827e-2);
+  e.EmitTo(c, "vmul", {c, z});
+  e.EmitTo(c, "vmul", {c, z});
+  WithConstant(e, t, "vmul", z, 0.5);
+  e.EmitTo(c, "vsub", {c, t});
+  WithConstant(e, c, "vadd", c, 1.0);
+  // Quadrant k mod 4 (cos x = sin(x + pi/2)): odd ones take the cosine polynomial, the
+  // upper two are negated.
+  if (cosine) WithConstant(e, k, "vadd", k, 1.0);
+  e.EmitTo(k, "vcvt.s32.f32", {k});
+  const int zero = e.S32(0), one = e.S32(1), two = e.S32(2);
+  e.EmitTo(t, "vand.u32", {k, one});
+  e.EmitTo(t, "vcmp.ne.s32", {t, zero});
+  const int result = e.Emit("vsel", {t, c, s});
+  e.EmitTo(t, "vand.u32", {k, two});
+  e.EmitTo(t, "vcmp.ne.s32", {t, zero});
+  e.EmitTo(c, "vneg", {result});
+  e.EmitTo(result, "vsel", {t, c, result});
+  if (!cosine) {  // sin(+-0) = +-0 (the reduction's x - 0 is +0)
+    e.EmitTo(t, "vcmp.eq", {x, zero});
+    e.EmitTo(result, "vsel", {t, x, result});
+  }
+  for (int reg : {k, r, t, z, s, c, zero, one, two}) e.Release(reg);
+  return result;
+}
+
+int FloatRemainder(VpuEmitter& e, int x, int y) {
+  const int ax = e.Emit("vabs", {x}), ay = e.Emit("vabs", {y});
+  const int q = e.Emit("vdiv", {ax, ay});
+  e.EmitTo(q, "vtrunc", {q});
+  // Veltkamp's split of v into 12-bit halves hi + lo (4097 = 2^12 + 1).
+  auto split = [&](int v, int& hi, int& lo) {
+    hi = e.Emit("vmul", {v, e.F32(4097.0)});
+    lo = e.Emit("vsub", {hi, v});
+    e.EmitTo(hi, "vsub", {hi, lo});
+    e.EmitTo(lo, "vsub", {v, hi});
+  };
+  int qh, ql, yh, yl;
+  split(q, qh, ql);
+  split(ay, yh, yl);
+  // Dekker: q |y| = p + err exactly, so |x| - q |y| = (|x| - p) - err, where |x| - p is
+  // exact (p is within a factor 2 of |x|) and the result is representable.
+  const int p = e.Emit("vmul", {q, ay});
+  const int err = e.Emit("vmul", {qh, yh});
+  e.EmitTo(err, "vsub", {err, p});
+  const int t = e.Emit("vmul", {qh, yl});
+  e.EmitTo(err, "vadd", {err, t});
+  e.EmitTo(t, "vmul", {ql, yh});
+  e.EmitTo(err, "vadd", {err, t});
+  e.EmitTo(t, "vmul", {ql, yl});
+  e.EmitTo(err, "vadd", {err, t});
+  const int r = e.Emit("vsub", {ax, p});
+  e.EmitTo(r, "vsub", {r, err});
+  // A quotient rounded up to the next integer leaves r in (-|y|, 0): one |y| back.
+  const int zero = e.S32(0);  // +0.0 and s32 0 share their bits
+  e.EmitTo(t, "vcmp.lt", {r, zero});
+  e.EmitTo(p, "vadd", {r, ay});
+  e.EmitTo(r, "vsel", {t, p, r});
+  // The sign of x, -0 included (its sign bit makes it a negative s32).
+  e.EmitTo(t, "vcmp.lt.s32", {x, zero});
+  e.EmitTo(p, "vneg", {r});
+  e.EmitTo(r, "vsel", {t, p, r});
+  // |x| < |y| (also y = +-inf): x itself.
+  e.EmitTo(t, "vcmp.lt", {ax, ay});
+  e.EmitTo(r, "vsel", {t, x, r});
+  for (int reg : {ax, ay, q, qh, ql, yh, yl, p, err, t, zero}) e.Release(reg);
+  return r;
+}
+
+int FloatSign(VpuEmitter& e, int x) {
+  const int zero = e.S32(0), one = e.F32(1.0), minus_one = e.F32(-1.0);
+  const int t = e.Emit("vcmp.lt", {zero, x});
+  const int r = e.Emit("vsel", {t, one, x});
+  e.EmitTo(t, "vcmp.lt", {x, zero});
+  e.EmitTo(r, "vsel", {t, minus_one, r});
+  for (int reg : {zero, one, minus_one, t}) e.Release(reg);
+  return r;
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,51 @@
+// Elementwise ops the VPU has no single instruction for, composed from VPU instructions as
+// XLA's TPU backend expands them: sine and cosine (range reduction and polynomials), f32
+// remainder, sign, and integer forms built from the 32-bit instructions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/opcode.h"
+#include "compiler/hlo/shape.h"
+
+namespace tpusim::lowering {
+
+// What a composition needs from the body it is emitted into.
+class VpuEmitter {
+ public:
+  virtual ~VpuEmitter() = default;
+  // `mnemonic` reading `srcs` into a fresh temp register; returns it.
+  virtual int Emit(const std::string& mnemonic, std::vector<int> srcs) = 0;
+  // `mnemonic` into `dst` (a temp the caller emitted), which may also be one of `srcs`.
+  virtual void EmitTo(int dst, const std::string& mnemonic, std::vector<int> srcs) = 0;
+  // A register holding `v` in every element, as an f32 or as an s32 bit pattern.
+  virtual int F32(double v) = 0;
+  virtual int S32(int64_t v) = 0;
+  // `reg` (a temp the caller emitted, or a constant) is read no more.
+  virtual void Release(int reg) = 0;
+};
+
+// sin(x) or cos(x) in f32: Cody-Waite reduction by pi/2 with k = round-nearest-even(x * 2/pi)
+// (exact while |k| < 2^13, |x| < ~12800), then Cephes' minimax polynomials on [-pi/4, pi/4]
+// picked and negated by k mod 4. NaN and inf give NaN.
+int SineOrCosine(VpuEmitter& e, int x, bool cosine);
+
+// C's fmod(x, y) in f32, the sign of x: q = trunc(|x| / |y|), |x| - q|y| formed exactly with
+// Dekker's product, one correction when the rounded quotient was one too large. Exact while
+// |x / y| < 2^24 and |y| < 2^115; fmod(x, +-inf) = x, NaN for y = 0 or an infinite x.
+int FloatRemainder(VpuEmitter& e, int x, int y);
+
+// sign(x) in f32: -1, +1, or x itself for +-0 and NaN.
+int FloatSign(VpuEmitter& e, int x);
+
+// Whether `op` on elements of `type` (s32, u32, or pred held as 1.0 / 0.0) has a form built
+// from the 32-bit instructions: IntegerOp emits it, reading the operands `srcs`.
+bool HasIntegerForm(hlo::Opcode op, hlo::PrimitiveType type);
+int IntegerOp(VpuEmitter& e, hlo::Opcode op, hlo::PrimitiveType type, const std::vector<int>& srcs);
+
+// compare(a, b) in `direction` (LT, LE, GT, GE, EQ, NE) on s32 elements: 1.0 or 0.0.
+int CompareS32(VpuEmitter& e, const std::string& direction, int a, int b);
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,116 @@
+// Runs an HLO module compiled for v3-8 in the simulator on arguments the test chooses (edge
+// values: zeros, ties, NaN, inf) and returns core 0's results beside the evaluator's, element
+// by element, for checks in ulps or bit for bit. One simulation per call.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/board_target.h"
+#include "cli/step_check.h"
+#include "compiler/eval/evaluator.h"
+#include "isa/assembler.h"
+#include "isa/bf16.h"
+#include "sim/config.h"
+#include "sim/simulation.h"
+
+namespace tpusim::testing {
+
+struct ElementwiseRun {
+  bool exact = false;                  // every kernel computes values
+  std::string inexact_ops;             // the ops that do not
+  std::vector<eval::Value> got, want;  // per result: simulated (core 0) and reference
+};
+
+inline std::vector<uint8_t> EncodeArgument(const eval::Value& v) {
+  const hlo::PrimitiveType t = v.shape.type;
+  std::vector<uint8_t> bytes(static_cast<size_t>(v.size() * cli::ElementBytes(t)));
+  for (int64_t i = 0; i < v.size(); ++i) {
+    const double x = v.data[static_cast<size_t>(i)];
+    if (t == hlo::PrimitiveType::kBF16) {
+      const uint16_t b = isa::F32ToBf16(static_cast<float>(x));
+      std::memcpy(&bytes[2 * i], &b, 2);
+    } else if (t == hlo::PrimitiveType::kS32) {
+      const int32_t n = static_cast<int32_t>(x);
+      std::memcpy(&bytes[4 * i], &n, 4);
+    } else {
+      const float f = static_cast<float>(x);
+      std::memcpy(&bytes[4 * i], &f, 4);
+    }
+  }
+  return bytes;
+}
+
+// `hlo` must be replicated (replica_count=8): every core computes the whole result.
+inline ElementwiseRun RunWithArguments(const std::string& hlo,
+                                       const std::vector<eval::Value>& args) {
+  ElementwiseRun out;
+  const sim::BoardConfig board = sim::LoadConfig("v3-8");
+  auto compiled = CompileForBoard(hlo, "test.hlo", cli::TargetFor(board, /*infeed=*/false));
+  if (!compiled.ok()) {
+    ADD_FAILURE() << compiled.status().message();
+    return out;
+  }
+  const CompiledModule& c = *compiled.value();
+  for (const lowering::LoweredOp& op : c.lowered.ops)
+    if (!op.exact) out.inexact_ops += " %" + op.name + " (" + op.opcode + ")";
+  out.exact = c.lowered.exact;
+  if (!out.exact) return out;
+  sim::Simulation simulation(board, sim::RunOptions{.functional = true});
+  for (size_t i = 0; i < c.lowered.programs.size(); ++i) {
+    auto program = isa::Assemble(c.lowered.programs[i], "core" + std::to_string(i));
+    if (!program.ok()) {
+      ADD_FAILURE() << program.error().message;
+      return out;
+    }
+    simulation.AddCore(*program);
+  }
+  const auto params = c.original.entry()->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const passes::BufferInfo* buf = c.report.memory.Find(params[i]->name());
+    if (!buf) continue;
+    const std::vector<uint8_t> bytes = EncodeArgument(args[i]);
+    for (size_t core = 0; core < c.lowered.programs.size(); ++core)
+      simulation.core(static_cast<int>(core))
+          .hbm()
+          .Write(static_cast<uint64_t>(buf->offset), bytes.data(), bytes.size());
+  }
+  sim::RunReport r = simulation.Run();
+  EXPECT_TRUE(r.ok) << r.error;
+  auto want = eval::Evaluate(c.original, args);
+  if (!want.ok()) {
+    ADD_FAILURE() << want.status().message();
+    return out;
+  }
+  out.want = *want;
+  for (size_t o = 0; o < out.want.size(); ++o) {
+    eval::Value got = out.want[o];
+    const int64_t n = got.size(), width = cli::ElementBytes(got.shape.type);
+    std::vector<uint8_t> bytes(static_cast<size_t>(n * width));
+    simulation.core(0).hbm().Read(c.lowered.outputs.at(o).address, bytes.data(), bytes.size());
+    for (int64_t i = 0; i < n; ++i)
+      got.data[static_cast<size_t>(i)] = cli::Decode(got.shape.type, bytes.data(), i);
+    out.got.push_back(std::move(got));
+  }
+  return out;
+}
+
+// Distance in f32 units in the last place (0 for equal values and for two NaNs; a sign
+// difference of zeros counts one).
+inline int64_t UlpDistance(double a, double b) {
+  const float x = static_cast<float>(a), y = static_cast<float>(b);
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y) ? 0 : INT64_MAX;
+  auto ordered = [](float f) {
+    const int32_t i = std::bit_cast<int32_t>(f);
+    return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) - 1 : static_cast<int64_t>(i);
+  };
+  return std::llabs(ordered(x) - ordered(y));
+}
+
+}  // namespace tpusim::testing
