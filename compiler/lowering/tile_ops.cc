@@ -11,6 +11,7 @@
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/tile_kernel.h"
 #include "compiler/lowering/vpu_body.h"
+#include "compiler/lowering/vpu_math.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -223,20 +224,23 @@ bool LeafLayouts(const HloInstruction& instr, std::map<const HloInstruction*, Di
   return true;
 }
 
-// The VPU holds s32 values as bit patterns: they may be moved (broadcast, select), added,
-// subtracted, multiplied by a constant, converted to f32 (vpu_body.h) and compared for
-// equality, nothing else.
+// The VPU holds s32 values as bit patterns: they may be moved (broadcast, select), converted,
+// compared, and combined by the ops with integer forms (vpu_math.h: add, subtract, multiply,
+// logic, order); u32 ones only compared for equality. s32 divide, remainder and power are
+// not computed.
 bool IntsSupported(const std::vector<const HloInstruction*>& computed) {
   for (const HloInstruction* u : computed)
     for (size_t k = 0; k < u->operand_count(); ++k) {
-      if (!IsInt32(u->operand(k)->shape())) continue;
+      const hlo::Shape& s = u->operand(k)->shape();
+      if (!IsInt32(s)) continue;
       const Opcode op = u->opcode();
       const std::string dir = u->GetWord("direction").value_or("");
       const bool ok = op == Opcode::kBroadcast || op == Opcode::kCopy || op == Opcode::kBitcast ||
                       op == Opcode::kAdd || op == Opcode::kSubtract || op == Opcode::kConvert ||
-                      op == Opcode::kMultiply ||  // by a constant (vpu_body.h), else inexact
                       (op == Opcode::kSelect && k > 0) ||
-                      (op == Opcode::kCompare && (dir == "EQ" || dir == "NE"));
+                      (op == Opcode::kCompare &&
+                       (s.type == hlo::PrimitiveType::kS32 || dir == "EQ" || dir == "NE")) ||
+                      HasIntegerForm(op, u->shape().type);
       if (!ok) return false;
     }
   return true;

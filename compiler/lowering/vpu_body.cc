@@ -217,7 +217,10 @@ class BodyBuilder : public VpuEmitter {
       case Opcode::kCompare: {
         const std::string dir = i->GetWord("direction").value_or("");
         const hlo::PrimitiveType operands = i->operand(0)->shape().type;
-        if (operands == hlo::PrimitiveType::kS32) return CompareS32(*this, dir, in(0), in(1));
+        const bool bit_equality = dir == "EQ" || dir == "NE";  // the same for s32 and u32
+        if (operands == hlo::PrimitiveType::kS32 ||
+            (operands == hlo::PrimitiveType::kU32 && bit_equality))
+          return CompareS32(*this, dir, in(0), in(1));
         if (operands == hlo::PrimitiveType::kU32) b_.exact = false;  // no unsigned order
         if (dir == "LT") return Emit("vcmp.lt", {in(0), in(1)});
         if (dir == "LE") return Emit("vcmp.le", {in(0), in(1)});

@@ -119,5 +119,100 @@ TEST(ExactElementwise, SineAndCosineWithinFourUlpsToTenThousand) {
               static_cast<long long>(worst_ulps), worst_abs);
 }
 
+
+// fmod's sign follows x; quotients rounded up to an integer (x just below a multiple of y),
+// y = +-0 and +-inf, x = +-inf and NaN; then |x / y| up to 2^20. Bit for bit.
+TEST(ExactElementwise, RemainderAndClampOfF32) {
+  const std::vector<eval::Value> args = {
+      Values(hlo::PrimitiveType::kF32,
+             {5.5, -5.5, 5.5, -5.5, 6.0, -6.0, 0.0, -0.0, 3.0, 1.0, kInf, -kInf, kNaN, 2.0,
+              0.99999994, 1e30, 7.0, 1e-30, 16777215.0},
+             [](int i) { return (Unit(i, 3) - 0.5) * std::ldexp(1.0, i % 24 - 4); }),
+      Values(hlo::PrimitiveType::kF32,
+             {2.0, 2.0, -2.0, -2.0, 3.0, 3.0, 2.0, 2.0, 0.0, kInf, 2.0, 2.0, 2.0, kNaN, 0.1,
+              3.0, -kInf, 1e-31, 0.3333333},
+             [](int i) { return (Unit(i, 5) - 0.5) * std::ldexp(1.0, i % 7 - 3); })};
+  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
+ENTRY %main (x: f32[8,128], y: f32[8,128]) -> (f32[8,128], f32[8,128]) {
+  %x = f32[8,128]{1,0} parameter(0)
+  %y = f32[8,128]{1,0} parameter(1)
+  %rem = f32[8,128]{1,0} remainder(%x, %y)
+  %lo = f32[] constant(-1)
+  %hi = f32[] constant(0.5)
+  %blo = f32[8,128]{1,0} broadcast(%lo), dimensions={}
+  %bhi = f32[8,128]{1,0} broadcast(%hi), dimensions={}
+  %clamp = f32[8,128]{1,0} clamp(%blo, %x, %bhi)
+  ROOT %t = (f32[8,128], f32[8,128]) tuple(%rem, %clamp)
+})",
+                                  args),
+                 args);
+}
+
+// s32 arithmetic, logic, order and conversions over the whole range: wrapping multiply and
+// negate (INT32_MIN), abs, sign, clamp, not, and, or, xor, every compare direction (selects
+// of them), and converts to bf16 (via f32, as XLA rounds; back to f32 in the same fusion: no kernel
+// stores bf16 from s32 operands) and pred, with and, or, xor and not of preds.
+TEST(ExactElementwise, S32ArithmeticLogicComparesAndConverts) {
+  auto spread = [](uint32_t salt) {
+    return [salt](int i) {
+      const uint32_t bits = static_cast<uint32_t>(Unit(i, salt) * 4294967296.0);
+      return static_cast<double>(static_cast<int32_t>(i % 3 ? bits : bits >> (i % 29)));
+    };
+  };
+  const std::vector<eval::Value> args = {
+      Values(hlo::PrimitiveType::kS32,
+             {0, -1, 1, 2147483647, -2147483648.0, -2147483648.0, 7, -7, 65536, 16777217, -5, 5},
+             spread(11)),
+      Values(hlo::PrimitiveType::kS32,
+             {0, 1, -1, 2147483647, -1, 0, -7, 7, 65536, 3, 5, -5}, spread(13))};
+  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
+%lt (a: s32[8,128], b: s32[8,128]) -> s32[8,128] {
+  %a = s32[8,128]{1,0} parameter(0)
+  %b = s32[8,128]{1,0} parameter(1)
+  %c = pred[8,128]{1,0} compare(%a, %b), direction=LT
+  ROOT %s = s32[8,128]{1,0} select(%c, %a, %b)
+}
+%logic (a: s32[8,128], b: s32[8,128]) -> s32[8,128] {
+  %a = s32[8,128]{1,0} parameter(0)
+  %b = s32[8,128]{1,0} parameter(1)
+  %ge = pred[8,128]{1,0} compare(%a, %b), direction=GE
+  %eq = pred[8,128]{1,0} compare(%a, %b), direction=EQ
+  %nz = pred[8,128]{1,0} convert(%b)
+  %both = pred[8,128]{1,0} and(%ge, %nz)
+  %either = pred[8,128]{1,0} or(%eq, %both)
+  %odd = pred[8,128]{1,0} xor(%either, %ge)
+  %none = pred[8,128]{1,0} not(%odd)
+  ROOT %flags = s32[8,128]{1,0} convert(%none)
+}
+%to_bf16 (a: s32[8,128]) -> f32[8,128] {
+  %a = s32[8,128]{1,0} parameter(0)
+  %bf = bf16[8,128]{1,0} convert(%a)
+  ROOT %f = f32[8,128]{1,0} convert(%bf)
+}
+ENTRY %main (a: s32[8,128], b: s32[8,128]) -> (s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], f32[8,128], s32[8,128], s32[8,128]) {
+  %a = s32[8,128]{1,0} parameter(0)
+  %b = s32[8,128]{1,0} parameter(1)
+  %mul = s32[8,128]{1,0} multiply(%a, %b)
+  %neg = s32[8,128]{1,0} negate(%a)
+  %abs = s32[8,128]{1,0} abs(%a)
+  %sign = s32[8,128]{1,0} sign(%a)
+  %max = s32[8,128]{1,0} maximum(%a, %b)
+  %min = s32[8,128]{1,0} minimum(%a, %b)
+  %lo = s32[] constant(-100)
+  %blo = s32[8,128]{1,0} broadcast(%lo), dimensions={}
+  %clamp = s32[8,128]{1,0} clamp(%blo, %a, %b)
+  %not = s32[8,128]{1,0} not(%a)
+  %and = s32[8,128]{1,0} and(%a, %b)
+  %or = s32[8,128]{1,0} or(%a, %b)
+  %xor = s32[8,128]{1,0} xor(%a, %b)
+  %bf = f32[8,128]{1,0} fusion(%a), kind=kLoop, calls=%to_bf16
+  %sel = s32[8,128]{1,0} fusion(%a, %b), kind=kLoop, calls=%lt
+  %flags = s32[8,128]{1,0} fusion(%a, %b), kind=kLoop, calls=%logic
+  ROOT %t = (s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], s32[8,128], f32[8,128], s32[8,128], s32[8,128]) tuple(%mul, %neg, %abs, %sign, %max, %min, %clamp, %not, %and, %or, %xor, %bf, %sel, %flags)
+})",
+                                  args),
+                 args);
+}
+
 }  // namespace
 }  // namespace tpusim
