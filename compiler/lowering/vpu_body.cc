@@ -128,7 +128,7 @@ class BodyBuilder : public VpuEmitter {
   }
   // pow(c, y) for a scalar constant base c: exp(y * log(c)) with log(c) folded at compile
   // time; within a few f32 ulps of pow times |y log c| (bf16 tolerance for |y| < 10^4).
-  // A base that is not a constant, or is negative, is costed as that sequence only.
+  // Any other base (or a negative or zero one): FloatPower's composition.
   int Power(const HloInstruction* i, const std::map<const HloInstruction*, int>& bound) {
     const std::optional<double> c = Known(i->operand(0));
     const int y = Value(i->operand(1), bound);
@@ -137,8 +137,8 @@ class BodyBuilder : public VpuEmitter {
       const double log_c = std::log(static_cast<double>(static_cast<float>(*c)));
       return Emit("vexp", {Emit("vmul", {y, Constant(log_c)})});
     }
-    b_.exact = false;
-    return Emit("vexp", {Emit("vmul", {y, Emit("vlog", {Value(i->operand(0), bound)})})});
+    if (Int32(i->shape())) b_.exact = false;  // s32 power: costed as the f32 form
+    return FloatPower(*this, Value(i->operand(0), bound), y);
   }
   static std::optional<double> ScalarConstantImpl(const HloInstruction* i) {
     while (i->opcode() == Opcode::kBroadcast || i->opcode() == Opcode::kReshape ||

@@ -121,6 +121,44 @@ int FloatRemainder(VpuEmitter& e, int x, int y) {
   return r;
 }
 
+int FloatPower(VpuEmitter& e, int x, int y) {
+  const int ax = e.Emit("vabs", {x});
+  const int m = e.Emit("vlog", {ax});
+  e.EmitTo(m, "vmul", {m, y});
+  e.EmitTo(m, "vexp", {m});  // |x|^y
+  // y an integer, and an odd one (y / 2 is not; every f32 from 2^24 up is even).
+  const int integral = e.Emit("vtrunc", {y});
+  e.EmitTo(integral, "vcmp.eq", {integral, y});
+  const int half = e.F32(0.5);
+  const int odd = e.Emit("vmul", {y, half});
+  e.Release(half);
+  const int t = e.Emit("vtrunc", {odd});
+  e.EmitTo(odd, "vcmp.ne", {t, odd});
+  e.EmitTo(odd, "vmin", {odd, integral});
+  // A negative x (-0 included: its sign bit) to an odd power: -|x|^y.
+  const int zero = e.S32(0);
+  e.EmitTo(t, "vcmp.lt.s32", {x, zero});
+  e.EmitTo(t, "vmin", {t, odd});
+  e.EmitTo(odd, "vneg", {m});
+  e.EmitTo(m, "vsel", {t, odd, m});
+  // A finite negative x to a non-integral power: NaN.
+  const int inf = e.S32(0x7f800000), nan = e.S32(0x7fc00000);
+  e.EmitTo(t, "vcmp.lt", {x, zero});
+  e.EmitTo(integral, "vcmp.eq", {integral, zero});
+  e.EmitTo(t, "vmin", {t, integral});
+  e.EmitTo(integral, "vcmp.ne", {ax, inf});
+  e.EmitTo(t, "vmin", {t, integral});
+  e.EmitTo(m, "vsel", {t, nan, m});
+  // x^0 = 1^y = 1, even for a NaN x or y.
+  const int one = e.F32(1.0);
+  e.EmitTo(t, "vcmp.eq", {y, zero});
+  e.EmitTo(integral, "vcmp.eq", {x, one});
+  e.EmitTo(t, "vmax", {t, integral});
+  e.EmitTo(m, "vsel", {t, one, m});
+  for (int reg : {ax, integral, odd, t, zero, inf, nan, one}) e.Release(reg);
+  return m;
+}
+
 int FloatSign(VpuEmitter& e, int x) {
   const int zero = e.S32(0), one = e.F32(1.0), minus_one = e.F32(-1.0);
   const int t = e.Emit("vcmp.lt", {zero, x});

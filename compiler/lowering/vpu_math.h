@@ -37,6 +37,11 @@ int SineOrCosine(VpuEmitter& e, int x, bool cosine);
 // |x / y| < 2^24 and |y| < 2^115; fmod(x, +-inf) = x, NaN for y = 0 or an infinite x.
 int FloatRemainder(VpuEmitter& e, int x, int y);
 
+// pow(x, y) in f32 as exp(y log |x|), negated for a negative x and an odd integral y, NaN
+// for a finite negative x and a non-integral y; x^0 = 1^y = 1. Within a few ulps times
+// |y log x| of powf (as the constant-base form); pow(-1, +-inf) is NaN here (1 in powf).
+int FloatPower(VpuEmitter& e, int x, int y);
+
 // sign(x) in f32: -1, +1, or x itself for +-0 and NaN.
 int FloatSign(VpuEmitter& e, int x);
 

@@ -119,7 +119,6 @@ TEST(ExactElementwise, SineAndCosineWithinFourUlpsToTenThousand) {
               static_cast<long long>(worst_ulps), worst_abs);
 }
 
-
 // fmod's sign follows x; quotients rounded up to an integer (x just below a multiple of y),
 // y = +-0 and +-inf, x = +-inf and NaN; then |x / y| up to 2^20. Bit for bit.
 TEST(ExactElementwise, RemainderAndClampOfF32) {
@@ -129,8 +128,8 @@ TEST(ExactElementwise, RemainderAndClampOfF32) {
               0.99999994, 1e30, 7.0, 1e-30, 16777215.0},
              [](int i) { return (Unit(i, 3) - 0.5) * std::ldexp(1.0, i % 24 - 4); }),
       Values(hlo::PrimitiveType::kF32,
-             {2.0, 2.0, -2.0, -2.0, 3.0, 3.0, 2.0, 2.0, 0.0, kInf, 2.0, 2.0, 2.0, kNaN, 0.1,
-              3.0, -kInf, 1e-31, 0.3333333},
+             {2.0, 2.0, -2.0, -2.0, 3.0, 3.0, 2.0, 2.0, 0.0, kInf, 2.0, 2.0, 2.0, kNaN, 0.1, 3.0,
+              -kInf, 1e-31, 0.3333333},
              [](int i) { return (Unit(i, 5) - 0.5) * std::ldexp(1.0, i % 7 - 3); })};
   ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
 ENTRY %main (x: f32[8,128], y: f32[8,128]) -> (f32[8,128], f32[8,128]) {
@@ -163,8 +162,8 @@ TEST(ExactElementwise, S32ArithmeticLogicComparesAndConverts) {
       Values(hlo::PrimitiveType::kS32,
              {0, -1, 1, 2147483647, -2147483648.0, -2147483648.0, 7, -7, 65536, 16777217, -5, 5},
              spread(11)),
-      Values(hlo::PrimitiveType::kS32,
-             {0, 1, -1, 2147483647, -1, 0, -7, 7, 65536, 3, 5, -5}, spread(13))};
+      Values(hlo::PrimitiveType::kS32, {0, 1, -1, 2147483647, -1, 0, -7, 7, 65536, 3, 5, -5},
+             spread(13))};
   ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
 %lt (a: s32[8,128], b: s32[8,128]) -> s32[8,128] {
   %a = s32[8,128]{1,0} parameter(0)
@@ -212,6 +211,41 @@ ENTRY %main (a: s32[8,128], b: s32[8,128]) -> (s32[8,128], s32[8,128], s32[8,128
 })",
                                   args),
                  args);
+}
+
+// pow with an array base: signs of negative bases to integral powers, NaN for non-integral
+// ones, zeros and infinities, x^0 = 1^y = 1 with NaNs. Within 4 ulps plus |y log |x|| ulps of
+// powf (exp of a rounded y log |x| carries its rounding times that).
+TEST(ExactElementwise, PowerWithAnArrayBase) {
+  const std::vector<eval::Value> args = {
+      Values(hlo::PrimitiveType::kF32, {-2.0, -2.0, -2.0, -0.0, -0.0, -0.0, 0.0, 0.0,  -kInf, -kInf,
+                                        kNaN, kNaN, 1.0,  1.0,  -1.5, 2.0,  0.5, kInf, 1e-3,  10.0},
+             [](int i) { return (Unit(i, 21) - (i % 4 ? 0.2 : 0.5)) * std::ldexp(1.0, i % 10); }),
+      Values(hlo::PrimitiveType::kF32, {3.0, 2.0, 0.5,  3.0,  -3.0, 0.5,   -1.0, 0.0,  3.0, 0.5,
+                                        0.0, 1.0, kNaN, kInf, -4.0, -kInf, kInf, -2.0, 7.5, -30.0},
+             [](int i) {
+               return i % 3 ? (Unit(i, 23) - 0.5) * 16 : static_cast<double>(i % 13) - 6;
+             })};
+  const ElementwiseRun r = RunWithArguments(R"(HloModule m, replica_count=8
+ENTRY %main (x: f32[8,128], y: f32[8,128]) -> f32[8,128] {
+  %x = f32[8,128]{1,0} parameter(0)
+  %y = f32[8,128]{1,0} parameter(1)
+  ROOT %pow = f32[8,128]{1,0} power(%x, %y)
+})",
+                                            args);
+  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
+  int64_t worst = 0;
+  for (size_t i = 0; i < 1024; ++i) {
+    const double x = args[0].data[i], y = args[1].data[i];
+    const double amplification =
+        std::isfinite(y * std::log(std::fabs(x))) ? std::fabs(y * std::log(std::fabs(x))) : 0;
+    const int64_t ulps = UlpDistance(r.got[0].data[i], r.want[0].data[i]);
+    worst = std::max(worst, ulps);
+    EXPECT_LE(static_cast<double>(ulps), 4 + amplification)
+        << "pow(" << x << ", " << y << "): simulated " << r.got[0].data[i] << ", evaluator "
+        << r.want[0].data[i];
+  }
+  std::printf("worst: %lld ulps\n", static_cast<long long>(worst));
 }
 
 }  // namespace
