@@ -217,13 +217,42 @@ TEST(VpuBody, FusedExpressionMapsOpByOpWithConstantsHoisted) {
 
 TEST(VpuBody, OpsWithoutAVpuFormAreCostedButNotExact) {
   auto parsed = hlo::ParseHlo(
-      "HloModule m\nENTRY %e (x: f32[8,128]) -> f32[8,128] {\n"
-      "  %x = f32[8,128]{1,0} parameter(0)\n"
-      "  ROOT %s = f32[8,128]{1,0} sine(f32[8,128]{1,0} %x)\n}\n");
+      "HloModule m\nENTRY %e (x: s32[8,128]) -> s32[8,128] {\n"
+      "  %x = s32[8,128]{1,0} parameter(0)\n"
+      "  ROOT %d = s32[8,128]{1,0} divide(s32[8,128]{1,0} %x, s32[8,128]{1,0} %x)\n}\n");
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   lowering::VpuBody b = lowering::BuildVpuBody(*parsed->entry()->root());
   EXPECT_FALSE(b.exact);
   EXPECT_EQ(b.ops, 1);
+}
+
+// Sine and cosine of one value (about 40 ops each) fit the body's temps: a composition hands
+// its intermediates back, so only results stay allocated; constants past the prologue's seven
+// registers are set in the body.
+TEST(VpuBody, CompositionsReuseTheirTemps) {
+  auto parsed = hlo::ParseHlo(
+      "HloModule m\n%f (x: f32[8,128]) -> f32[8,128] {\n"
+      "  %x = f32[8,128]{1,0} parameter(0)\n"
+      "  %s = f32[8,128]{1,0} sine(f32[8,128]{1,0} %x)\n"
+      "  %c = f32[8,128]{1,0} cosine(f32[8,128]{1,0} %x)\n"
+      "  ROOT %a = f32[8,128]{1,0} add(f32[8,128]{1,0} %s, f32[8,128]{1,0} %c)\n}\n"
+      "ENTRY %e (x: f32[8,128]) -> f32[8,128] {\n"
+      "  %x = f32[8,128]{1,0} parameter(0)\n"
+      "  ROOT %r = f32[8,128]{1,0} fusion(f32[8,128]{1,0} %x), kind=kLoop, calls=%f\n}\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  lowering::VpuBody b = lowering::BuildVpuBody(*parsed->entry()->root());
+  EXPECT_TRUE(b.exact);
+  EXPECT_GT(b.ops, 70);
+  EXPECT_EQ(b.prologue.size(), 7u);
+  int highest = 0, body_constants = 0;
+  for (const std::string& line : b.body) {
+    body_constants += line.starts_with("vmovi");
+    const std::string dst = line.substr(line.find(" v") + 2);
+    if (line.find(" v") != std::string::npos && !line.starts_with("vmovi") && std::stoi(dst) < 24)
+      highest = std::max(highest, std::stoi(dst));
+  }
+  EXPECT_GT(body_constants, 0);
+  EXPECT_LE(highest, 16);  // of v6..v23
 }
 
 TEST(VpuStream, ChunksAreDoubleBufferedAndTheTailGetsItsOwnPass) {
