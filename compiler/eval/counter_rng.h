@@ -5,6 +5,7 @@
 // draw's 64-bit key: Mix(Mix(i + key_lo) ^ key_hi). Not XLA's Philox/ThreeFry bits.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -57,6 +58,20 @@ inline float RngUniformF32(uint32_t bits, float a, float b) {
   const float scaled = width * u;
   const float x = a + scaled;
   return x < b ? x : a;
+}
+
+// RNG_NORMAL's draw from N(mean, stddev^2) by Box-Muller over the bits of elements 2i and
+// 2i + 1, in f32 step by step as the VPU computes it: u1, u2 as for a uniform draw,
+// sqrt(log(1 - u1) * -2) * cos(u2 * 2pi) * stddev + mean. The VPU's cosine is a composition
+// within a few ulps of cosf (compiler/lowering/vpu_math.h).
+inline constexpr float kRngTwoPiF32 = 6.28318530717958647692f;
+inline float RngNormalF32(uint32_t bits1, uint32_t bits2, float mean, float stddev) {
+  const float u1 = static_cast<float>(static_cast<int32_t>(bits1 >> 8)) * 0x1p-24f;
+  const float u2 = static_cast<float>(static_cast<int32_t>(bits2 >> 8)) * 0x1p-24f;
+  const float radius = std::sqrt(std::log(1.0f - u1) * -2.0f);
+  const float angle = u2 * kRngTwoPiF32;
+  const float scaled = radius * std::cos(angle) * stddev;
+  return scaled + mean;
 }
 
 }  // namespace tpusim::eval

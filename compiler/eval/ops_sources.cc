@@ -1,6 +1,5 @@
 // Values from nothing: constant, iota, rng, rng-bit-generator.
 #include <cmath>
-#include <numbers>
 
 #include "compiler/eval/counter_rng.h"
 #include "compiler/eval/interpreter.h"
@@ -46,7 +45,8 @@ Result<Value> Iota(const HloInstruction& instr, Operands, Interpreter&) {
 double Uniform01(uint32_t bits) { return static_cast<double>(bits >> 8) * 0x1p-24; }
 
 // rng(a, b): RNG_UNIFORM draws from [a, b) (f32: as RngUniformF32 computes it on the VPU),
-// RNG_NORMAL from N(a, b^2) by Box-Muller over elements 2i and 2i + 1 of the draw.
+// RNG_NORMAL from N(a, b^2) by Box-Muller over elements 2i and 2i + 1 of the draw, in f32
+// as the VPU computes it (RngNormalF32).
 Result<Value> Rng(const HloInstruction& instr, Operands ops, Interpreter& interp) {
   std::string dist = instr.GetWord("distribution").value_or("RNG_UNIFORM");
   double a = ops[0]->scalar(), b = ops[1]->scalar();
@@ -58,9 +58,8 @@ Result<Value> Rng(const HloInstruction& instr, Operands ops, Interpreter& interp
     double& x = out.data[i];
     const uint32_t counter = static_cast<uint32_t>(i);
     if (dist == "RNG_NORMAL") {
-      double u = Uniform01(RngBits32(key, 2 * counter));
-      double u2 = Uniform01(RngBits32(key, 2 * counter + 1));
-      x = a + b * std::sqrt(-2 * std::log1p(-u)) * std::cos(2 * std::numbers::pi * u2);
+      x = RngNormalF32(RngBits32(key, 2 * counter), RngBits32(key, 2 * counter + 1),
+                       static_cast<float>(a), static_cast<float>(b));
     } else if (dist == "RNG_UNIFORM") {
       const uint32_t bits = RngBits32(key, counter);
       if (out.type() == PrimitiveType::kF32)

@@ -5,11 +5,13 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "compiler/eval/counter_rng.h"
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/tuple_results.h"
+#include "compiler/lowering/vpu_math.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -38,8 +40,9 @@ std::string Bits(float f) { return Bits(std::bit_cast<uint32_t>(f)); }
 struct Rng {
   int64_t elements = 0;
   uint64_t output = 0;
-  std::optional<uint64_t> key;     // a compile-time key (rng); else computed from the state
-  std::optional<float> low, high;  // RNG_UNIFORM's bounds (else raw bits)
+  std::optional<uint64_t> key;        // a compile-time key (rng); else computed from the state
+  std::optional<float> low, high;     // RNG_UNIFORM's bounds (else raw bits)
+  std::optional<float> mean, stddev;  // RNG_NORMAL's
   uint64_t state = 0, new_state = 0, seed = 0;
   int64_t state_elements = 0;
   bool state_64 = false, writes_state = false;
@@ -47,11 +50,16 @@ struct Rng {
 
 class Emitter {
  public:
-  explicit Emitter(const Rng& r) : r_(r) {}
+  explicit Emitter(const Rng& r) : r_(r) {
+    if (r_.mean) NormalBody();
+  }
 
   std::string Run() {
-    s_ << "# counter-based random " << (r_.low ? "uniform f32" : "bits") << ", " << r_.elements
-       << " elements\n";
+    s_ << "# counter-based random "
+       << (r_.low    ? "uniform f32"
+           : r_.mean ? "normal f32"
+                     : "bits")
+       << ", " << r_.elements << " elements\n";
     for (int f = 0; f < 13; ++f) s_ << "    sflag f" << f << ", " << (f == 4 || f == 5) << "\n";
     SlotCounters();
     Key();
@@ -134,16 +142,17 @@ class Emitter {
     s_ << "    vmovi v24, " << Bits(eval::kRngMul1) << "\n    vmovi v25, " << Bits(eval::kRngMul2)
        << "\n    vmovi v26, " << Bits(static_cast<uint32_t>(kVregElems)) << "\n    vmovi v27, "
        << Bits(0u) << "\n    vadd.s32 v27, v27, v30\n";
+    for (const std::string& line : normal_.prologue) s_ << "    " << line << "\n";
     if (!r_.low) return;
     s_ << "    vmovi v20, " << Bits(*r_.high) << "\n    vmovi v21, " << Bits(*r_.low)
        << "\n    vmovi v22, " << Bits(*r_.high - *r_.low) << "\n    vmovi v23, " << Bits(0x1p-24f)
        << "\n";
   }
 
-  // The per-vreg body: counters -> bits (-> uniform f32) -> stored; returns its length.
-  std::string Body(int& lines) const {
-    std::ostringstream b;
-    auto line = [&](const std::string& t) { b << "    " << t << "\n", ++lines; };
+  // v0 = the bits of counter `counter` (a register): two rounds of the hash keyed by v28 and
+  // v29 (v1 scratch).
+  template <typename Line>
+  static void Hash(Line line, const std::string& counter) {
     auto mix = [&] {
       for (auto [shift, mul] : {std::pair{eval::kRngShift1, 24}, {eval::kRngShift2, 25}}) {
         line("vshr.u32 v1, v0, " + std::to_string(shift));
@@ -153,10 +162,57 @@ class Emitter {
       line("vshr.u32 v1, v0, " + std::to_string(eval::kRngShift3));
       line("vxor.u32 v0, v0, v1");
     };
-    line("vadd.s32 v0, v27, v28");
+    line("vadd.s32 v0, " + counter + ", v28");
     mix();
     line("vxor.u32 v0, v0, v29");
     mix();
+  }
+
+  // RNG_NORMAL's body (eval::RngNormalF32): element i from counters 2i and 2i + 1, Box-Muller
+  // in f32 with the composed cosine; temps v2..v10 and v20..v23, constants v11..v19 and v31.
+  void NormalBody() {
+    RegisterPoolEmitter& e = normal_;
+    auto raw = [&](const std::string& t) { e.Raw(t); };
+    auto with_constant = [&](int dst, const char* mnemonic, int src, double c, bool s32 = false) {
+      const int k = s32 ? e.S32(static_cast<int64_t>(c)) : e.F32(c);
+      e.EmitTo(dst, mnemonic, {src, k});
+      e.Release(k);
+    };
+    auto uniform = [&](int second) {  // v0 = u in [0, 1) from counter 2i + second
+      raw("vadd.s32 v0, v27, v27");
+      if (second) with_constant(0, "vadd.s32", 0, 1, /*s32=*/true);
+      Hash(raw, "v0");
+      raw("vshr.u32 v0, v0, 8");
+      raw("vcvt.f32.s32 v0, v0");
+      with_constant(0, "vmul", 0, 0x1p-24);
+    };
+    uniform(0);
+    const int one = e.F32(1.0);
+    const int radius = e.Emit("vsub", {one, 0});  // sqrt(-2 log(1 - u))
+    e.Release(one);
+    e.EmitTo(radius, "vlog", {radius});
+    with_constant(radius, "vmul", radius, -2.0);
+    e.EmitTo(radius, "vsqrt", {radius});
+    uniform(1);
+    with_constant(0, "vmul", 0, eval::kRngTwoPiF32);
+    const int x = SineOrCosine(e, 0, /*cosine=*/true);
+    e.EmitTo(x, "vmul", {radius, x});
+    with_constant(x, "vmul", x, *r_.stddev);
+    with_constant(x, "vadd", x, *r_.mean);
+    raw("vsts v" + std::to_string(x) + ", r1, 4096");
+    raw("vadd.s32 v27, v27, v26");
+  }
+
+  // The per-vreg body: counters -> bits (-> uniform or normal f32) -> stored; returns its
+  // length.
+  std::string Body(int& lines) const {
+    std::ostringstream b;
+    auto line = [&](const std::string& t) { b << "    " << t << "\n", ++lines; };
+    if (r_.mean) {
+      for (const std::string& t : normal_.body) line(t);
+      return b.str();
+    }
+    Hash(line, "v27");
     if (r_.low) {
       line("vshr.u32 v0, v0, 8");
       line("vcvt.f32.s32 v0, v0");
@@ -208,6 +264,8 @@ class Emitter {
   }
 
   const Rng& r_;
+  RegisterPoolEmitter normal_{{2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 21, 22, 23},
+                              {11, 12, 13, 14, 15, 16, 17, 18, 19, 31}};
   std::ostringstream s_, head_;
   std::set<int64_t> descs_;
 };
@@ -234,12 +292,18 @@ std::string RngKernel(const HloInstruction& instr, const OpContext& c, uint64_t 
   r.seed = seed;
   if (code == Opcode::kRng) {
     const hlo::Shape& y = instr.shape();
+    const std::string dist = instr.GetWord("distribution").value_or("RNG_UNIFORM");
     if (!y.IsArray() || y.type != PrimitiveType::kF32 ||
-        instr.GetWord("distribution").value_or("RNG_UNIFORM") != "RNG_UNIFORM" ||
-        instr.operand_count() != 2)
+        (dist != "RNG_UNIFORM" && dist != "RNG_NORMAL") || instr.operand_count() != 2)
       return "";
-    r.low = F32Constant(instr.operand(0)), r.high = F32Constant(instr.operand(1));
-    if (!r.low || !r.high || !(*r.low < *r.high)) return "";
+    const std::optional<float> a = F32Constant(instr.operand(0)), b = F32Constant(instr.operand(1));
+    if (!a || !b) return "";
+    if (dist == "RNG_NORMAL") {
+      r.mean = a, r.stddev = b;
+    } else {
+      r.low = a, r.high = b;
+      if (!(*a < *b)) return "";
+    }
     if (c.split > 0 && HasDim(y, c.split)) return "";
     r.elements = y.ElementCount(), r.output = c.address(&instr);
     r.key = eval::RngOpKey(seed, instr.name(), 0);
@@ -261,10 +325,16 @@ std::string RngKernel(const HloInstruction& instr, const OpContext& c, uint64_t 
     r.writes_state = out[0].has_value(), r.new_state = out[0].value_or(0);
   }
   if (r.elements <= 0 || r.elements * 4 > (int64_t{1} << 31)) return "";
+  std::string kernel;
+  try {
+    kernel = Emitter(r).Run();
+  } catch (const std::length_error&) {  // a body needing more VPU registers than it has
+    return "";
+  }
   op.kind = KernelKind::kVpu;
   op.hbm_bytes = static_cast<uint64_t>(r.elements * 4);
   op.exact = true;
-  return ".tag \"" + instr.name() + "\"\n" + Emitter(r).Run();
+  return ".tag \"" + instr.name() + "\"\n" + kernel;
 }
 
 }  // namespace tpusim::lowering

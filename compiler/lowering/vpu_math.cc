@@ -1,5 +1,10 @@
 #include "compiler/lowering/vpu_math.h"
 
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <stdexcept>
+
 namespace tpusim::lowering {
 namespace {
 
@@ -10,14 +15,20 @@ void WithConstant(VpuEmitter& e, int dst, const std::string& mnemonic, int src, 
   e.Release(k);
 }
 
+// A fresh temp = src `mnemonic` c for a constant c.
+int EmitWithConstant(VpuEmitter& e, const std::string& mnemonic, int src, double c) {
+  const int k = e.F32(c);
+  const int d = e.Emit(mnemonic, {src, k});
+  e.Release(k);
+  return d;
+}
+
 // The Horner steps acc = acc * z + c for each c, starting from acc = z * coefficients[0].
 int Polynomial(VpuEmitter& e, int z, std::initializer_list<double> coefficients) {
   int acc = -1;
   for (double c : coefficients) {
     if (acc < 0) {
-      const int k = e.F32(c);
-      acc = e.Emit("vmul", {z, k});
-      e.Release(k);
+      acc = EmitWithConstant(e, "vmul", z, c);
       continue;
     }
     WithConstant(e, acc, "vadd", acc, c);
@@ -34,12 +45,60 @@ constexpr double kPiOver2Hi = 1.5703125, kPiOver2Mid = 4.837512969970703125e-4,
 
 }  // namespace
 
+RegisterPoolEmitter::RegisterPoolEmitter(std::vector<int> temps, std::vector<int> constant_regs)
+    : temps_(temps),
+      free_(temps.rbegin(), temps.rend()),
+      constant_regs_(constant_regs.rbegin(), constant_regs.rend()) {}
+
+int RegisterPoolEmitter::Emit(const std::string& mnemonic, std::vector<int> srcs) {
+  if (free_.empty()) throw std::length_error("no free VPU temp for " + mnemonic);
+  const int d = free_.back();
+  free_.pop_back();
+  EmitTo(d, mnemonic, std::move(srcs));
+  return d;
+}
+
+void RegisterPoolEmitter::EmitTo(int dst, const std::string& mnemonic, std::vector<int> srcs) {
+  std::string line = mnemonic + " v" + std::to_string(dst);
+  for (int s : srcs) line += ", v" + std::to_string(s);
+  body.push_back(line);
+}
+
+int RegisterPoolEmitter::F32(double v) {
+  return Constant(std::bit_cast<uint32_t>(static_cast<float>(v)));
+}
+int RegisterPoolEmitter::S32(int64_t v) { return Constant(static_cast<uint32_t>(v)); }
+
+int RegisterPoolEmitter::Constant(uint32_t bits) {
+  for (auto [b, r] : constants_)
+    if (b == bits) return r;
+  char text[48];
+  if (!constant_regs_.empty()) {
+    const int r = constant_regs_.back();
+    constant_regs_.pop_back();
+    std::snprintf(text, sizeof text, "vmovi v%d, f32:0x%08x", r, bits);
+    prologue.push_back(text);
+    constants_.push_back({bits, r});
+    return r;
+  }
+  if (free_.empty()) throw std::length_error("no free VPU temp for a constant");
+  const int r = free_.back();
+  free_.pop_back();
+  std::snprintf(text, sizeof text, "vmovi v%d, f32:0x%08x", r, bits);
+  body.push_back(text);
+  return r;
+}
+
+void RegisterPoolEmitter::Release(int reg) {  // temps only: the prologue's constants stay
+  if (std::count(temps_.begin(), temps_.end(), reg)) free_.push_back(reg);
+}
+
 int SineOrCosine(VpuEmitter& e, int x, bool cosine) {
-  const int k = e.Emit("vmul", {x, e.F32(kTwoOverPi)});
+  const int k = EmitWithConstant(e, "vmul", x, kTwoOverPi);
   e.EmitTo(k, "vround.even", {k});
-  const int r = e.Emit("vmul", {k, e.F32(kPiOver2Hi)});
+  const int r = EmitWithConstant(e, "vmul", k, kPiOver2Hi);
   e.EmitTo(r, "vsub", {x, r});
-  const int t = e.Emit("vmul", {k, e.F32(kPiOver2Mid)});
+  const int t = EmitWithConstant(e, "vmul", k, kPiOver2Mid);
   e.EmitTo(r, "vsub", {r, t});
   WithConstant(e, t, "vmul", k, kPiOver2Lo);
   e.EmitTo(r, "vsub", {r, t});
@@ -84,7 +143,7 @@ int FloatRemainder(VpuEmitter& e, int x, int y) {
   e.EmitTo(q, "vtrunc", {q});
   // Veltkamp's split of v into 12-bit halves hi + lo (4097 = 2^12 + 1).
   auto split = [&](int v, int& hi, int& lo) {
-    hi = e.Emit("vmul", {v, e.F32(4097.0)});
+    hi = EmitWithConstant(e, "vmul", v, 4097.0);
     lo = e.Emit("vsub", {hi, v});
     e.EmitTo(hi, "vsub", {hi, lo});
     e.EmitTo(lo, "vsub", {v, hi});

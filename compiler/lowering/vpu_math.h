@@ -27,6 +27,27 @@ class VpuEmitter {
   virtual void Release(int reg) = 0;
 };
 
+// A VpuEmitter over fixed registers, for hand-written kernels: temps from `temps`, constants
+// set once by `prologue` in `constant_regs` and, when those run out, in the body in a temp.
+// Running out of temps throws std::length_error.
+class RegisterPoolEmitter : public VpuEmitter {
+ public:
+  RegisterPoolEmitter(std::vector<int> temps, std::vector<int> constant_regs);
+  int Emit(const std::string& mnemonic, std::vector<int> srcs) override;
+  void EmitTo(int dst, const std::string& mnemonic, std::vector<int> srcs) override;
+  int F32(double v) override;
+  int S32(int64_t v) override;
+  void Release(int reg) override;
+  void Raw(const std::string& line) { body.push_back(line); }  // registers outside the pools
+
+  std::vector<std::string> prologue, body;
+
+ private:
+  int Constant(uint32_t bits);
+  std::vector<int> temps_, free_, constant_regs_;
+  std::vector<std::pair<uint32_t, int>> constants_;  // bits, register
+};
+
 // sin(x) or cos(x) in f32: Cody-Waite reduction by pi/2 with k = round-nearest-even(x * 2/pi)
 // (exact while |k| < 2^13, |x| < ~12800), then Cephes' minimax polynomials on [-pi/4, pi/4]
 // picked and negated by k mod 4. NaN and inf give NaN.
