@@ -1,6 +1,7 @@
 // Translates an elementwise HLO instruction, or the fused computation of a loop fusion,
 // into the per-vreg instruction list of a VPU stream (vpu_stream.h). Operands arrive in
-// v0.. in operand order; scalar constants live in v24..v30 (set once by the prologue).
+// v0.. in operand order; scalar constants live in v24..v30 (set once by the prologue; past
+// seven, in a temp set in the body).
 #pragma once
 
 #include <string>
