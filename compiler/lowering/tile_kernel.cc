@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -383,13 +384,20 @@ class Emitter {
 
 }  // namespace
 
+bool BodyFitsTileRegisters(const std::vector<std::string>& body) {
+  for (const std::string& line : body) {
+    const size_t v = line.find(" v");
+    if (v == std::string::npos || std::atoi(line.c_str() + v + 2) >= kTileEndTemps) return false;
+  }
+  return true;
+}
+
 std::string TileKernel(const TileProgram& p) {
   if (p.inputs.size() > static_cast<size_t>(kTileMaxInputs))
     throw std::invalid_argument("tile kernel: more than " + std::to_string(kTileMaxInputs) +
                                 " inputs");
-  if (p.body.size() > static_cast<size_t>(TileMaxBodyOps(p.inputs.size())) || p.rows <= 0 ||
-      p.cols <= 0)
-    throw std::invalid_argument("tile kernel: body too long or empty space");
+  if (!BodyFitsTileRegisters(p.body) || p.rows <= 0 || p.cols <= 0)
+    throw std::invalid_argument("tile kernel: body writes the kernel's registers or empty space");
   if (p.groups < 1) throw std::invalid_argument("tile kernel: no groups");
   if (p.index_table < 0 || p.index_table > kTileMaxIndex ||
       kIndexScratch + p.index_table * kVregBytes > Layout(p.inputs.size()).ones())

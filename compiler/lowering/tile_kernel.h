@@ -23,10 +23,9 @@ inline constexpr int64_t kTileVregs = 128;   // vregs of a tile at most: 1024 ro
 // so that the staging buffers fit in VMEM below the index table.
 inline constexpr int kTileMaxInputs = 9;
 inline constexpr int kTileFirstTemp = 6, kTileEndTemps = 20;
-inline constexpr int TileMaxBodyOps(size_t inputs) {
-  return kTileEndTemps -
-         (static_cast<int>(inputs) > kTileFirstTemp ? static_cast<int>(inputs) : kTileFirstTemp);
-}
+// Whether every instruction of `body` writes a register below kTileEndTemps (inputs and
+// temps): a body may be any length, as long as its values fit there.
+bool BodyFitsTileRegisters(const std::vector<std::string>& body);
 
 // Tiles of an op's result whose tiles are thinner than a vreg (a 1-D result is tiles of one
 // row): each pays a DMA round trip for at most 4 KiB, so beyond this many tile_ops.cc leaves
@@ -85,7 +84,7 @@ struct TileProgram {
 };
 
 // Assembly of the kernel; throws std::invalid_argument for more than kTileMaxInputs inputs,
-// a body over TileMaxBodyOps or column strides other than 0 and 1.
+// a body writing registers from kTileEndTemps up, or column strides other than 0 and 1.
 std::string TileKernel(const TileProgram& p);
 
 }  // namespace tpusim::lowering

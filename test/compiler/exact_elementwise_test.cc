@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "test/compiler/elementwise_values_util.h"
+#include "test/compiler/sim_values_util.h"
 
 namespace tpusim {
 namespace {
@@ -246,6 +247,64 @@ ENTRY %main (x: f32[8,128], y: f32[8,128]) -> f32[8,128] {
         << r.want[0].data[i];
   }
   std::printf("worst: %lld ulps\n", static_cast<long long>(worst));
+}
+
+// s32 divide and remainder with XLA's semantics: truncation, x / 0 = -1, x % 0 = x,
+// INT32_MIN / -1 = INT32_MIN, INT32_MIN % -1 = 0; quotients near 2^31 and divisors near
+// +-2^31, then random pairs of every magnitude. Bit for bit.
+TEST(ExactElementwise, S32DivideAndRemainder) {
+  auto spread = [](uint32_t salt) {
+    return [salt](int i) {
+      const uint32_t bits = static_cast<uint32_t>(Unit(i, salt) * 4294967296.0);
+      return static_cast<double>(static_cast<int32_t>(bits) >> (i % 31));
+    };
+  };
+  const double kMin = -2147483648.0, kMax = 2147483647.0;
+  const std::vector<eval::Value> args = {
+      Values(hlo::PrimitiveType::kS32,
+             {7,    -7,   7,    -7,  5,    0,       kMin,     kMin, kMin,     kMin,
+              kMax, kMax, kMin, 1e9, -1e9, 1 << 30, 16777217, 100,  kMin + 1, kMax},
+             spread(31)),
+      Values(hlo::PrimitiveType::kS32, {2, 2,    -2,   -2, 0, 0,  -1,       1,    kMin, 0,
+                                        1, kMin, kMax, 3,  7, -3, 16777216, kMin, -1,   kMax - 1},
+             [&](int i) {
+               const double d = spread(37)(i);
+               return d == 0 ? 3 : d;
+             })};
+  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
+ENTRY %main (a: s32[8,128], b: s32[8,128]) -> (s32[8,128], s32[8,128]) {
+  %a = s32[8,128]{1,0} parameter(0)
+  %b = s32[8,128]{1,0} parameter(1)
+  %div = s32[8,128]{1,0} divide(%a, %b)
+  %rem = s32[8,128]{1,0} remainder(%a, %b)
+  ROOT %t = (s32[8,128], s32[8,128]) tuple(%div, %rem)
+})",
+                                  args),
+                 args);
+}
+
+// Ragged sizes and a broadcast row take the tiled kernel, whose bodies may be long as long as
+// their values fit its registers (v6..v19): sine of a product with a broadcast row, plus an
+// s32 value converted (46 ops).
+TEST(ExactElementwise, LongBodiesOnTheTiledKernel) {
+  testing::ExpectMatch(R"(HloModule m, replica_count=8
+%f (x: f32[20,130], row: f32[130], n: s32[20,130]) -> f32[20,130] {
+  %x = f32[20,130]{1,0} parameter(0)
+  %row = f32[130]{0} parameter(1)
+  %n = s32[20,130]{1,0} parameter(2)
+  %b = f32[20,130]{1,0} broadcast(%row), dimensions={1}
+  %y = f32[20,130]{1,0} multiply(%x, %b)
+  %s = f32[20,130]{1,0} sine(%y)
+  %qf = f32[20,130]{1,0} convert(%n)
+  ROOT %r = f32[20,130]{1,0} add(%s, %qf)
+}
+ENTRY %main (x: f32[20,130], row: f32[130], n: s32[20,130]) -> f32[20,130] {
+  %x = f32[20,130]{1,0} parameter(0)
+  %row = f32[130]{0} parameter(1)
+  %n = s32[20,130]{1,0} parameter(2)
+  ROOT %r = f32[20,130]{1,0} fusion(%x, %row, %n), kind=kLoop, calls=%f
+})",
+                       1e-6);
 }
 
 }  // namespace

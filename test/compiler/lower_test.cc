@@ -217,9 +217,9 @@ TEST(VpuBody, FusedExpressionMapsOpByOpWithConstantsHoisted) {
 
 TEST(VpuBody, OpsWithoutAVpuFormAreCostedButNotExact) {
   auto parsed = hlo::ParseHlo(
-      "HloModule m\nENTRY %e (x: s32[8,128]) -> s32[8,128] {\n"
-      "  %x = s32[8,128]{1,0} parameter(0)\n"
-      "  ROOT %d = s32[8,128]{1,0} divide(s32[8,128]{1,0} %x, s32[8,128]{1,0} %x)\n}\n");
+      "HloModule m\nENTRY %e (x: u32[8,128]) -> u32[8,128] {\n"
+      "  %x = u32[8,128]{1,0} parameter(0)\n"
+      "  ROOT %d = u32[8,128]{1,0} divide(u32[8,128]{1,0} %x, u32[8,128]{1,0} %x)\n}\n");
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   lowering::VpuBody b = lowering::BuildVpuBody(*parsed->entry()->root());
   EXPECT_FALSE(b.exact);
