@@ -21,11 +21,11 @@ using testing::UlpDistance;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// 1024 values (one f32[8,128]): `edges` first, then `spread(i)`.
+// rows x 128 values (one f32[8,128] by default): `edges` first, then `spread(i)`.
 template <typename F>
-eval::Value Values(hlo::PrimitiveType t, std::vector<double> edges, F spread) {
-  for (int i = static_cast<int>(edges.size()); i < 1024; ++i) edges.push_back(spread(i));
-  return eval::Value::FromVector(t, {8, 128}, edges);
+eval::Value Values(hlo::PrimitiveType t, std::vector<double> edges, F spread, int rows = 8) {
+  for (int i = static_cast<int>(edges.size()); i < rows * 128; ++i) edges.push_back(spread(i));
+  return eval::Value::FromVector(t, {rows, 128}, edges);
 }
 
 // A pseudo-random double in [0, 1) from i (a fixed hash: the same on every run).
@@ -251,7 +251,7 @@ ENTRY %main (x: f32[8,128], y: f32[8,128]) -> f32[8,128] {
 
 // s32 divide and remainder with XLA's semantics: truncation, x / 0 = -1, x % 0 = x,
 // INT32_MIN / -1 = INT32_MIN, INT32_MIN % -1 = 0; quotients near 2^31 and divisors near
-// +-2^31, then random pairs of every magnitude. Bit for bit.
+// +-2^31, then 65,516 random pairs of every magnitude. Bit for bit.
 TEST(ExactElementwise, S32DivideAndRemainder) {
   auto spread = [](uint32_t salt) {
     return [salt](int i) {
@@ -264,20 +264,22 @@ TEST(ExactElementwise, S32DivideAndRemainder) {
       Values(hlo::PrimitiveType::kS32,
              {7,    -7,   7,    -7,  5,    0,       kMin,     kMin, kMin,     kMin,
               kMax, kMax, kMin, 1e9, -1e9, 1 << 30, 16777217, 100,  kMin + 1, kMax},
-             spread(31)),
-      Values(hlo::PrimitiveType::kS32, {2, 2,    -2,   -2, 0, 0,  -1,       1,    kMin, 0,
-                                        1, kMin, kMax, 3,  7, -3, 16777216, kMin, -1,   kMax - 1},
-             [&](int i) {
-               const double d = spread(37)(i);
-               return d == 0 ? 3 : d;
-             })};
+             spread(31), 512),
+      Values(
+          hlo::PrimitiveType::kS32, {2, 2,    -2,   -2, 0, 0,  -1,       1,    kMin, 0,
+                                     1, kMin, kMax, 3,  7, -3, 16777216, kMin, -1,   kMax - 1},
+          [&](int i) {
+            const double d = spread(37)(i);
+            return d == 0 ? 3 : d;
+          },
+          512)};
   ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
-ENTRY %main (a: s32[8,128], b: s32[8,128]) -> (s32[8,128], s32[8,128]) {
-  %a = s32[8,128]{1,0} parameter(0)
-  %b = s32[8,128]{1,0} parameter(1)
-  %div = s32[8,128]{1,0} divide(%a, %b)
-  %rem = s32[8,128]{1,0} remainder(%a, %b)
-  ROOT %t = (s32[8,128], s32[8,128]) tuple(%div, %rem)
+ENTRY %main (a: s32[512,128], b: s32[512,128]) -> (s32[512,128], s32[512,128]) {
+  %a = s32[512,128]{1,0} parameter(0)
+  %b = s32[512,128]{1,0} parameter(1)
+  %div = s32[512,128]{1,0} divide(%a, %b)
+  %rem = s32[512,128]{1,0} remainder(%a, %b)
+  ROOT %t = (s32[512,128], s32[512,128]) tuple(%div, %rem)
 })",
                                   args),
                  args);
