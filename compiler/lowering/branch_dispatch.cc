@@ -9,7 +9,6 @@ namespace tpusim::lowering {
 namespace {
 
 constexpr int kSelectorSmem = 0;  // kernel SMEM, free between kernels
-constexpr uint64_t kCopyRowBytes = 4096;
 
 }  // namespace
 
@@ -31,29 +30,6 @@ std::string BranchDispatch(const BranchSelect& s) {
       o << "    li r5, " << k << "\n    beq r4, r5, " << s.label << "_b" << k << "\n";
     o << "    jmp " << s.label << "_b" << s.branches - 1 << "\n";
   }
-  return o.str();
-}
-
-std::string BranchResultCopy(uint64_t src, uint64_t dst, uint64_t bytes, const std::string& tag) {
-  std::ostringstream o;
-  o << "# conditional: the branch's result into the conditional's buffer\n"
-    << ".tag \"" << tag << "\"\n";
-  const uint64_t rows = bytes / kCopyRowBytes, tail = bytes % kCopyRowBytes;
-  o << "    sflag f14, 0\n" << LoadAddress(1, src, 3) << LoadAddress(2, dst, 3);
-  int copies = 0;
-  if (rows > 0) {
-    o << ".desc rows rows=" << rows << " row_bytes=" << kCopyRowBytes
-      << " src_stride=" << kCopyRowBytes << " dst_stride=" << kCopyRowBytes << "\n"
-      << "    dma.hh r2, r1, rows, f14\n";
-    ++copies;
-  }
-  if (tail > 0) {
-    o << ".desc tail rows=1 row_bytes=" << tail << " src_stride=0 dst_stride=0\n"
-      << LoadAddress(1, src + rows * kCopyRowBytes, 3)
-      << LoadAddress(2, dst + rows * kCopyRowBytes, 3) << "    dma.hh r2, r1, tail, f14\n";
-    ++copies;
-  }
-  o << "    wait seq, f14, " << copies << "\n";
   return o.str();
 }
 

@@ -1,6 +1,5 @@
-// The code a conditional adds around its branches' kernels (lower.cc): the sequencer reads
-// the predicate or branch index from HBM into SMEM and jumps to the chosen branch; a
-// branch whose result is not computed in place copies it into the conditional's buffer.
+// The code a conditional starts with (control_flow.cc): the sequencer reads the predicate or
+// branch index from HBM into SMEM and jumps to the chosen branch.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +19,5 @@ struct BranchSelect {
 // jumps to `label`_b<k>: for an index, branch k when it equals k, else the last branch
 // (XLA's rule for an index out of range, negative included).
 std::string BranchDispatch(const BranchSelect& s);
-
-// HBM -> HBM copy of `bytes` from `src` to `dst` that waits until the copy has landed.
-std::string BranchResultCopy(uint64_t src, uint64_t dst, uint64_t bytes, const std::string& tag);
 
 }  // namespace tpusim::lowering

@@ -1,6 +1,8 @@
 #include "compiler/lowering/data_parallel.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 namespace tpusim::lowering {
 
@@ -11,19 +13,86 @@ bool HasDim(const hlo::Shape& shape, int64_t batch) {
   return std::find(shape.dims.begin(), shape.dims.end(), batch) != shape.dims.end();
 }
 
+namespace {
+
+using Callers = std::map<const hlo::HloComputation*, const hlo::HloInstruction*>;
+
+// The entry computation and every computation its while loops, calls and conditionals run
+// (nested ones too), each with the instruction that runs it.
+std::vector<const hlo::HloComputation*> RunComputations(const hlo::HloComputation& entry,
+                                                        Callers& callers) {
+  std::vector<const hlo::HloComputation*> comps = {&entry};
+  for (size_t k = 0; k < comps.size(); ++k)
+    for (const auto& i : comps[k]->instructions()) {
+      std::vector<hlo::HloComputation*> run;
+      if (i->opcode() == hlo::Opcode::kWhile && i->body()) run = {i->body()};
+      if (i->opcode() == hlo::Opcode::kCall && i->to_apply()) run = {i->to_apply()};
+      if (i->opcode() == hlo::Opcode::kConditional) run = i->branch_computations();
+      for (const hlo::HloComputation* c : run)
+        if (callers.emplace(c, i.get()).second) comps.push_back(c);
+    }
+  return comps;
+}
+
+// The entry parameter `v` is, through converts, copies, reshapes, bitcasts, tuples and the
+// parameters of computations run by while, call and conditional (to the operand their
+// caller passes); null when it is computed.
+const hlo::HloInstruction* EntryParameter(const hlo::HloInstruction* v, const Callers& callers) {
+  int64_t element = -1;  // of the tuple `v` is, once a get-tuple-element picked one
+  for (;;) {
+    switch (v->opcode()) {
+      case hlo::Opcode::kConvert:
+      case hlo::Opcode::kCopy:
+      case hlo::Opcode::kReshape:
+      case hlo::Opcode::kBitcast:
+        v = v->operand(0);
+        continue;
+      case hlo::Opcode::kGetTupleElement:
+        if (element >= 0) return nullptr;
+        element = v->GetInt("index").value_or(-1);
+        v = v->operand(0);
+        continue;
+      case hlo::Opcode::kTuple:
+        if (element < 0 || element >= static_cast<int64_t>(v->operand_count())) return nullptr;
+        v = v->operand(static_cast<size_t>(std::exchange(element, -1)));
+        continue;
+      case hlo::Opcode::kParameter: {
+        if (v->parent() && v->parent()->is_entry()) return element < 0 ? v : nullptr;
+        const auto it = callers.find(v->parent());
+        if (it == callers.end()) return nullptr;
+        const hlo::HloInstruction& c = *it->second;
+        size_t operand = 0;  // a while's state
+        if (c.opcode() == hlo::Opcode::kCall) operand = static_cast<size_t>(v->parameter_number());
+        if (c.opcode() == hlo::Opcode::kConditional) {
+          const auto branches = c.branch_computations();
+          operand = static_cast<size_t>(std::find(branches.begin(), branches.end(), v->parent()) -
+                                        branches.begin()) +
+                    1;
+        }
+        if (operand >= c.operand_count()) return nullptr;
+        v = c.operand(operand);
+        continue;
+      }
+      default:
+        return nullptr;
+    }
+  }
+}
+
+}  // namespace
+
 std::set<const hlo::HloInstruction*> ParametersFeeding(const hlo::HloComputation& entry,
                                                        std::initializer_list<hlo::Opcode> users,
                                                        size_t index) {
   std::set<const hlo::HloInstruction*> params;
-  for (const auto& i : entry.instructions()) {
-    if (std::find(users.begin(), users.end(), i->opcode()) == users.end()) continue;
-    if (index >= i->operand_count()) continue;
-    const hlo::HloInstruction* w = i->operand(index);
-    while (w->opcode() == hlo::Opcode::kConvert || w->opcode() == hlo::Opcode::kCopy ||
-           w->opcode() == hlo::Opcode::kReshape || w->opcode() == hlo::Opcode::kBitcast)
-      w = w->operand(0);
-    if (w->opcode() == hlo::Opcode::kParameter) params.insert(w);
-  }
+  Callers callers;
+  for (const hlo::HloComputation* comp : RunComputations(entry, callers))
+    for (const auto& i : comp->instructions()) {
+      if (std::find(users.begin(), users.end(), i->opcode()) == users.end()) continue;
+      if (index >= i->operand_count()) continue;
+      if (const hlo::HloInstruction* p = EntryParameter(i->operand(index), callers))
+        params.insert(p);
+    }
   return params;
 }
 

@@ -28,9 +28,10 @@ struct BatchAnalysis {
 
 BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores);
 
-// Parameters that reach operand `index` of an instruction with one of the `users` opcodes
-// through converts, copies, reshapes and bitcasts (a dot's or convolution's operand 1: the
-// weights).
+// Entry parameters that reach operand `index` of an instruction with one of the `users`
+// opcodes, in the entry or in a computation a while loop, call or conditional runs, through
+// converts, copies, reshapes, bitcasts, tuples and the values callers pass (a dot's or
+// convolution's operand 1: the weights, a loop's carried weights included).
 std::set<const hlo::HloInstruction*> ParametersFeeding(const hlo::HloComputation& entry,
                                                        std::initializer_list<hlo::Opcode> users,
                                                        size_t index);

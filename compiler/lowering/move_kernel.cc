@@ -119,9 +119,12 @@ std::string MoveKernel(const std::vector<StridedMove>& moves, const MoveFill* fi
     if (fill->bytes % 4 || fill->dst % 4 || fill->value % 4)
       throw std::invalid_argument("strided move: fill is not 4-byte aligned");
     const int64_t first = std::min(fill->bytes / 4, kFirstFillElems);
-    if (fill->immediate) {
+    if (fill->immediate || fill->bits) {
       char v[64];
-      std::snprintf(v, sizeof v, "%.9g", *fill->immediate);
+      if (fill->immediate)
+        std::snprintf(v, sizeof v, "%.9g", *fill->immediate);
+      else
+        std::snprintf(v, sizeof v, "f32:0x%08x", static_cast<unsigned>(*fill->bits));
       s << ".desc fill_first rows=1 row_bytes=" << first * 4 << "\n    vmovi v0, " << v
         << "\n    li r1, 0\n    vst v0, r1\n    signal vpu, f1, 1\n    wait seq, f1, 1\n"
         << LoadAddress(2, fill->dst, 9) << "    dma.vh r2, r1, fill_first, f1\n";

@@ -23,14 +23,15 @@ struct StridedMove {
   int src_reg = 0, dst_reg = 0;
 };
 
-// The output filled with one 4-byte value first (pad): a seed of the value, then copies
-// that double the filled prefix. The seed is a vreg of the immediate written to VMEM, or
-// the scalar at an HBM address copied element by element.
+// The output filled with one 4-byte value first (pad, a constant loop state): a seed of the
+// value, then copies that double the filled prefix. The seed is a vreg of the immediate (or
+// bit pattern) written to VMEM, or the scalar at an HBM address copied element by element.
 struct MoveFill {
   std::optional<float> immediate;
   uint64_t value = 0;  // HBM address of the scalar when there is no immediate
   uint64_t dst = 0;
   int64_t bytes = 0;
+  std::optional<uint32_t> bits;  // the 4-byte pattern of every word, when there is no immediate
 };
 
 // Descriptor-shaped copies of one move: `outer` dimensions (at most two) are loops.

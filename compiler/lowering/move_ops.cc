@@ -132,7 +132,7 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   try {
     if (code == Opcode::kBroadcast && instr.operand(0)->opcode() == Opcode::kConstant) {
       MoveFill fill{FillImmediate(instr.operand(0), instr.shape().type), 0, c.address(&instr),
-                    instr.shape().ElementCount() * elem};
+                    instr.shape().ElementCount() * elem, std::nullopt};
       k = MoveKernel({}, &fill, instr.name());
     } else if (code == Opcode::kConcatenate) {
       k = MoveKernel(Concatenate(instr, c, elem), nullptr, instr.name());
@@ -140,7 +140,7 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
       if (elem != 4) return "";  // the fill copies whole 4-byte values
       MoveFill fill{FillImmediate(instr.operand(1), instr.shape().type),
                     c.address(instr.operand(1)), c.address(&instr),
-                    instr.shape().ElementCount() * elem};
+                    instr.shape().ElementCount() * elem, std::nullopt};
       // Constants have no HBM buffer (kernels take them as immediates); a vreg writes f32
       // values and an integer zero.
       if (instr.operand(1)->opcode() == Opcode::kConstant && !fill.immediate) return "";

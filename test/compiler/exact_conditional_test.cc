@@ -112,6 +112,36 @@ ENTRY %main (x: f32[8,256], p: pred[], q: pred[], y: f32[8,256], s: f32[]) -> (f
               1e-6);
 }
 
+// A branch returning a constant of one value fills the conditional's buffer with it (s32
+// bits exactly); the other branch passes its parameter through.
+TEST(ExactConditional, BranchReturningAConstantFillsTheResult) {
+  ASSERT_EQ(Input(hlo::PrimitiveType::kPred, 1), 1);
+  ExpectMatch(R"(HloModule m, replica_count=8
+%seven (x: s32[]) -> s32[] {
+  %x = s32[] parameter(0)
+  ROOT %c = s32[] constant(7)
+}
+%same (x: s32[]) -> s32[] {
+  ROOT %x = s32[] parameter(0)
+}
+%halves (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %c = f32[4]{0} constant({-0.5, -0.5, -0.5, -0.5})
+}
+%keep (x: f32[4]) -> f32[4] {
+  ROOT %x = f32[4]{0} parameter(0)
+}
+ENTRY %main (x: f32[4], p: pred[], n: s32[]) -> (s32[], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %p = pred[] parameter(1)
+  %n = s32[] parameter(2)
+  %c0 = s32[] conditional(%p, %n, %n), true_computation=%seven, false_computation=%same
+  %c1 = f32[4]{0} conditional(%p, %x, %x), true_computation=%halves, false_computation=%keep
+  ROOT %t = (s32[], f32[4]{0}) tuple(%c0, %c1)
+})",
+              1e-9);
+}
+
 // Branch 1 (a = 1) runs, branch 0 does not: the MXUs are busy only when the dot's branch
 // is listed second.
 std::string DotOrNegate(const std::string& branches) {

@@ -100,43 +100,6 @@ TEST(Lower, WhileLoopRunsItsBodyTheStaticTripCountTimes) {
   EXPECT_THAT(c->lowered.programs[0], HasSubstr("li r30, 10\n    blt r31, r30, loop0"));
 }
 
-TEST(Lower, KernelsInsideAWhileBodyAreTimingOnly) {
-  // The body's values share one scratch buffer (no per-iteration buffers yet), so even a
-  // kernel that computes exactly at the entry level must not claim values there.
-  auto c = Compile(R"(HloModule m
-%cond (s: (s32[], f32[8,128])) -> pred[] {
-  %s = (s32[], f32[8,128]{1,0}) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %n = s32[] constant(3)
-  ROOT %lt = pred[] compare(%i, %n), direction=LT
-}
-%body (s: (s32[], f32[8,128])) -> (s32[], f32[8,128]) {
-  %s = (s32[], f32[8,128]{1,0}) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %x = f32[8,128]{1,0} get-tuple-element(%s), index=1
-  %one = s32[] constant(1)
-  %next = s32[] add(%i, %one)
-  %e = f32[8,128]{1,0} exponential(%x)
-  ROOT %out = (s32[], f32[8,128]{1,0}) tuple(%next, %e)
-}
-ENTRY %main (x: f32[8,128]) -> f32[8,128] {
-  %x = f32[8,128]{1,0} parameter(0)
-  %y = f32[8,128]{1,0} exponential(%x)
-  %zero = s32[] constant(0)
-  %init = (s32[], f32[8,128]{1,0}) tuple(%zero, %y)
-  %w = (s32[], f32[8,128]{1,0}) while(%init), condition=%cond, body=%body
-  ROOT %r = f32[8,128]{1,0} get-tuple-element(%w), index=1
-})");
-  ASSERT_TRUE(c);
-  const lowering::LoweredOp* outside = Find(c->lowered, "y");
-  const lowering::LoweredOp* inside = Find(c->lowered, "e");
-  ASSERT_TRUE(outside && inside);
-  EXPECT_TRUE(outside->exact);
-  EXPECT_FALSE(inside->exact);
-  EXPECT_THAT(inside->note, HasSubstr("share one scratch buffer"));
-  EXPECT_FALSE(c->lowered.exact);
-}
-
 TEST(Lower, WhileWithoutStaticTripCountIsAnErrorNamingTheOp) {
   std::string text = Slurp("examples/hlo/while_loop.hlo");
   const size_t cfg = text.find(", backend_config");

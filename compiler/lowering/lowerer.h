@@ -1,0 +1,70 @@
+// The lowering of one module (lower.h), shared by lower.cc (the entry, kernels, data
+// parallelism) and control_flow.cc (while, call, conditional). Internal to the lowering.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/ir.h"
+#include "compiler/lowering/data_parallel.h"
+#include "compiler/lowering/lower.h"
+#include "compiler/lowering/value_buffers.h"
+#include "compiler/lowering/value_copies.h"
+
+namespace tpusim::lowering {
+
+class Lowerer {
+ public:
+  Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o);
+  LoweredModule Run();
+
+ private:
+  // A leaf of a computation's result that is not computed in its caller's buffer: copied
+  // there after the computation ran.
+  struct ResultCopy {
+    const hlo::HloInstruction* leaf;
+    int64_t leaf_element, element;  // of the leaf's value, of the caller's result
+  };
+
+  void SetUpInfeed();
+  uint64_t Address(const hlo::HloInstruction* v, int64_t element = 0) {
+    return buffers_.Address(v, element);
+  }
+  void Emit(const std::string& s);
+  void LowerComputation(const hlo::HloComputation& comp, int64_t executions, bool entry);
+  void LowerInstruction(const hlo::HloInstruction& i, int64_t executions, bool entry);
+  void AllReducePartial(const hlo::HloInstruction& i, int64_t executions);
+  void AppendKernels(const std::vector<std::string>& per_core);
+  void LowerCalled(const hlo::HloComputation& comp, int64_t executions, bool carries);
+  uint64_t CopyBytes(const hlo::Shape& shape, bool carries) const;
+
+  // control_flow.cc
+  void Enter(const hlo::HloComputation& comp);
+  std::vector<ResultCopy> PlaceResult(const hlo::HloComputation& comp,
+                                      const hlo::HloInstruction& caller);
+  // The copy of element `leaf_element` of `leaf` into `dst`; a constant is a fill of its word
+  // (a constant of several values: `op` becomes timing only, with a note).
+  ValueCopy CopyOf(const hlo::HloInstruction* leaf, int64_t leaf_element, uint64_t dst,
+                   const hlo::Shape& shape, bool carries, LoweredOp& op);
+  void EmitCopies(const std::vector<ValueCopy>& copies, const std::string& tag);
+  void LowerCall(const hlo::HloInstruction& c, int64_t executions, bool carries);
+  void LowerConditional(const hlo::HloInstruction& c, int64_t executions, bool carries);
+  void LowerWhile(const hlo::HloInstruction& w, int64_t executions, bool entry);
+  void CarryState(const hlo::HloInstruction& w, int64_t executions, bool carries);
+
+  const hlo::HloModule& module_;
+  const passes::MemoryPlan& plan_;
+  const LowerOptions& opt_;
+  std::vector<std::ostringstream> text_;
+  LoweredModule out_;
+  BatchAnalysis batch_;
+  ValueBuffers buffers_;
+  std::set<const hlo::HloComputation*> entered_;  // computations lowered at least once
+  int conditionals_ = 0, kernels_ = 0, loops_ = 0, loop_depth_ = 0;
+  bool in_batch_ = false;
+};
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,202 @@
+// Lowering of while loops and calls (compiler/lowering/control_flow.cc, loop_state.h,
+// value_buffers.h): where the state and the values inside live, which copies run, and the
+// HBM bound. Values are checked by simulation in exact_while_test.cc.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "compiler/collectives/ring_allreduce.h"
+#include "compiler/compile.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/lowering/loop_state.h"
+#include "test/compiler/control_flow_modules.h"
+
+namespace tpusim {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CompileTarget Board() {
+  CompileTarget t;
+  t.lowering.cores = 8;
+  t.lowering.mxus_per_core = 2;
+  t.lowering.ring = collectives::TorusRing(2, 2, 2);
+  return t;
+}
+
+std::shared_ptr<const CompiledModule> Compile(const std::string& text,
+                                              const CompileTarget& target = Board()) {
+  auto c = CompileForBoard(text, "test.hlo", target);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? c.value() : nullptr;
+}
+
+int Count(const lowering::LoweredModule& m, const std::string& name) {
+  int n = 0;
+  for (const auto& op : m.ops) n += op.name == name;
+  return n;
+}
+
+const lowering::LoweredOp* Find(const lowering::LoweredModule& m, const std::string& name) {
+  for (const auto& op : m.ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(LowerControlFlow, WhileLoopExampleComputesValuesInItsState) {
+  auto c = Compile(Slurp("examples/hlo/while_loop.hlo"));
+  ASSERT_TRUE(c);
+  const lowering::LoweredModule& m = c->lowered;
+  // The body's dot multiplies the carried x by itself: x is a weight, not a batch to split.
+  EXPECT_FALSE(m.data_parallel);
+  EXPECT_TRUE(m.exact);
+  for (const auto& op : m.ops) EXPECT_THAT(op.note, ::testing::Not(HasSubstr("timing"))) << op.name;
+  const lowering::LoweredOp* init = Find(m, "while.init");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->executions, 1);
+  EXPECT_EQ(init->hbm_bytes, 2u * (16 * 16 * 4 + 4));  // the counter is filled, x copied
+  // next = i + 1 and t = tanh(x . x) are computed straight into the state: no copy.
+  EXPECT_EQ(Find(m, "while.carry"), nullptr);
+  EXPECT_EQ(Find(m, "y")->executions, 10);
+}
+
+TEST(LowerControlFlow, SwapBodyStagesElementsReadFromTheStateAfterTheBody) {
+  auto c = Compile(testing::kSwapLoop);
+  ASSERT_TRUE(c);
+  const lowering::LoweredOp* carry = Find(c->lowered, "loop.carry");
+  ASSERT_NE(carry, nullptr);
+  EXPECT_EQ(carry->executions, 6);
+  // b, q and p go to staging and back (4 x 8 KiB each way), a + b straight in.
+  constexpr uint64_t kElement = 8 * 256 * 4;
+  EXPECT_EQ(carry->hbm_bytes, (3 * 4 + 2) * kElement);
+  // The init copy, the staging copies, then the copies into the state.
+  EXPECT_EQ(Occurrences(c->lowered.programs[0], ".tag \"loop\""), 3u);
+}
+
+TEST(LowerControlFlow, RootElementsAreInPlaceUnchangedOrCopied) {
+  auto parsed = hlo::ParseHlo(testing::kSwapLoop, "swap.hlo");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const std::vector<lowering::RootElement> r = lowering::BodyRootElements(*parsed->Find("body"));
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_TRUE(r[0].in_place);  // next = i + 1 reads i last
+  EXPECT_EQ(r[1].state_element, 2);
+  EXPECT_FALSE(r[2].in_place);  // b is read after a + b: by the root, as the new a
+  EXPECT_EQ(r[2].value->name(), "sum");
+  EXPECT_EQ(r[3].state_element, 4);
+  EXPECT_EQ(r[4].state_element, 3);
+  // Element 2 (w) passes through unchanged; h + tanh(h . w), a loop fusion, reads h last.
+  auto dot = Compile(testing::kDotLoop);
+  ASSERT_TRUE(dot);
+  const std::vector<lowering::RootElement> d =
+      lowering::BodyRootElements(*dot->optimized.Find("body"));
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_TRUE(d[0].in_place);
+  EXPECT_TRUE(d[1].in_place);
+  EXPECT_EQ(d[1].value->opcode(), hlo::Opcode::kFusion);
+  EXPECT_EQ(d[2].state_element, 2);
+  EXPECT_EQ(Find(dot->lowered, "loop.carry"), nullptr);
+}
+
+TEST(LowerControlFlow, EachCallSiteGetsItsOwnBuffersAndPassedThroughLeavesAreCopied) {
+  auto c = Compile(testing::kCalls);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->lowered.exact);
+  EXPECT_EQ(Count(c->lowered, "fusion"), 2);  // %f's root (m * y - x fused), once per call
+  const lowering::LoweredOp* copy = Find(c->lowered, "pair.result");
+  ASSERT_NE(copy, nullptr);  // %g returns its parameter y
+  EXPECT_EQ(copy->hbm_bytes, 2u * 16 * 128 * 4);
+  EXPECT_EQ(Find(c->lowered, "ab.result"), nullptr);  // computed in the call's buffer
+}
+
+TEST(LowerControlFlow, DataParallelLoopCopiesEachCoresShare) {
+  auto c = Compile(R"(HloModule dp
+%cond (s: (s32[], f32[64,128])) -> pred[] {
+  %s = (s32[], f32[64,128]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (s32[], f32[64,128])) -> (s32[], f32[64,128]) {
+  %s = (s32[], f32[64,128]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[64,128]{1,0} get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %e = f32[64,128]{1,0} exponential(%x)
+  ROOT %out = (s32[], f32[64,128]{1,0}) tuple(%next, %e)
+}
+ENTRY %main (x: f32[64,128]) -> f32[64,128] {
+  %x = f32[64,128]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[64,128]{1,0}) tuple(%zero, %x)
+  %loop = (s32[], f32[64,128]{1,0}) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[64,128]{1,0} get-tuple-element(%loop), index=1
+})");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->lowered.data_parallel);
+  EXPECT_EQ(c->lowered.batch_per_core, 8);
+  const lowering::LoweredOp* init = Find(c->lowered, "loop.init");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->hbm_bytes, 2u * (8 * 128 * 4 + 4));  // 8 rows per core and the counter
+  EXPECT_TRUE(c->lowered.exact);
+}
+
+// Two f32[2048,2048] dots per trip: 32 MiB of body values above a 32 MiB plan do not fit
+// in 64 MiB of HBM.
+TEST(LowerControlFlow, LoopValuesBeyondHbmAreResourceExhausted) {
+  const std::string text = R"(HloModule big, replica_count=8
+%cond (s: (s32[], f32[2048,2048])) -> pred[] {
+  %s = (s32[], f32[2048,2048]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(2)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (s32[], f32[2048,2048])) -> (s32[], f32[2048,2048]) {
+  %s = (s32[], f32[2048,2048]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[2048,2048]{1,0} get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %square = f32[2048,2048]{1,0} dot(%x, %x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %fourth = f32[2048,2048]{1,0} dot(%square, %square), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %y = f32[2048,2048]{1,0} add(%fourth, %x)
+  ROOT %out = (s32[], f32[2048,2048]{1,0}) tuple(%next, %y)
+}
+ENTRY %main (x: f32[2048,2048]) -> f32[2048,2048] {
+  %x = f32[2048,2048]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[2048,2048]{1,0}) tuple(%zero, %x)
+  %loop = (s32[], f32[2048,2048]{1,0}) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[2048,2048]{1,0} get-tuple-element(%loop), index=1
+})";
+  CompileTarget small = Board();
+  small.lowering.hbm_bytes = uint64_t{64} << 20;
+  small.hbm_bytes_per_core = (int64_t{64} << 20) - static_cast<int64_t>(lowering::kMailboxBytes);
+  auto c = CompileForBoard(text, "big.hlo", small);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("RESOURCE_EXHAUSTED: Ran out of memory"));
+  EXPECT_THAT(c.status().message(), HasSubstr("inside while bodies, calls and conditional"));
+  EXPECT_THAT(c.status().message(), HasSubstr("XLA label: %square"));
+  CompileTarget large = small;  // twice the HBM: it fits
+  large.lowering.hbm_bytes = uint64_t{128} << 20;
+  large.hbm_bytes_per_core = (int64_t{128} << 20) - static_cast<int64_t>(lowering::kMailboxBytes);
+  EXPECT_TRUE(Compile(text, large));
+}
+
+}  // namespace
+}  // namespace tpusim
