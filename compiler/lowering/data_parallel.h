@@ -6,7 +6,9 @@
 // non-weight parameter with that leading dimension is an input. A value carries the batch when an
 // operand does and its shape still has a dimension of that size; a value computed from carrying
 // operands that no longer has one (a weight gradient, the loss) is reduced over the batch: each
-// core holds a partial sum that must be all-reduced.
+// core holds a partial sum that must be all-reduced. Inside a loop, call or conditional run on
+// each core's share, an op that reduces over the batch is all-reduced right after it, so their
+// results are whole.
 #pragma once
 
 #include <cstdint>

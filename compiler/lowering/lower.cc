@@ -31,6 +31,15 @@ bool TouchesBatch(const HloInstruction& i, int64_t batch) {
                      [&](const HloInstruction* o) { return HasDim(o->shape(), batch); });
 }
 
+// An op that reads an array with the batch dimension and returns one without it: each core
+// computed a partial sum over its share (data_parallel.h).
+bool ReducesBatch(const HloInstruction& i, int64_t batch) {
+  return i.shape().IsArray() && !HasDim(i.shape(), batch) &&
+         std::any_of(i.operands().begin(), i.operands().end(), [&](const HloInstruction* o) {
+           return o->shape().IsArray() && HasDim(o->shape(), batch);
+         });
+}
+
 }  // namespace
 
 Lowerer::Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o)
@@ -131,7 +140,8 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   AppendKernels(per_core);
   out_.flops_per_step_per_core += op.flops * static_cast<double>(executions);
   out_.ops.push_back(std::move(op));
-  if (entry && batch_.reduced.count(&i)) AllReducePartial(i, executions);
+  if (entry ? batch_.reduced.count(&i) > 0 : carries && ReducesBatch(i, batch_.batch))
+    AllReducePartial(i, executions);
 }
 
 // A value each core computed from its share of the batch: sum it over the cores.

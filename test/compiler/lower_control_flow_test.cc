@@ -156,6 +156,55 @@ ENTRY %main (x: f32[64,128]) -> f32[64,128] {
   EXPECT_TRUE(c->lowered.exact);
 }
 
+// A body that sums over the batch: the partial sums of the cores are all-reduced inside the
+// loop, on every trip; the loop's results are whole, so the entry adds no all-reduce.
+TEST(LowerControlFlow, DataParallelBodyAllReducesWhatItReducesOverTheBatch) {
+  auto c = Compile(R"(HloModule dp_sum
+%cond (s: (s32[], f32[64,128], f32[])) -> pred[] {
+  %s = (s32[], f32[64,128]{1,0}, f32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+%body (s: (s32[], f32[64,128], f32[])) -> (s32[], f32[64,128], f32[]) {
+  %s = (s32[], f32[64,128]{1,0}, f32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[64,128]{1,0} get-tuple-element(%s), index=1
+  %acc = f32[] get-tuple-element(%s), index=2
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %y = f32[64,128]{1,0} exponential(%x)
+  %zero = f32[] constant(0)
+  %total = f32[] reduce(%y, %zero), dimensions={0,1}, to_apply=%add
+  %acc2 = f32[] add(%acc, %total)
+  ROOT %out = (s32[], f32[64,128]{1,0}, f32[]) tuple(%next, %y, %acc2)
+}
+ENTRY %main (x: f32[64,128], a: f32[]) -> (f32[64,128], s32[], f32[]) {
+  %x = f32[64,128]{1,0} parameter(0)
+  %a = f32[] parameter(1)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[64,128]{1,0}, f32[]) tuple(%zero, %x, %a)
+  %loop = (s32[], f32[64,128]{1,0}, f32[]) while(%init), condition=%cond, body=%body
+  %r = f32[64,128]{1,0} get-tuple-element(%loop), index=1
+  %count = s32[] get-tuple-element(%loop), index=0
+  %sum = f32[] get-tuple-element(%loop), index=2
+  ROOT %t = (f32[64,128]{1,0}, s32[], f32[]) tuple(%r, %count, %sum)
+})");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->lowered.data_parallel);
+  const lowering::LoweredOp* all_reduce = Find(c->lowered, "total.data-parallel-all-reduce");
+  ASSERT_NE(all_reduce, nullptr);
+  EXPECT_EQ(all_reduce->executions, 3);
+  int all_reduces = 0;
+  for (const auto& op : c->lowered.ops) all_reduces += op.opcode == "all-reduce";
+  EXPECT_EQ(all_reduces, 1);  // not the counter, not the loop's sum again
+}
+
 // Two f32[2048,2048] dots per trip: 32 MiB of body values above a 32 MiB plan do not fit
 // in 64 MiB of HBM.
 TEST(LowerControlFlow, LoopValuesBeyondHbmAreResourceExhausted) {
