@@ -1,7 +1,9 @@
 // Lowering of an optimized HLO module onto the ISA: one program per core of the board.
 // Every instruction of the entry computation becomes a kernel (MXU matmul, VPU stream,
 // DMA copy or ring collective; docs/compiler.md), kernels run one after another separated
-// by a drain barrier, while loops become counted ISA loops. A module with
+// by a drain barrier, while loops become counted ISA loops whose state lives in the while's
+// buffers, and values inside loops, calls and branches get buffers of their own above the
+// memory plan (control_flow.cc, value_buffers.h). A module with
 // replica_count = cores runs as written on every core; a single-replica module is made
 // data parallel (data_parallel.h): its batch is split over the cores and every value
 // reduced over the batch is all-reduced.

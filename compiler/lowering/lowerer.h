@@ -1,5 +1,6 @@
 // The lowering of one module (lower.h), shared by lower.cc (the entry, kernels, data
-// parallelism) and control_flow.cc (while, call, conditional). Internal to the lowering.
+// parallelism), control_flow.cc (call, conditional) and while_loop.cc. Internal to the
+// lowering.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,15 @@
 #include "compiler/lowering/value_copies.h"
 
 namespace tpusim::lowering {
+
+// The leaves of a result: a tuple's elements, or the array itself.
+inline int64_t Leaves(const hlo::Shape& s) {
+  return s.IsTuple() ? static_cast<int64_t>(s.tuple_shapes.size()) : 1;
+}
+
+// The copies control flow adds, as one op of the lowered module (exact unless a constant
+// cannot be filled: Lowerer::CopyOf).
+LoweredOp CopyOp(const std::string& name, int64_t executions);
 
 class Lowerer {
  public:
@@ -41,7 +51,7 @@ class Lowerer {
   void LowerCalled(const hlo::HloComputation& comp, int64_t executions, bool carries);
   uint64_t CopyBytes(const hlo::Shape& shape, bool carries) const;
 
-  // control_flow.cc
+  // control_flow.cc, while_loop.cc
   void Enter(const hlo::HloComputation& comp);
   std::vector<ResultCopy> PlaceResult(const hlo::HloComputation& comp,
                                       const hlo::HloInstruction& caller);

@@ -1,6 +1,6 @@
-// Lowering of while loops and calls (compiler/lowering/control_flow.cc, loop_state.h,
-// value_buffers.h): where the state and the values inside live, which copies run, and the
-// HBM bound. Values are checked by simulation in exact_while_test.cc.
+// Lowering of while loops and calls (compiler/lowering/while_loop.cc, control_flow.cc,
+// loop_state.h, value_buffers.h): where the state and the values inside live, which copies run, and
+// the HBM bound. Values are checked by simulation in exact_while_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
