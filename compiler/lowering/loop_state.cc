@@ -143,17 +143,29 @@ class BodyAnalysis {
   }
 
   // `v` (element `e`) may be computed into state element k: no op at or after it reads that
-  // element, except `v` itself when it works element by element on operands of its shape.
+  // element, except `v` itself when it works element by element on operands of its shape or
+  // updates that element (dynamic-update-slice, scatter).
   bool InPlace(const HloInstruction& v, int64_t e, int64_t k) const {
     if (v.parent() != &body_ || v.opcode() == Opcode::kConstant || IsAlias(v) || k >= elements_ ||
         !ElementShape(v.shape(), e).IsArray())
       return false;
     const int64_t p = position_.at(&v), read = last_read_[static_cast<size_t>(k)];
     if (read < p) return true;
-    if (read > p || !WorksElementwise(v)) return false;
-    return std::all_of(v.operands().begin(), v.operands().end(), [&](const HloInstruction* o) {
+    if (read > p) return false;
+    const auto reads_k = [&](const HloInstruction* o) {
       const StateAlias& a = alias_.at(o);
-      return !(a.whole || a.elements.count(k)) || o->shape().dims == v.shape().dims;
+      return a.whole || a.elements.count(k) > 0;
+    };
+    if (v.opcode() == Opcode::kDynamicUpdateSlice || v.opcode() == Opcode::kScatter) {
+      // Updates its operand 0 where it lies when that is the result's buffer (XLA's in-place
+      // loop update): only operand 0 may be state element k.
+      const StateAlias& target = alias_.at(v.operand(0));
+      return !target.whole && target.elements == std::set<int64_t>{k} &&
+             std::none_of(v.operands().begin() + 1, v.operands().end(), reads_k);
+    }
+    if (!WorksElementwise(v)) return false;
+    return std::all_of(v.operands().begin(), v.operands().end(), [&](const HloInstruction* o) {
+      return !reads_k(o) || o->shape().dims == v.shape().dims;
     });
   }
 

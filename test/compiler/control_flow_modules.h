@@ -185,4 +185,35 @@ ENTRY %main (x: f32[8,128], k: f32[8,128]) -> f32[8,128] {
   ROOT %e = f32[8,128]{1,0} subtract(%c, %x)
 })";
 
+// A scan: trip i writes row i of the carried buffer (dynamic-update-slice at the counter) with
+// tanh of the carried row; the update lands in the state itself, as XLA updates in place.
+inline constexpr const char* kScanLoop = R"(HloModule scan, replica_count=8
+%cond (s: (s32[], f32[8,128], f32[1,128])) -> pred[] {
+  %s = (s32[], f32[8,128]{1,0}, f32[1,128]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(8)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (s32[], f32[8,128], f32[1,128])) -> (s32[], f32[8,128], f32[1,128]) {
+  %s = (s32[], f32[8,128]{1,0}, f32[1,128]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %buf = f32[8,128]{1,0} get-tuple-element(%s), index=1
+  %x = f32[1,128]{1,0} get-tuple-element(%s), index=2
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %zero = s32[] constant(0)
+  %row = f32[1,128]{1,0} tanh(%x)
+  %buf2 = f32[8,128]{1,0} dynamic-update-slice(%buf, %row, %i, %zero)
+  ROOT %out = (s32[], f32[8,128]{1,0}, f32[1,128]{1,0}) tuple(%next, %buf2, %row)
+}
+ENTRY %main (x: f32[1,128]) -> f32[8,128] {
+  %x = f32[1,128]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %z = f32[] constant(0)
+  %buf = f32[8,128]{1,0} broadcast(%z), dimensions={}
+  %init = (s32[], f32[8,128]{1,0}, f32[1,128]{1,0}) tuple(%zero, %buf, %x)
+  %loop = (s32[], f32[8,128]{1,0}, f32[1,128]{1,0}) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[8,128]{1,0} get-tuple-element(%loop), index=1
+})";
+
 }  // namespace tpusim::testing

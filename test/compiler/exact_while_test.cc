@@ -26,6 +26,8 @@ TEST(ExactWhile, BodyReadsAnElementAfterComputingAnotherOnesNewValue) {
   ExpectMatch(testing::kSwapLoop);
 }
 
+TEST(ExactWhile, ScanUpdatesTheCarriedBufferInPlace) { ExpectMatch(testing::kScanLoop); }
+
 TEST(ExactWhile, CallsOfAComputationWithTwoParameters) { ExpectMatch(testing::kCalls); }
 
 TEST(ExactWhile, LoopInsideACall) { ExpectMatch(testing::kLoopInCall); }

@@ -112,6 +112,18 @@ TEST(LowerControlFlow, RootElementsAreInPlaceUnchangedOrCopied) {
   EXPECT_EQ(Find(dot->lowered, "loop.carry"), nullptr);
 }
 
+TEST(LowerControlFlow, ScanUpdatesTheStateInPlaceAndCopiesOnlyTheCounter) {
+  auto c = Compile(testing::kScanLoop);
+  ASSERT_TRUE(c);
+  const lowering::LoweredOp* update = Find(c->lowered, "buf2");
+  ASSERT_NE(update, nullptr);
+  EXPECT_EQ(update->hbm_bytes, 2u * 128 * 4);  // the row only, no copy of the buffer
+  // next = i + 1 cannot overwrite i, which the update reads later: copied after the body.
+  const lowering::LoweredOp* carry = Find(c->lowered, "loop.carry");
+  ASSERT_NE(carry, nullptr);
+  EXPECT_EQ(carry->hbm_bytes, 2u * 4);
+}
+
 TEST(LowerControlFlow, EachCallSiteGetsItsOwnBuffersAndPassedThroughLeavesAreCopied) {
   auto c = Compile(testing::kCalls);
   ASSERT_TRUE(c);
