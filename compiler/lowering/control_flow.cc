@@ -81,7 +81,11 @@ ValueCopy Lowerer::CopyOf(const HloInstruction* leaf, int64_t leaf_element, uint
   ValueCopy c;
   c.dst = dst;
   c.bytes = CopyBytes(shape, carries);
-  op.hbm_bytes += 2 * c.bytes;
+  if (shape.IsTuple()) {  // its leaves are buffers of their own, not one block
+    op.exact = false;
+    op.note += std::string(op.note.empty() ? "" : "; ") + "%" + leaf->name() +
+               " holds a nested tuple, copied as one block (timing only)";
+  }
   const HloInstruction* value = buffers_.Resolve(leaf, leaf_element).first;
   if (value->opcode() != Opcode::kConstant) {
     c.src = Address(leaf, leaf_element);
@@ -98,10 +102,14 @@ ValueCopy Lowerer::CopyOf(const HloInstruction* leaf, int64_t leaf_element, uint
   return c;
 }
 
-void Lowerer::EmitCopies(const std::vector<ValueCopy>& copies, const std::string& tag) {
+void Lowerer::EmitCopies(const std::vector<ValueCopy>& copies, const std::string& tag,
+                         LoweredOp& op) {
   std::vector<ValueCopy> needed;
   for (const ValueCopy& c : copies)
-    if (c.fill || c.src != c.dst) needed.push_back(c);
+    if (c.fill || c.src != c.dst) {
+      needed.push_back(c);
+      op.hbm_bytes += (c.fill ? 1 : 2) * c.bytes;  // a fill only writes
+    }
   for (const std::string& k : CopyKernels(needed, tag))
     AppendKernels(std::vector<std::string>(text_.size(), k));
 }
@@ -125,7 +133,7 @@ void Lowerer::LowerCall(const HloInstruction& c, int64_t executions, bool carrie
   for (const ResultCopy& p : pending)
     copies.push_back(CopyOf(p.leaf, p.leaf_element, Address(&c, p.element),
                             ElementShape(c.shape(), p.element), carries, op));
-  EmitCopies(copies, c.name());
+  EmitCopies(copies, c.name(), op);
   out_.ops.push_back(std::move(op));
 }
 
@@ -173,7 +181,7 @@ void Lowerer::LowerConditional(const HloInstruction& c, int64_t executions, bool
       leaf_copies.push_back(CopyOf(copy.leaf, copy.leaf_element, Address(&c, copy.element),
                                    ElementShape(c.shape(), copy.element), carries,
                                    out_.ops[op_index]));
-    EmitCopies(leaf_copies, c.name());
+    EmitCopies(leaf_copies, c.name(), out_.ops[op_index]);
     Emit("    jmp " + label + "_end\n");
   }
   Emit(label + "_end:\n");

@@ -59,7 +59,8 @@ class Lowerer {
   // (a constant of several values: `op` becomes timing only, with a note).
   ValueCopy CopyOf(const hlo::HloInstruction* leaf, int64_t leaf_element, uint64_t dst,
                    const hlo::Shape& shape, bool carries, LoweredOp& op);
-  void EmitCopies(const std::vector<ValueCopy>& copies, const std::string& tag);
+  // Emits the copies whose source is not their destination; adds the bytes they move to `op`.
+  void EmitCopies(const std::vector<ValueCopy>& copies, const std::string& tag, LoweredOp& op);
   void LowerCall(const hlo::HloInstruction& c, int64_t executions, bool carries);
   void LowerConditional(const hlo::HloInstruction& c, int64_t executions, bool carries);
   void LowerWhile(const hlo::HloInstruction& w, int64_t executions, bool entry);

@@ -63,7 +63,7 @@ void Lowerer::LowerWhile(const HloInstruction& w, int64_t executions, bool entry
   for (int64_t k = 0; k < Leaves(w.shape()); ++k)
     copies.push_back(
         CopyOf(w.operand(0), k, Address(&w, k), ElementShape(w.shape(), k), carries, init));
-  EmitCopies(copies, w.name());
+  EmitCopies(copies, w.name(), init);
   if (!copies.empty()) out_.ops.push_back(std::move(init));
   if (*trips == 0) return;
   Enter(body);
@@ -103,18 +103,16 @@ void Lowerer::CarryState(const HloInstruction& w, int64_t executions, bool carri
                                   Address(&w, r.state_element), std::nullopt}
                       : CopyOf(r.value, r.value_element, Address(&w, e), shape, carries, op);
     if (!c.fill && c.src == c.dst) continue;
-    if (r.state_element >= 0) op.hbm_bytes += 2 * c.bytes;
     if (!c.fill && state.count(c.src)) {  // another state element: through staging
       const uint64_t staging = buffers_.Staging(&w, e, c.bytes);
       staged.push_back(ValueCopy{staging, c.bytes, c.src, std::nullopt});
-      op.hbm_bytes += 2 * c.bytes;
       c.src = staging;
     }
     into_state.push_back(c);
   }
   if (into_state.empty()) return;
-  EmitCopies(staged, w.name());
-  EmitCopies(into_state, w.name());
+  EmitCopies(staged, w.name(), op);
+  EmitCopies(into_state, w.name(), op);
   out_.ops.push_back(std::move(op));
 }
 

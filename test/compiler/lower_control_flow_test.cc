@@ -69,7 +69,7 @@ TEST(LowerControlFlow, WhileLoopExampleComputesValuesInItsState) {
   const lowering::LoweredOp* init = Find(m, "while.init");
   ASSERT_NE(init, nullptr);
   EXPECT_EQ(init->executions, 1);
-  EXPECT_EQ(init->hbm_bytes, 2u * (16 * 16 * 4 + 4));  // the counter is filled, x copied
+  EXPECT_EQ(init->hbm_bytes, 2u * 16 * 16 * 4 + 4);  // x copied (read, write), the counter filled
   // next = i + 1 and t = tanh(x . x) are computed straight into the state: no copy.
   EXPECT_EQ(Find(m, "while.carry"), nullptr);
   EXPECT_EQ(Find(m, "y")->executions, 10);
@@ -164,7 +164,7 @@ ENTRY %main (x: f32[64,128]) -> f32[64,128] {
   EXPECT_EQ(c->lowered.batch_per_core, 8);
   const lowering::LoweredOp* init = Find(c->lowered, "loop.init");
   ASSERT_NE(init, nullptr);
-  EXPECT_EQ(init->hbm_bytes, 2u * (8 * 128 * 4 + 4));  // 8 rows per core and the counter
+  EXPECT_EQ(init->hbm_bytes, 2u * 8 * 128 * 4 + 4);  // 8 rows per core, the counter filled
   EXPECT_TRUE(c->lowered.exact);
 }
 
