@@ -19,6 +19,7 @@
 #include "isa/bf16.h"
 #include "sim/config.h"
 #include "sim/simulation.h"
+#include "test/compiler/sim_values_util.h"
 
 namespace tpusim::testing {
 
@@ -58,19 +59,11 @@ inline ElementwiseRun RunWithArguments(const std::string& hlo,
     return out;
   }
   const CompiledModule& c = *compiled.value();
-  for (const lowering::LoweredOp& op : c.lowered.ops)
-    if (!op.exact) out.inexact_ops += " %" + op.name + " (" + op.opcode + ")";
+  out.inexact_ops = InexactOps(c);
   out.exact = c.lowered.exact;
   if (!out.exact) return out;
   sim::Simulation simulation(board, sim::RunOptions{.functional = true});
-  for (size_t i = 0; i < c.lowered.programs.size(); ++i) {
-    auto program = isa::Assemble(c.lowered.programs[i], "core" + std::to_string(i));
-    if (!program.ok()) {
-      ADD_FAILURE() << program.error().message;
-      return out;
-    }
-    simulation.AddCore(*program);
-  }
+  if (!AddPrograms(c, simulation)) return out;
   const auto params = c.original.entry()->parameters();
   for (size_t i = 0; i < params.size(); ++i) {
     const passes::BufferInfo* buf = c.report.memory.Find(params[i]->name());

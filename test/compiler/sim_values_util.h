@@ -25,6 +25,28 @@ struct ValueRun {
   double mxu_busy_us = 0;   // summed over core 0's MXUs
 };
 
+// " %name (opcode)" for each op of `c` whose kernel only models time.
+inline std::string InexactOps(const CompiledModule& c) {
+  std::string ops;
+  for (const lowering::LoweredOp& op : c.lowered.ops)
+    if (!op.exact) ops += " %" + op.name + " (" + op.opcode + ")";
+  return ops;
+}
+
+// Assembles every core's program of `c` into `simulation`; false (after a test failure)
+// when one does not assemble.
+inline bool AddPrograms(const CompiledModule& c, sim::Simulation& simulation) {
+  for (size_t i = 0; i < c.lowered.programs.size(); ++i) {
+    auto program = isa::Assemble(c.lowered.programs[i], "core" + std::to_string(i));
+    if (!program.ok()) {
+      ADD_FAILURE() << program.error().message;
+      return false;
+    }
+    simulation.AddCore(*program);
+  }
+  return true;
+}
+
 // `corrupt`: overwrite the first result element on core 0 before comparing (a control).
 inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
   ValueRun out;
@@ -35,19 +57,11 @@ inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
     return out;
   }
   const CompiledModule& c = *compiled.value();
-  for (const lowering::LoweredOp& op : c.lowered.ops)
-    if (!op.exact) out.inexact_ops += " %" + op.name + " (" + op.opcode + ")";
+  out.inexact_ops = InexactOps(c);
   out.exact = c.lowered.exact;
   if (!out.exact) return out;
   sim::Simulation simulation(board, sim::RunOptions{.functional = true});
-  for (size_t i = 0; i < c.lowered.programs.size(); ++i) {
-    auto program = isa::Assemble(c.lowered.programs[i], "core" + std::to_string(i));
-    if (!program.ok()) {
-      ADD_FAILURE() << program.error().message;
-      return out;
-    }
-    simulation.AddCore(*program);
-  }
+  if (!AddPrograms(c, simulation)) return out;
   auto args = cli::LoadInputs(simulation, c, /*seed=*/1);
   sim::RunReport r = simulation.Run();
   EXPECT_TRUE(r.ok) << r.error;
