@@ -12,44 +12,21 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/lowering/loop_state.h"
 #include "test/compiler/control_flow_modules.h"
+#include "test/compiler/lower_test_util.h"
 
 namespace tpusim {
 namespace {
 
+using testing::Board;
+using testing::Compile;
+using testing::Find;
 using ::testing::HasSubstr;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-CompileTarget Board() {
-  CompileTarget t;
-  t.lowering.cores = 8;
-  t.lowering.mxus_per_core = 2;
-  t.lowering.ring = collectives::TorusRing(2, 2, 2);
-  return t;
-}
-
-std::shared_ptr<const CompiledModule> Compile(const std::string& text,
-                                              const CompileTarget& target = Board()) {
-  auto c = CompileForBoard(text, "test.hlo", target);
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  return c.ok() ? c.value() : nullptr;
-}
+using testing::Slurp;
 
 int Count(const lowering::LoweredModule& m, const std::string& name) {
   int n = 0;
   for (const auto& op : m.ops) n += op.name == name;
   return n;
-}
-
-const lowering::LoweredOp* Find(const lowering::LoweredModule& m, const std::string& name) {
-  for (const auto& op : m.ops)
-    if (op.name == name) return &op;
-  return nullptr;
 }
 
 size_t Occurrences(const std::string& text, const std::string& what) {

@@ -13,38 +13,16 @@
 #include "compiler/lowering/vpu_body.h"
 #include "compiler/lowering/vpu_stream.h"
 #include "isa/assembler.h"
+#include "test/compiler/lower_test_util.h"
 
 namespace tpusim {
 namespace {
 
+using testing::Board;
+using testing::Compile;
+using testing::Find;
 using ::testing::HasSubstr;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-CompileTarget Board() {
-  CompileTarget t;
-  t.lowering.cores = 8;
-  t.lowering.mxus_per_core = 2;
-  t.lowering.ring = collectives::TorusRing(2, 2, 2);
-  return t;
-}
-
-std::shared_ptr<const CompiledModule> Compile(const std::string& text) {
-  auto c = CompileForBoard(text, "test.hlo", Board());
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  return c.ok() ? c.value() : nullptr;
-}
-
-const lowering::LoweredOp* Find(const lowering::LoweredModule& m, const std::string& name) {
-  for (const auto& op : m.ops)
-    if (op.name == name) return &op;
-  return nullptr;
-}
+using testing::Slurp;
 
 TEST(AsmUtil, ScopeKernelRenamesDefinitionsAndUsesButNotDescKeysOrTags) {
   const std::string k =
