@@ -9,6 +9,7 @@
 
 #include "compiler/lowering/branch_dispatch.h"
 #include "compiler/lowering/lowerer.h"
+#include "compiler/lowering/op_kernels.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -16,22 +17,6 @@ namespace {
 using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::Opcode;
-
-// Ops whose result is another value's buffer or has no data in HBM (constants are inlined
-// into the kernels that read them).
-bool DefinesNoBuffer(const HloInstruction& i) {
-  switch (i.opcode()) {
-    case Opcode::kParameter:
-    case Opcode::kConstant:
-    case Opcode::kTuple:
-    case Opcode::kGetTupleElement:
-    case Opcode::kBitcast:
-    case Opcode::kReshape:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // The branch a constant selector picks (XLA's rule: an index out of range picks the last
 // branch), or none when the selector is computed.

@@ -286,18 +286,28 @@ uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores) {
   return static_cast<uint64_t>(ElementsPerCore(shape, split, cores)) * ElemBytes(shape);
 }
 
-std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  const Opcode code = instr.opcode();
-  const OpCategory cat = hlo::GetOpcodeInfo(code).category;
-  switch (code) {
+bool DefinesNoBuffer(const HloInstruction& i) {
+  switch (i.opcode()) {
     case Opcode::kParameter:
     case Opcode::kConstant:
     case Opcode::kTuple:
     case Opcode::kGetTupleElement:
     case Opcode::kBitcast:
     case Opcode::kReshape:
-      op.exact = true;
-      return "";
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  const Opcode code = instr.opcode();
+  const OpCategory cat = hlo::GetOpcodeInfo(code).category;
+  if (DefinesNoBuffer(instr)) {
+    op.exact = true;
+    return "";
+  }
+  switch (code) {
     case Opcode::kDot: {  // the tiled MXU kernel when it is exact, else the packing one
       std::string k = Mxu(DotWork(instr, c.split, c.cores), instr, c, op);
       if (!op.exact)

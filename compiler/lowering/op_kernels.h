@@ -27,4 +27,8 @@ uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores);
 // std::invalid_argument with the reason when the instruction cannot be lowered.
 std::string OpKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
 
+// Ops with no kernel: their result is another value's buffer or has no data in HBM
+// (constants are inlined into the kernels that read them).
+bool DefinesNoBuffer(const hlo::HloInstruction& i);
+
 }  // namespace tpusim::lowering
