@@ -43,6 +43,9 @@ struct RunArgs {
   int steps = 1, steps_per_execution = 1;
   double infeed_rate = 0;  // examples per second; 0 = unbounded
   double monitor_interval_us = 100;
+  // Largest host memory a value run may take (ValueRunHostBytes); larger runs are
+  // timing-only. Half of the 24 GiB of the machines we build on.
+  double value_memory_gib = 12;
 };
 
 // Why a run cannot check values: the ops whose kernels model only time (the first few).
@@ -84,13 +87,16 @@ int RunCommand(const std::vector<std::string>& argv) {
       "steps-per-execution", po::value(&a.steps_per_execution),
       "steps per host dispatch (default 1)")(
       "infeed-rate", po::value(&a.infeed_rate),
-      "input pipeline rate in examples/s (default: unbounded)");
+      "input pipeline rate in examples/s (default: unbounded)")(
+      "value-memory-gib", po::value(&a.value_memory_gib),
+      "host memory a value run may take; larger runs are timing-only (default 12)");
   po::variables_map vm;
   if (!ParseCommandLine(argv, opts, "run", &a.module_path, &vm)) return 0;
   if (a.module_path.empty()) throw CliError("missing MODULE.hlo (see tpusim run --help)", 2);
   a.timing = vm.count("timing"), a.monitor = vm.count("monitor");
 
   if (a.monitor_interval_us <= 0) throw CliError("--monitor-interval-us must be > 0", 2);
+  if (!(a.value_memory_gib >= 0)) throw CliError("--value-memory-gib must be >= 0", 2);
   if (a.steps < 1 || a.steps_per_execution < 1 || a.infeed_rate < 0)
     throw CliError("--steps and --steps-per-execution must be >= 1, --infeed-rate >= 0", 2);
   sim::BoardConfig board = sim::LoadConfig(a.config);
@@ -100,7 +106,12 @@ int RunCommand(const std::vector<std::string>& argv) {
   const CompiledModule& compiled = *compiled_or.value();
   const lowering::LoweredModule& low = compiled.lowered;
   if (!a.timing && !low.exact) PrintTimingOnlyOps(low);
-  const bool values = !a.timing && low.exact;
+  const std::string memory_note =
+      a.timing || !low.exact
+          ? ""
+          : ValueMemoryNote(compiled, board.cores(), a.value_memory_gib * 1024 * 1024 * 1024);
+  std::fputs(memory_note.c_str(), stdout);
+  const bool values = !a.timing && low.exact && memory_note.empty();
 
   // Samples every simulated microsecond (the recorder widens them on long runs).
   profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = board.cores(),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <string>
@@ -143,6 +144,24 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
     }
   }
   return args;
+}
+
+double ValueRunHostBytes(const CompiledModule& compiled, int cores) {
+  return kValueRunBytesPerHbmByte * cores * static_cast<double>(compiled.report.peak_hbm_bytes);
+}
+
+std::string ValueMemoryNote(const CompiledModule& compiled, int cores, double budget_bytes) {
+  const double need = ValueRunHostBytes(compiled, cores);
+  if (need <= budget_bytes) return "";
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "note: values are not checked: a value run would hold about %.1f GiB in host "
+                "memory (%d cores x %.1f MiB peak HBM, and the reference evaluator), over the "
+                "%.1f GiB budget (--value-memory-gib); this run is timing-only\n",
+                need / kGiB, cores, compiled.report.peak_hbm_bytes / (1024.0 * 1024),
+                budget_bytes / kGiB);
+  return text;
 }
 
 }  // namespace tpusim::cli

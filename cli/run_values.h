@@ -17,4 +17,14 @@ namespace tpusim::cli {
 std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& compiled,
                                     uint64_t seed);
 
+// Host memory a value run needs, estimated from the compiler's plan: every core's peak HBM
+// (the simulator keeps each touched page) times kValueRunBytesPerHbmByte, which adds the
+// reference evaluator's copies (mnist-cnn: 8 x 733 MiB planned, 8.46 GB resident).
+constexpr double kValueRunBytesPerHbmByte = 1.5;
+double ValueRunHostBytes(const CompiledModule& compiled, int cores);
+
+// Why a run that could compute values goes timing-only: empty when the estimate fits
+// `budget_bytes`, else a note naming the estimate, the budget and the option.
+std::string ValueMemoryNote(const CompiledModule& compiled, int cores, double budget_bytes);
+
 }  // namespace tpusim::cli

@@ -82,6 +82,17 @@ TEST(Cli, RunDotMatchesTheEvaluatorAndWritesAValidTrace) {
   std::remove(summary.c_str());
 }
 
+TEST(Cli, RunOverTheValueMemoryBudgetIsTimingOnlyWithANote) {
+  // ResNet-50's value run would hold ~133 GiB; this budget makes the small dot go timing-only.
+  Output o = Tpusim("run examples/hlo/dot_bf16.hlo --value-memory-gib 0.0001");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("note: values are not checked: a value run would hold about"));
+  EXPECT_THAT(o.text, HasSubstr("(--value-memory-gib); this run is timing-only"));
+  EXPECT_THAT(o.text, Not(HasSubstr("(match)")));
+  EXPECT_THAT(o.text, HasSubstr("step breakdown (ms): "));
+  EXPECT_EQ(Tpusim("run examples/hlo/dot_bf16.hlo --value-memory-gib -1").status, 2);
+}
+
 TEST(Cli, RunTrainingLoopReportsInputBoundSteps) {
   Output o = Tpusim(
       "run examples/hlo/dot_bf16.hlo --timing --steps 20 --steps-per-execution 20 "
