@@ -17,7 +17,9 @@ Recorder::Recorder(RecorderOptions options)
       last_step_end_(options.num_cores, 0),
       pending_(options.num_cores),
       tag_names_(options.num_cores, std::vector<std::string>{""}),
-      spans_(options.num_cores),
+      tag_times_(options.num_cores),
+      buffered_tags_(options.num_cores),
+      merged_(options.num_cores),
       timeline_(options.num_cores, options.sample_interval_fs, options.max_samples) {
   for (BusyUnion& u : unions_) u.set_fold_threshold(options.fold_threshold);
 }
@@ -50,10 +52,10 @@ bool Recorder::KeepEvent(uint32_t step) {
   return true;
 }
 
-Recorder::TagSpan& Recorder::NewSpan(int core, uint16_t tag) {
-  std::vector<TagSpan>& spans = spans_[core];
-  if (tag >= spans.size()) spans.resize(tag + 1);
-  TagSpan& s = spans[tag];
+Recorder::TagTime& Recorder::NewTagTime(int core, uint16_t tag) {
+  std::vector<TagTime>& times = tag_times_[core];
+  if (tag >= times.size()) times.resize(tag + 1);
+  TagTime& s = times[tag];
   if (s.slot < 0) {
     const std::string& given = TagName(core, tag);
     std::string name = tag == 0        ? "(untagged)"
@@ -66,13 +68,29 @@ Recorder::TagSpan& Recorder::NewSpan(int core, uint16_t tag) {
   return s;
 }
 
-void Recorder::CloseSpan(TagSpan& s, TagAgg& agg) {
-  if (s.open) agg.time += s.end - s.start;
-  s.open = false;
-}
-
 void Recorder::OnBusy(const sim::BusyRecord& r) {
   if (r.core >= num_cores() || r.end < r.start) return;
+  if (options_.keep_events) return AddBusy(r, 1);
+  MergedBusy& m = merged_[r.core];
+  if (m.count && m.r.end == r.start && m.r.unit == r.unit && m.r.tag == r.tag && m.r.op == r.op &&
+      m.r.step == r.step) {
+    m.r.end = r.end;
+    m.r.flops += r.flops;
+    m.r.bytes += r.bytes;
+    ++m.count;
+    return;
+  }
+  DeliverMerged(r.core);
+  m = MergedBusy{r, 1};
+}
+
+void Recorder::DeliverMerged(int core) {
+  MergedBusy& m = merged_[core];
+  if (m.count) AddBusy(m.r, m.count);
+  m.count = 0;
+}
+
+void Recorder::AddBusy(const sim::BusyRecord& r, uint64_t count) {
   Touch(r.start, r.end);
   CoreAgg& c = cores_[r.core];
   const int u = static_cast<int>(r.unit);
@@ -80,28 +98,22 @@ void Recorder::OnBusy(const sim::BusyRecord& r) {
   const bool counts = !IsMxu(r.unit) || r.op == isa::Opcode::kMxuMm || r.op == isa::Opcode::kMxuMma;
   if (u < isa::kNumUnits && counts) {
     c.units[u].busy += r.end - r.start;
-    ++c.units[u].count;
+    c.units[u].count += count;
   }
   c.flops += r.flops;
   c.bytes += r.bytes;
   if (IsMxu(r.unit) && counts) timeline_.Add(r.core, Series::kMxuBusy, r.start, r.end);
 
-  // Op time: the wall time the op's work covers. Exact when a tag's records arrive in
-  // start order (in-order units reporting at issue); extends left for completion order.
-  TagSpan& s = Span(r.core, r.tag);
-  TagAgg& agg = tag_aggs_[s.slot];
+  // Op time: the wall time the op's work covers, the union of its intervals on each core
+  // (records arrive at issue or, for DMA copies, at completion).
+  TagTime& t = TagTimeOf(r.core, r.tag);
+  TagAgg& agg = tag_aggs_[t.slot];
   agg.flops += r.flops;
   agg.bytes += r.bytes;
-  ++agg.count;
-  if (s.open && r.start <= s.end && r.end >= s.start) {
-    s.start = std::min(s.start, r.start);
-    s.end = std::max(s.end, r.end);
-  } else if (s.open && r.end < s.start) {
-    agg.time += r.end - r.start;
-  } else {
-    CloseSpan(s, agg);
-    s = TagSpan{s.slot, r.start, r.end, true};
-  }
+  agg.count += count;
+  const bool listed = t.un.buffered() > 0;
+  t.un.Add(r.start, r.end);
+  if (!listed && t.un.buffered() > 0) buffered_tags_[r.core].push_back(r.tag);
 
   BusyUnion& un = unions_[r.core];
   un.Add(r.start, r.end);
@@ -113,6 +125,7 @@ void Recorder::OnBusy(const sim::BusyRecord& r) {
 
 void Recorder::OnWait(const sim::WaitRecord& r) {
   if (r.core >= num_cores() || r.end < r.start) return;
+  DeliverMerged(r.core);
   Touch(r.start, r.end);
   const int u = static_cast<int>(r.unit);
   if (u < isa::kNumUnits) cores_[r.core].units[u].wait += r.end - r.start;
@@ -121,6 +134,7 @@ void Recorder::OnWait(const sim::WaitRecord& r) {
 
 void Recorder::OnStep(const sim::StepRecord& r) {
   if (r.core >= num_cores() || r.end < r.start) return;
+  DeliverMerged(r.core);
   Touch(r.start, r.end);
   StepCoreAgg& s = cores_[r.core].steps[r.step];
   if (s.reported()) step_by_start_[r.core].erase(s.start);  // re-reported: replace
@@ -134,6 +148,7 @@ void Recorder::OnStep(const sim::StepRecord& r) {
 
 void Recorder::OnHost(const HostRecord& r) {
   if (r.core >= num_cores() || r.end < r.start) return;
+  DeliverMerged(r.core);
   Touch(r.start, r.end);
   const int k = static_cast<int>(r.kind);
   CoreAgg& c = cores_[r.core];
@@ -155,6 +170,15 @@ void Recorder::FoldCore(int core, TimeFs limit) {
       pending.push_back({s, e, s});
   });
   AssignPending(core);
+  std::vector<uint16_t>& tags = buffered_tags_[core];
+  size_t kept = 0;
+  for (uint16_t tag : tags) {
+    TagTime& t = tag_times_[core][tag];
+    TimeFs& time = tag_aggs_[t.slot].time;
+    t.un.Fold(limit, [&time](TimeFs s, TimeFs e) { time += e - s; });
+    if (t.un.buffered() > 0) tags[kept++] = tag;
+  }
+  tags.resize(kept);
 }
 
 // Adds the pending busy time below the last reported step end to the steps it falls in.
@@ -183,21 +207,16 @@ void Recorder::AssignPending(int core) {
 }
 
 void Recorder::Flush(TimeFs upto) {
-  for (int c = 0; c < num_cores(); ++c) FoldCore(c, upto);
+  for (int c = 0; c < num_cores(); ++c) DeliverMerged(c), FoldCore(c, upto);
 }
 
-void Recorder::Finish() {
-  Flush(kNoTime);
-  for (int c = 0; c < num_cores(); ++c) {
-    for (TagSpan& s : spans_[c]) {
-      if (s.slot >= 0) CloseSpan(s, tag_aggs_[s.slot]);
-    }
-  }
-}
+void Recorder::Finish() { Flush(kNoTime); }
 
 uint64_t Recorder::late_records() const {
   uint64_t n = 0;
   for (const BusyUnion& u : unions_) n += u.late_records();
+  for (const std::vector<TagTime>& times : tag_times_)
+    for (const TagTime& t : times) n += t.un.late_records();
   return n;
 }
 

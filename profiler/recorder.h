@@ -103,21 +103,22 @@ class Recorder : public sim::IActivitySink, public IHostSink {
   uint64_t late_records() const;
 
  private:
-  struct TagSpan {
+  // One op's intervals on one core; folded into its TagAgg's time with the core's union.
+  struct TagTime {
     int slot = -1;  // index into tag_aggs_
-    TimeFs start = 0;
-    TimeFs end = 0;
-    bool open = false;
+    BusyUnion un;
   };
   void Touch(TimeFs start, TimeFs end);
   bool KeepEvent(uint32_t step);
+  // `count` contiguous records of one unit, tag, op and step, merged into `r`.
+  void AddBusy(const sim::BusyRecord& r, uint64_t count);
+  void DeliverMerged(int core);
   void FoldCore(int core, TimeFs limit);
-  TagSpan& Span(int core, uint16_t tag) {
-    std::vector<TagSpan>& spans = spans_[core];
-    return tag < spans.size() && spans[tag].slot >= 0 ? spans[tag] : NewSpan(core, tag);
+  TagTime& TagTimeOf(int core, uint16_t tag) {
+    std::vector<TagTime>& times = tag_times_[core];
+    return tag < times.size() && times[tag].slot >= 0 ? times[tag] : NewTagTime(core, tag);
   }
-  TagSpan& NewSpan(int core, uint16_t tag);  // first record of the tag on the core
-  static void CloseSpan(TagSpan& s, TagAgg& agg);
+  TagTime& NewTagTime(int core, uint16_t tag);  // first record of the tag on the core
 
   RecorderOptions options_;
   std::vector<CoreAgg> cores_;
@@ -132,7 +133,16 @@ class Recorder : public sim::IActivitySink, public IHostSink {
   std::vector<std::vector<PendingBusy>> pending_;
   void AssignPending(int core);
   std::vector<std::vector<std::string>> tag_names_;
-  std::vector<std::vector<TagSpan>> spans_;  // [core][tag]
+  std::vector<std::vector<TagTime>> tag_times_;       // [core][tag]
+  std::vector<std::vector<uint16_t>> buffered_tags_;  // per core: tags with unfolded time
+  // Without an event log, a record that continues the previous one of its core (same unit,
+  // tag, op and step, starting where it ended) extends it; the merged record is added
+  // before any other record of that core, so each core's records keep their order.
+  struct MergedBusy {
+    sim::BusyRecord r;
+    uint64_t count = 0;
+  };
+  std::vector<MergedBusy> merged_;  // per core
   std::unordered_map<std::string, int> tag_slot_;
   std::vector<TagAgg> tag_aggs_;
   Timeline timeline_;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "profiler/op_profile.h"
 #include "profiler/recommendations.h"
 #include "test/profiler/test_records.h"
@@ -32,6 +34,67 @@ TEST(OpProfile, SortedByTimeThenNameWithRooflineClass) {
   EXPECT_FALSE(ops[1].compute_bound);
   EXPECT_NEAR(ops[1].roofline_ms, 0.01, 1e-15);  // 1e6 bytes at 1e11 B/s
   EXPECT_DOUBLE_EQ(ops[1].time_percent, 25.0);
+}
+
+TEST(OpProfile, OpTimeIsTheUnionOfItsIntervalsInAnyArrivalOrder) {
+  // DMA copies report at completion: long copies arrive after shorter work that started
+  // later. Before, a copy that ended before the op's open span was added in full, though
+  // an earlier span had counted the same time (5 + 40 + 48 us here).
+  Recorder rec(Opts(1));
+  rec.SetTags(0, {"", "conv.1", "fusion.2"});
+  rec.OnBusy(Busy(0, Unit::kDma, 0, 10, 1));
+  rec.OnBusy(Busy(0, Unit::kMxu0, 20, 30, 1));
+  rec.OnBusy(Busy(0, Unit::kDma, 5, 25, 1));  // completion order: started before 20
+  rec.OnBusy(Busy(0, Unit::kMxu0, 40, 45, 1));
+  rec.OnBusy(Busy(0, Unit::kDma, 2, 38, 1));   // covers the gap 30..38
+  rec.OnBusy(Busy(0, Unit::kVpu, 45, 50, 2));  // another op
+  rec.Finish();
+  auto ops = ComputeOpProfile(rec, TestPeaks());
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].name, "conv.1");
+  EXPECT_DOUBLE_EQ(ops[0].time_ms, 0.043);  // [0, 38) and [40, 45)
+  EXPECT_DOUBLE_EQ(ops[1].time_ms, 0.005);
+}
+
+TEST(Recorder, ContiguousRecordsGiveTheSameAggregatesMergedOrNot) {
+  // Without an event log the recorder merges a record that continues its core's previous
+  // one; with one (a trace) it keeps every record. Both must aggregate alike.
+  auto run = [](bool keep_events) {
+    RecorderOptions o = Opts(2);
+    o.keep_events = keep_events;
+    auto rec = std::make_unique<Recorder>(o);
+    rec->SetTags(0, {"", "dot.1", "add.2"});
+    rec->SetTags(1, {"", "dot.1", "add.2"});
+    for (int core : {0, 1}) {
+      for (int i = 0; i < 4; ++i)  // back-to-back matmuls of one op
+        rec->OnBusy(Busy(core, Unit::kMxu0, 10.0 * i, 10.0 * i + 10, 1, 0, 1e6, 64));
+      rec->OnBusy(Busy(core, Unit::kDma, 3, 41, 1, 0, 0, 4096));
+      rec->OnBusy(Busy(core, Unit::kVpu, 41, 50, 2, 0, 100, 0));
+      rec->OnBusy(Busy(core, Unit::kVpu, 50, 55, 2, 0, 100, 0));
+    }
+    rec->OnStep(Step(0, 0, 0, 60));
+    rec->OnStep(Step(1, 0, 0, 60));
+    rec->Finish();
+    return rec;
+  };
+  auto merged = run(false), every = run(true);
+  EXPECT_EQ(every->events().busy.size(), 14u);
+  for (int c : {0, 1}) {
+    for (int u = 0; u < isa::kNumUnits; ++u) {
+      EXPECT_EQ(merged->core(c).units[u].busy, every->core(c).units[u].busy);
+      EXPECT_EQ(merged->core(c).units[u].count, every->core(c).units[u].count);
+    }
+    EXPECT_EQ(merged->core(c).busy_union, every->core(c).busy_union);
+    EXPECT_EQ(merged->core(c).busy_union, 55 * kUs);
+  }
+  ASSERT_EQ(merged->tags().size(), every->tags().size());
+  for (size_t i = 0; i < merged->tags().size(); ++i) {
+    EXPECT_EQ(merged->tags()[i].time, every->tags()[i].time) << merged->tags()[i].name;
+    EXPECT_EQ(merged->tags()[i].count, every->tags()[i].count);
+    EXPECT_EQ(merged->tags()[i].flops, every->tags()[i].flops);
+    EXPECT_EQ(merged->tags()[i].bytes, every->tags()[i].bytes);
+  }
+  EXPECT_EQ(merged->core(0).units[static_cast<int>(Unit::kMxu0)].count, 4u);
 }
 
 Metrics WithBreakdown(double step, double infeed, double host) {
