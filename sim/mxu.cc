@@ -94,9 +94,11 @@ TimeFs MxuUnit::Matmul(const Issued& it, TimeFs earliest) {
   bool latch = has_staged_;
   if (!latch && !has_active_) ctx_.Fail(it, "matmul before any weights were loaded (mxu.ldw)");
   TimeFs start = std::max({earliest, stream_free_, latch ? staged_ready_ : 0});
-  // Results must not overwrite accumulator rows a pending pop has yet to read.
-  for (int64_t b = acc_row / kAccBlock; b <= (acc_row + rows - 1) / kAccBlock; ++b)
-    start = std::max(start, acc_free_[b]);
+  // Results must not overwrite accumulator rows a pending pop has yet to read (pops run in
+  // order, so none is pending once the last one has finished).
+  const int64_t first_block = acc_row / kAccBlock, last_block = (acc_row + rows - 1) / kAccBlock;
+  if (start < pop_free_)
+    for (int64_t b = first_block; b <= last_block; ++b) start = std::max(start, acc_free_[b]);
   TimeFs end = start + ctx_.Cycles(MatmulStreamCycles(rows));
   TimeFs ready = start + ctx_.Cycles(MatmulLatencyCycles(*ctx_.cfg, rows));
   if (latch) {
@@ -105,8 +107,8 @@ TimeFs MxuUnit::Matmul(const Issued& it, TimeFs earliest) {
     staging_free_ = start;  // the previously active buffer is free for the next load
   }
   stream_free_ = end;
-  for (int64_t b = acc_row / kAccBlock; b <= (acc_row + rows - 1) / kAccBlock; ++b)
-    acc_ready_[b] = std::max(acc_ready_[b], ready);
+  // Matmuls stream in order and each ends after the previous one: `ready` only grows.
+  std::fill(acc_ready_.begin() + first_block, acc_ready_.begin() + last_block + 1, ready);
   ExtendDrain(end);
   if (ctx_.functional) {
     bool accumulate = it.instr.op == Opcode::kMxuMma;
