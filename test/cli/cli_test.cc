@@ -169,6 +169,7 @@ TEST(Cli, RunMnistCnnTrainingWithValuesLowersTheLoss) {
   const std::regex loss(
       "training: 31 outputs update their parameters in place; output 0 \\(the loss\\) "
       "([0-9.e+-]+) at step 1 -> ([0-9.e+-]+) at step 2 \\(simulated\\)");
+  std::remove(path.c_str());
   ASSERT_TRUE(std::regex_search(o.text, m, loss)) << o.text;
   EXPECT_LT(std::stod(m[2]), 0.5 * std::stod(m[1]));
 }
