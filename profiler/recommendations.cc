@@ -14,10 +14,21 @@ std::string F1(double x) {
 
 std::string GiB(uint64_t bytes) { return F1(static_cast<double>(bytes) / (1ull << 30)) + " GiB"; }
 
+// Average time per core and step of the op named `name` in the op profile (0 if absent).
+double OpStepMs(const std::vector<OpProfileEntry>& ops, const std::string& name, const Metrics& m,
+                const RunContext& ctx) {
+  for (const OpProfileEntry& op : ops)
+    if (op.name == name)
+      return op.time_ms / std::max<double>(1, static_cast<double>(m.per_core.size())) /
+             std::max(1, ctx.steps);
+  return 0;
+}
+
 }  // namespace
 
 std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
-                                      const HardwarePeaks& peaks) {
+                                      const HardwarePeaks& peaks,
+                                      const std::vector<OpProfileEntry>& ops) {
   std::vector<Recommendation> out;
   const RecommendationThresholds& t = ctx.thresholds;
   const StepBreakdown& b = m.step_breakdown;
@@ -28,7 +39,7 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                    "Your program is input-bound: " + F1(infeed) +
                        "% of the step time waits for infeed. Speed up the host input pipeline "
                        "(prefetch, parallel reads, caching) or move preprocessing to the TPU.",
-                   infeed, "%"});
+                   infeed, "%", infeed});
   }
   if (ctx.batch_per_core && *ctx.batch_per_core < t.batch_per_core) {
     const double lost = 100.0 * (1.0 - static_cast<double>(*ctx.batch_per_core) /
@@ -39,7 +50,7 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                        " examples per core that keep the 128x128 MXU busy: about " + F1(lost) +
                        "% of the MXU's rows go unused. Raise the global batch to " +
                        std::to_string(t.batch_per_core) + " x the number of cores if it fits.",
-                   lost, "%"});
+                   lost, "%", lost * Percent(b.compute_ms, b.step_ms) / 100});
   }
   for (const PaddingInfo& p : ctx.padding) {
     const double wf = Percent(p.padded_flops - p.useful_flops, p.padded_flops);
@@ -47,12 +58,14 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
         Percent(static_cast<double>(p.padded_bytes) - static_cast<double>(p.useful_bytes),
                 static_cast<double>(p.padded_bytes));
     const double w = std::max(wf, wb);
-    if (w > t.padding_waste_percent) {
+    const double share = Percent(OpStepMs(ops, p.op, m, ctx), b.step_ms) * w / 100;
+    if (w > t.padding_waste_percent && share >= t.padding_min_step_share_percent) {
       out.push_back({"padding_waste",
-                     "Op " + p.op + " wastes " + F1(w) +
-                         "% of its work on padding. Make its dimensions multiples of 8 (batch) "
+                     "Op " + p.op + " wastes " + F1(w) + "% of its work on padding (about " +
+                         F1(share) +
+                         "% of the step time). Make its dimensions multiples of 8 (batch) "
                          "and 128 (features) to match the TPU's (8,128) tiles.",
-                     w, "%"});
+                     w, "%", share});
     }
   }
   const double host = Percent(b.host_overhead_ms, b.step_ms);
@@ -67,7 +80,7 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                        ". Run several steps per host dispatch (steps_per_execution=" +
                        std::to_string(t.suggested_steps_per_execution) +
                        " gave about 50% more throughput in the TPU guide).",
-                   host, "%"});
+                   host, "%", host});
   }
   const uint64_t cap = ctx.hbm_capacity_bytes_per_core.value_or(peaks.hbm_capacity_bytes_per_core);
   if (ctx.hbm_peak_bytes_per_core && cap > 0) {
@@ -85,6 +98,9 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                      pct, "%"});
     }
   }
+  std::stable_sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) {
+    return a.step_share_percent > b.step_share_percent;
+  });
   return out;
 }
 

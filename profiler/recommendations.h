@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "profiler/metrics.h"
+#include "profiler/op_profile.h"
 
 namespace tpusim::profiler {
 
@@ -21,10 +22,11 @@ struct PaddingInfo {
 };
 
 struct RecommendationThresholds {
-  double input_bound_percent = 10;    // infeed share of step time
-  int batch_per_core = 128;           // rule of thumb for a busy 128x128 MXU
-  double padding_waste_percent = 10;  // of an op's FLOPs or bytes
-  double host_overhead_percent = 10;  // of step time
+  double input_bound_percent = 10;            // infeed share of step time
+  int batch_per_core = 128;                   // rule of thumb for a busy 128x128 MXU
+  double padding_waste_percent = 10;          // of an op's FLOPs or bytes
+  double padding_min_step_share_percent = 1;  // of step time the padding costs, at least
+  double host_overhead_percent = 10;          // of step time
   int suggested_steps_per_execution = 50;
   double hbm_high_percent = 90;  // close to out of memory
   double hbm_low_percent = 25;   // room for a larger batch
@@ -50,9 +52,16 @@ struct Recommendation {
   std::string text;
   double figure = 0;
   std::string unit;  // "%", "examples", ...
+  // Share of the step time at stake, the ranking key (see Recommend); 0 for advice that
+  // is not about time (HBM use).
+  double step_share_percent = 0;
 };
 
+// Ranked by the share of step time at stake, largest first: infeed wait, host overhead,
+// an op's time times its padding waste, the MXU rows a small batch leaves unused times
+// the compute share; HBM advice last. `ops` is the op profile (op time per op).
 std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
-                                      const HardwarePeaks& peaks);
+                                      const HardwarePeaks& peaks,
+                                      const std::vector<OpProfileEntry>& ops);
 
 }  // namespace tpusim::profiler

@@ -43,7 +43,7 @@ inline Report BuildReport(const Recorder& rec, const HardwarePeaks& peaks, RunCo
   r.metrics = ComputeMetrics(rec, peaks);
   r.ops = ComputeOpProfile(rec, peaks);
   AttributeCollectives(r);
-  r.recommendations = Recommend(r.metrics, r.context, peaks);
+  r.recommendations = Recommend(r.metrics, r.context, peaks, r.ops);
   return r;
 }
 

@@ -87,7 +87,11 @@ std::string SummaryJson(const profiler::Report& report) {
   j["op_profile"] = ops;
   Json recs = Json::array();
   for (const profiler::Recommendation& r : report.recommendations) {
-    recs.push_back(Json{{"id", r.id}, {"figure", R(r.figure)}, {"unit", r.unit}, {"text", r.text}});
+    recs.push_back(Json{{"id", r.id},
+                        {"figure", R(r.figure)},
+                        {"unit", r.unit},
+                        {"step_share_percent", R(r.step_share_percent)},
+                        {"text", r.text}});
   }
   j["recommendations"] = recs;
   j["events_truncated"] = m.events_truncated;

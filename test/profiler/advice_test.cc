@@ -114,36 +114,60 @@ bool Has(const std::vector<Recommendation>& r, const std::string& id) {
 
 TEST(Recommendations, InputBoundAtThreshold) {
   RunContext ctx;
-  EXPECT_FALSE(Has(Recommend(WithBreakdown(100, 10, 0), ctx, TestPeaks()), "input_bound"));
-  auto r = Recommend(WithBreakdown(100, 10.5, 0), ctx, TestPeaks());
+  EXPECT_FALSE(Has(Recommend(WithBreakdown(100, 10, 0), ctx, TestPeaks(), {}), "input_bound"));
+  auto r = Recommend(WithBreakdown(100, 10.5, 0), ctx, TestPeaks(), {});
   ASSERT_TRUE(Has(r, "input_bound"));
   EXPECT_DOUBLE_EQ(r[0].figure, 10.5);
   EXPECT_NE(r[0].text.find("10.5%"), std::string::npos);
 }
 
-TEST(Recommendations, SmallBatchPaddingHostAndHbm) {
+OpProfileEntry OpTime(const std::string& name, double ms) {
+  OpProfileEntry e;
+  e.name = name;
+  e.time_ms = ms;
+  return e;
+}
+
+TEST(Recommendations, RankedByTheShareOfStepTimeAtStake) {
   RunContext ctx;
-  ctx.batch_per_core = 32;
-  ctx.padding = {{"dot.7", 100, 60, 10, 10}, {"add.1", 100, 95, 10, 10}};
+  ctx.batch_per_core = 32;  // 75% of the MXU rows unused, over 80% compute: 60%
+  // dot.7: 40% waste of 10 ms of a 100 ms step (4%); add.1: under the waste threshold;
+  // param.0: no op time (a parameter's layout), nothing to save in the step.
+  ctx.padding = {{"dot.7", 100, 60, 10, 10}, {"add.1", 100, 95, 10, 10}, {"param.0", 0, 0, 20, 10}};
   ctx.steps_per_execution = 1;
   ctx.hbm_peak_bytes_per_core = 15ull << 30;
-  auto r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks());
+  const std::vector<OpProfileEntry> ops = {OpTime("dot.7", 10), OpTime("add.1", 30)};
+  auto r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks(), ops);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0].id, "small_batch");
   EXPECT_DOUBLE_EQ(r[0].figure, 75.0);
-  EXPECT_EQ(r[1].id, "padding_waste");
-  EXPECT_DOUBLE_EQ(r[1].figure, 40.0);
-  EXPECT_NE(r[1].text.find("dot.7"), std::string::npos);
-  EXPECT_EQ(r[2].id, "host_overhead");
-  EXPECT_NE(r[2].text.find("steps_per_execution is 1"), std::string::npos);
+  EXPECT_DOUBLE_EQ(r[0].step_share_percent, 60.0);
+  EXPECT_EQ(r[1].id, "host_overhead");
+  EXPECT_DOUBLE_EQ(r[1].step_share_percent, 20.0);
+  EXPECT_NE(r[1].text.find("steps_per_execution is 1"), std::string::npos);
+  EXPECT_EQ(r[2].id, "padding_waste");
+  EXPECT_DOUBLE_EQ(r[2].figure, 40.0);
+  EXPECT_DOUBLE_EQ(r[2].step_share_percent, 4.0);
+  EXPECT_NE(r[2].text.find("Op dot.7 wastes 40.0% of its work on padding (about 4.0% of the step"),
+            std::string::npos);
   EXPECT_EQ(r[3].id, "hbm_near_limit");
   EXPECT_NEAR(r[3].figure, 93.75, 1e-12);
+  EXPECT_DOUBLE_EQ(r[3].step_share_percent, 0.0);
+
+  // Padding that costs under 1% of the step is not worth a recommendation.
+  r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks(), {OpTime("dot.7", 2)});
+  EXPECT_FALSE(Has(r, "padding_waste"));
+  // Infeed 30% outranks host overhead 20%.
+  r = Recommend(WithBreakdown(100, 30, 20), RunContext{}, TestPeaks(), {});
+  ASSERT_GE(r.size(), 2u);
+  EXPECT_EQ(r[0].id, "input_bound");
+  EXPECT_EQ(r[1].id, "host_overhead");
 
   ctx.batch_per_core = 128;
   ctx.steps_per_execution = 50;
   ctx.padding.clear();
   ctx.hbm_peak_bytes_per_core = 2ull << 30;
-  r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks());
+  r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks(), ops);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].id, "hbm_headroom");
   EXPECT_DOUBLE_EQ(r[0].figure, 12.5);
