@@ -100,6 +100,14 @@ void Map2(std::array<float, kVregElems>& d, const std::array<float, kVregElems>&
           const std::array<float, kVregElems>& b, F f) {
   for (int i = 0; i < kVregElems; ++i) d[i] = f(a[i], b[i]);
 }
+// XLA's maximum and minimum: a NaN operand gives NaN (fmax/fmin would drop it); otherwise
+// the larger (smaller) one, the second when they compare equal (max(-0, +0) = +0).
+float MaxPropagatingNan(float x, float y) {
+  return std::isnan(x) ? x : std::isnan(y) ? y : x > y ? x : y;
+}
+float MinPropagatingNan(float x, float y) {
+  return std::isnan(x) ? x : std::isnan(y) ? y : x < y ? x : y;
+}
 }  // namespace
 
 void VpuUnit::Compute(const Issued& it, uint64_t addr) {
@@ -147,10 +155,10 @@ void VpuUnit::Compute(const Issued& it, uint64_t addr) {
       Map2(d, va, vb, [](float x, float y) { return x / y; });
       break;
     case Opcode::kVmax:
-      Map2(d, va, vb, [](float x, float y) { return std::fmax(x, y); });
+      Map2(d, va, vb, MaxPropagatingNan);
       break;
     case Opcode::kVmin:
-      Map2(d, va, vb, [](float x, float y) { return std::fmin(x, y); });
+      Map2(d, va, vb, MinPropagatingNan);
       break;
     case Opcode::kVabs:
       Map1(d, va, [](float x) { return std::fabs(x); });
@@ -235,7 +243,7 @@ void VpuUnit::Compute(const Issued& it, uint64_t addr) {
       for (int l = 0; l < kLanes; ++l) {
         float acc = src[l];
         for (int s = 1; s < kSublanes; ++s)
-          acc = sum ? acc + src[s * kLanes + l] : std::fmax(acc, src[s * kLanes + l]);
+          acc = sum ? acc + src[s * kLanes + l] : MaxPropagatingNan(acc, src[s * kLanes + l]);
         for (int s = 0; s < kSublanes; ++s) d[s * kLanes + l] = acc;
       }
       break;
@@ -247,7 +255,7 @@ void VpuUnit::Compute(const Issued& it, uint64_t addr) {
       for (int s = 0; s < kSublanes; ++s) {
         float acc = src[s * kLanes];
         for (int l = 1; l < kLanes; ++l)
-          acc = sum ? acc + src[s * kLanes + l] : std::fmax(acc, src[s * kLanes + l]);
+          acc = sum ? acc + src[s * kLanes + l] : MaxPropagatingNan(acc, src[s * kLanes + l]);
         std::fill_n(d.begin() + s * kLanes, kLanes, acc);
       }
       break;

@@ -148,6 +148,36 @@ ENTRY %main (x: f32[8,128], y: f32[8,128]) -> (f32[8,128], f32[8,128]) {
                  args);
 }
 
+// XLA's maximum and minimum propagate NaN (fmax would return the other operand), in
+// elementwise ops, ReLU and max-reductions; equal operands give the second (max(-0, +0)).
+TEST(ExactElementwise, MaximumMinimumAndReduceMaxPropagateNan) {
+  const std::vector<eval::Value> args = {
+      Values(hlo::PrimitiveType::kF32, {kNaN, 1.0, kNaN, -0.0, 0.0, -kInf, kInf, kNaN, -1.0},
+             [](int i) { return i == 300 || i == 777 ? kNaN : Unit(i, 7) - 0.5; }),
+      Values(hlo::PrimitiveType::kF32, {2.0, kNaN, kNaN, 0.0, -0.0, kNaN, 1.0, -kInf, -0.0},
+             [](int i) { return Unit(i, 9) - 0.5; })};
+  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+ENTRY %main (x: f32[8,128], y: f32[8,128]) -> (f32[8,128], f32[8,128], f32[8,128], f32[8]) {
+  %x = f32[8,128]{1,0} parameter(0)
+  %y = f32[8,128]{1,0} parameter(1)
+  %max = f32[8,128]{1,0} maximum(%x, %y)
+  %min = f32[8,128]{1,0} minimum(%x, %y)
+  %zero = f32[] constant(0)
+  %zeros = f32[8,128]{1,0} broadcast(%zero), dimensions={}
+  %relu = f32[8,128]{1,0} maximum(%x, %zeros)
+  %ninf = f32[] constant(-inf)
+  %rowmax = f32[8]{0} reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  ROOT %t = (f32[8,128], f32[8,128], f32[8,128], f32[8]) tuple(%max, %min, %relu, %rowmax)
+})",
+                                  args),
+                 args);
+}
+
 // s32 arithmetic, logic, order and conversions over the whole range: wrapping multiply and
 // negate (INT32_MIN), abs, sign, clamp, not, and, or, xor, every compare direction (selects
 // of them), and converts to bf16 (via f32, as XLA rounds; back to f32 in the same fusion: no kernel

@@ -3,6 +3,7 @@
 // their cost: one ALU operation each.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -100,6 +101,26 @@ std::vector<uint32_t> IntEdges(uint32_t salt) {
   for (int i = static_cast<int>(v.size()); i < 1024; ++i)
     v.push_back((static_cast<uint32_t>(i) * 2654435761u + salt) >> (i % 3 ? 0 : i % 31));
   return v;
+}
+
+TEST(VpuRounding, MaxAndMinPropagateNanLikeXla) {
+  std::vector<uint32_t> a = FloatEdges(), b = FloatEdges();
+  std::rotate(b.begin(), b.begin() + 5, b.end());  // every edge against other edges
+  const auto out = RunEach({"vmax", "vmin"}, a, b, true);
+  for (int i = 0; i < 1024; ++i) {
+    const float x = std::bit_cast<float>(a[i]), y = std::bit_cast<float>(b[i]);
+    if (std::isnan(x) || std::isnan(y)) {
+      ASSERT_TRUE(std::isnan(std::bit_cast<float>(out[0][i]))) << i;
+      ASSERT_TRUE(std::isnan(std::bit_cast<float>(out[1][i]))) << i;
+      continue;
+    }
+    ASSERT_EQ(out[0][i], Bits(x > y ? x : y)) << i;  // the evaluator's definition
+    ASSERT_EQ(out[1][i], Bits(x < y ? x : y)) << i;
+  }
+  const uint32_t nan_at = 18;  // FloatEdges()[18] is NaN: max(NaN, y) is NaN, not y
+  ASSERT_TRUE(std::isnan(std::bit_cast<float>(a[nan_at])));
+  EXPECT_TRUE(std::isnan(std::bit_cast<float>(out[0][nan_at])));
+  EXPECT_TRUE(std::isnan(std::bit_cast<float>(out[0][nan_at - 5])));  // NaN as the 2nd operand
 }
 
 TEST(VpuRounding, LogicOrderAndComparesOnS32Patterns) {
