@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <utility>
 
 namespace tpusim::profiler {
 namespace {
@@ -24,6 +26,24 @@ double OpStepMs(const std::vector<OpProfileEntry>& ops, const std::string& name,
   return 0;
 }
 
+// "convolution 43.4%, fusion 20.9%, ...": op time by kind (the name before its first '.',
+// as XLA names ops), the `most` largest kinds, as a share of all op time.
+std::string TimeByKind(const std::vector<OpProfileEntry>& ops, size_t most) {
+  std::map<std::string, double> by_kind;
+  double total = 0;
+  for (const OpProfileEntry& op : ops) {
+    by_kind[op.name.substr(0, op.name.find('.'))] += op.time_ms;
+    total += op.time_ms;
+  }
+  std::vector<std::pair<std::string, double>> kinds(by_kind.begin(), by_kind.end());
+  std::stable_sort(kinds.begin(), kinds.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (size_t i = 0; i < kinds.size() && i < most; ++i)
+    text += (i ? ", " : "") + kinds[i].first + " " + F1(Percent(kinds[i].second, total)) + "%";
+  return text;
+}
+
 }  // namespace
 
 std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
@@ -40,6 +60,16 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                        "% of the step time waits for infeed. Speed up the host input pipeline "
                        "(prefetch, parallel reads, caching) or move preprocessing to the TPU.",
                    infeed, "%", infeed});
+  }
+  if (b.step_ms > 0 && infeed <= t.input_bound_percent && !ops.empty()) {
+    // XProf's overview says this when the input pipeline keeps up; the share at stake is
+    // not one lever's, so it ranks after every time-based recommendation.
+    out.push_back({"not_input_bound",
+                   "Your program is NOT input-bound: only " + F1(infeed) +
+                       "% of the step time waits for infeed, so focus on the device time. By op "
+                       "kind: " +
+                       TimeByKind(ops, 4) + " of the op time (--summary lists every op).",
+                   infeed, "%", 0});
   }
   if (ctx.batch_per_core && *ctx.batch_per_core < t.batch_per_core) {
     const double lost = 100.0 * (1.0 - static_cast<double>(*ctx.batch_per_core) /

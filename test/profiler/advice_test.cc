@@ -138,7 +138,7 @@ TEST(Recommendations, RankedByTheShareOfStepTimeAtStake) {
   ctx.hbm_peak_bytes_per_core = 15ull << 30;
   const std::vector<OpProfileEntry> ops = {OpTime("dot.7", 10), OpTime("add.1", 30)};
   auto r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks(), ops);
-  ASSERT_EQ(r.size(), 4u);
+  ASSERT_EQ(r.size(), 5u);
   EXPECT_EQ(r[0].id, "small_batch");
   EXPECT_DOUBLE_EQ(r[0].figure, 75.0);
   EXPECT_DOUBLE_EQ(r[0].step_share_percent, 60.0);
@@ -150,9 +150,14 @@ TEST(Recommendations, RankedByTheShareOfStepTimeAtStake) {
   EXPECT_DOUBLE_EQ(r[2].step_share_percent, 4.0);
   EXPECT_NE(r[2].text.find("Op dot.7 wastes 40.0% of its work on padding (about 4.0% of the step"),
             std::string::npos);
-  EXPECT_EQ(r[3].id, "hbm_near_limit");
-  EXPECT_NEAR(r[3].figure, 93.75, 1e-12);
-  EXPECT_DOUBLE_EQ(r[3].step_share_percent, 0.0);
+  // Not input-bound (infeed 0%): XProf's advice, with the op time by kind.
+  EXPECT_EQ(r[3].id, "not_input_bound");
+  EXPECT_NE(r[3].text.find("NOT input-bound: only 0.0% of the step time waits for infeed"),
+            std::string::npos);
+  EXPECT_NE(r[3].text.find("By op kind: add 75.0%, dot 25.0% of the op time"), std::string::npos);
+  EXPECT_EQ(r[4].id, "hbm_near_limit");
+  EXPECT_NEAR(r[4].figure, 93.75, 1e-12);
+  EXPECT_DOUBLE_EQ(r[4].step_share_percent, 0.0);
 
   // Padding that costs under 1% of the step is not worth a recommendation.
   r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks(), {OpTime("dot.7", 2)});
@@ -167,7 +172,7 @@ TEST(Recommendations, RankedByTheShareOfStepTimeAtStake) {
   ctx.steps_per_execution = 50;
   ctx.padding.clear();
   ctx.hbm_peak_bytes_per_core = 2ull << 30;
-  r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks(), ops);
+  r = Recommend(WithBreakdown(100, 0, 20), ctx, TestPeaks(), {});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].id, "hbm_headroom");
   EXPECT_DOUBLE_EQ(r[0].figure, 12.5);
