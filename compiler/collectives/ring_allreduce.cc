@@ -111,8 +111,8 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   std::ostringstream s;
   const int fb = spec.flag_base;
   RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
-  s << "# ring all-reduce (" << (spec.op == ReduceOp::kSum ? "sum" : "max") << ") of " << spec.bytes
-    << " bytes over " << n << " cores in " << segments << " segment(s); ring "
+  s << "# ring all-reduce (" << ReduceOpName(spec.op) << ") of " << spec.bytes << " bytes over "
+    << n << " cores in " << segments << " segment(s); ring "
     << "position " << position << "\n"
     << ".desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n"
     << ".desc segment rows=1 row_bytes=" << seg << " src_stride=0 dst_stride=0\n"

@@ -100,17 +100,20 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
   auto [ring, p] = GroupRing(spec, core);
   const int n = static_cast<int>(ring.size());
   if (n < 2) throw std::invalid_argument("all-gather needs at least 2 cores per group");
-  const uint64_t part = spec.input_bytes;
-  if (part == 0 || part % kVreg || part * n > kMaxBytes)
+  const uint64_t part = spec.input_bytes, rows = spec.part_rows;
+  // Only DMA touches the chunks, so a part need not be whole vregs: 4-byte aligned rows.
+  if (part == 0 || rows == 0 || part % rows || (part / rows) % 4 || part * n > kMaxBytes)
     throw std::invalid_argument(
-        "all-gather parts must be multiples of 4096 bytes, at most "
-        "4 MiB in all");
+        "all-gather parts must be rows of a multiple of 4 bytes, at most 4 MiB in all");
   CheckAddresses(spec, part * n);
   std::vector<int> group = spec.replica_groups.empty() ? DefaultGroup(spec) : std::vector<int>{};
   for (const auto& g : spec.replica_groups)
     if (std::find(g.begin(), g.end(), core) != g.end()) group = g;
   std::ostringstream s;
   Header(s, "all-gather", part, part * n, spec.tag);
+  const uint64_t row = part / rows;  // a part's rows land n rows apart in the output
+  s << ".desc part rows=" << rows << " row_bytes=" << row << " src_stride=" << row
+    << " dst_stride=" << row * n << "\n";
   const int fb = spec.flag_base;
   RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
   if (spec.mailbox) EmitEntryHandshake(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
@@ -125,8 +128,8 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
     uint64_t index =
         static_cast<uint64_t>(std::find(group.begin(), group.end(), ring[k]) - group.begin());
     e.Vmem(2, out + k * part);
-    s << "    li r1, " << spec.output_address + index * part << "\n"
-      << "    dma.vh r1, r2, chunk, f" << fb + kFlagStored << "\n";
+    s << "    li r1, " << spec.output_address + index * row << "\n"
+      << "    dma.vh r1, r2, part, f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";
   return s.str();

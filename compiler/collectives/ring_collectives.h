@@ -21,6 +21,10 @@ struct RingCollectiveSpec {
   uint64_t input_address = 0;                    // HBM, same on every core
   uint64_t output_address = 0;                   // HBM, same on every core
   uint64_t input_bytes = 0;  // per core; all-gather: one part; reduce-scatter: n parts
+  // All-gather along a dimension after the leading ones: the part is `part_rows` rows (the
+  // product of the dimensions before the gathered one) and the output interleaves them, row
+  // r of member g at output + (r n + g) x row bytes. 1: the parts are contiguous.
+  uint64_t part_rows = 1;
   ReduceOp op = ReduceOp::kSum;
   std::string tag;
   int flag_base = 0;                // the programs use flags flag_base..flag_base+5
@@ -28,7 +32,9 @@ struct RingCollectiveSpec {
 };
 
 // The program of `core`. Throws std::invalid_argument when the core is in no group, the
-// groups overlap, or sizes are not multiples of 4096 bytes per part (or exceed 4 MiB).
+// groups overlap, or sizes are not whole parts (reduce-scatter: multiples of 4096 bytes, the
+// VPU folds whole vregs; all-gather, which only copies: rows of a multiple of 4 bytes), or
+// exceed 4 MiB.
 std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core);
 std::string AllGatherProgram(const RingCollectiveSpec& spec, int core);
 

@@ -9,6 +9,10 @@ namespace {
 constexpr uint64_t kVmemSpace = 1;  // global address space of VMEM (sim/address_map.h)
 }
 
+const char* ReduceOpName(ReduceOp op) {
+  return op == ReduceOp::kSum ? "sum" : op == ReduceOp::kMax ? "max" : "or";
+}
+
 RingEmitter::RingEmitter(std::ostringstream& out, const std::vector<int>& ring, int position,
                          uint64_t chunk_bytes, RingRegisters regs)
     : s_(out),
@@ -67,7 +71,7 @@ void RingEmitter::ReduceScatterSend(uint64_t data, uint64_t slots, int64_t shift
 
 void RingEmitter::ReduceScatterFold(uint64_t data, uint64_t slots, int64_t shift, ReduceOp op,
                                     int64_t st) {
-  const char* reduce = op == ReduceOp::kSum ? "vadd" : "vmax";
+  const char* reduce = op == ReduceOp::kSum ? "vadd" : op == ReduceOp::kMax ? "vmax" : "vor.u32";
   uint64_t fold = Chunk(p_ + shift - 1 - st);
   s_ << "    wait vpu, f" << Flag(kFlagReceived) << ", 1\n";
   Vmem(5, slots + st * c_);

@@ -11,7 +11,12 @@
 
 namespace tpusim::collectives {
 
-enum class ReduceOp { kSum, kMax };
+// kBitOr folds 32-bit patterns: a value each member holds a disjoint part of (zeros
+// elsewhere), of any element type, comes out bit for bit.
+enum class ReduceOp { kSum, kMax, kBitOr };
+
+// "sum", "max" or "or", for the programs' header comments.
+const char* ReduceOpName(ReduceOp op);
 
 // Flags the phases use on every participant (each for one purpose).
 inline constexpr int kFlagInput = 0;      // input arrived in VMEM

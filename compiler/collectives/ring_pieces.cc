@@ -56,9 +56,9 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
   std::ostringstream s;
   const int fb = spec.flag_base;
   RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
-  s << "# ring all-reduce (" << (spec.op == ReduceOp::kSum ? "sum" : "max") << ") of "
-    << spec.pieces.size() << " buffers, " << valid << " bytes padded to " << spec.bytes << ", over "
-    << n << " cores in " << segments << " segment(s); ring position " << position
+  s << "# ring all-reduce (" << ReduceOpName(spec.op) << ") of " << spec.pieces.size()
+    << " buffers, " << valid << " bytes padded to " << spec.bytes << ", over " << n << " cores in "
+    << segments << " segment(s); ring position " << position
     << "\n.desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n";
   for (const auto& [bytes, name] : descs)
     s << ".desc " << name << " rows=1 row_bytes=" << bytes << " src_stride=0 dst_stride=0\n";

@@ -102,6 +102,48 @@ TEST(Collectives, AllGatherConcatenatesInGroupOrder) {
     }
 }
 
+TEST(Collectives, AllGatherOfPartsSmallerThanAVreg) {
+  // 24 floats (96 bytes) per member: the ring copies the parts as they are, no padding.
+  const uint64_t part = 24;
+  RingCollectiveSpec spec = Spec({}, part * 4);
+  std::vector<std::string> programs(8);
+  for (int c = 0; c < 8; ++c) programs[c] = AllGatherProgram(spec, c);
+  BoardRun run(programs);
+  FillInputs(run, part);
+  RunReport r = run.sim->Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> y = Output(run, c, 8 * part + 8);  // 8 words past the end stay zero
+    for (uint64_t i = 0; i < 8 * part; ++i)
+      ASSERT_EQ(y[i], Value(static_cast<int>(i / part), i % part)) << "core " << c << " " << i;
+    for (uint64_t i = 8 * part; i < y.size(); ++i) ASSERT_EQ(y[i], 0.f) << "core " << c;
+  }
+}
+
+TEST(Collectives, AllGatherAlongAMinorDimensionInterleavesRows) {
+  // Each member holds f32[3, 5]; gathered along dimension 1 into f32[3, 4 x 5] per group:
+  // row r of the result is the members' rows r side by side, in group order.
+  std::vector<std::vector<int>> groups = {{6, 1, 3, 4}, {0, 2, 5, 7}};
+  const uint64_t rows = 3, cols = 5;
+  RingCollectiveSpec spec = Spec(groups, rows * cols * 4);
+  spec.part_rows = rows;
+  std::vector<std::string> programs(8);
+  for (int c = 0; c < 8; ++c) programs[c] = AllGatherProgram(spec, c);
+  BoardRun run(programs);
+  FillInputs(run, rows * cols);
+  RunReport r = run.sim->Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  for (const auto& g : groups)
+    for (int c : g) {
+      std::vector<float> y = Output(run, c, rows * 4 * cols);
+      for (uint64_t row = 0; row < rows; ++row)
+        for (size_t idx = 0; idx < g.size(); ++idx)
+          for (uint64_t k = 0; k < cols; ++k)
+            ASSERT_EQ(y[(row * 4 + idx) * cols + k], Value(g[idx], row * cols + k))
+                << "core " << c << " row " << row << " member " << idx;
+    }
+}
+
 TEST(Collectives, CollectivePermuteMovesEachSourceToItsTargetAndZeroesTheRest) {
   std::vector<std::pair<int, int>> pairs = {{0, 5}, {5, 0}, {1, 2}, {3, 7}};
   const uint64_t elems = 8192;
@@ -133,7 +175,11 @@ TEST(Collectives, BadGroupsAndSizesAreClearErrors) {
   spec.input_bytes = 1000;
   EXPECT_THROW(ReduceScatterProgram(spec, 0), std::invalid_argument);
   EXPECT_THROW(CollectivePermuteProgram({{0, 2}, {1, 2}}, kIn, kOut, 4096, 2),
-               std::invalid_argument);  // two sources for one target
+               std::invalid_argument);        // two sources for one target
+  spec.input_bytes = 30, spec.part_rows = 1;  // not whole 4-byte words
+  EXPECT_THROW(AllGatherProgram(spec, 0), std::invalid_argument);
+  spec.input_bytes = 24, spec.part_rows = 4;  // rows of 6 bytes
+  EXPECT_THROW(AllGatherProgram(spec, 0), std::invalid_argument);
 }
 
 }  // namespace
