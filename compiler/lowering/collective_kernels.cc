@@ -92,11 +92,38 @@ std::optional<uint64_t> ElementAddress(const HloInstruction& instr, int64_t i,
   return std::nullopt;
 }
 
+// One exact ring over `pieces` back to back, each segment gathering its parts from their
+// buffers and writing its results to theirs; ring padding stays in VMEM. Empty for rings of
+// one core.
+std::vector<std::string> PiecesAllReduce(const std::vector<collectives::RingPiece>& pieces,
+                                         uint64_t valid,
+                                         const std::vector<std::vector<int>>& groups,
+                                         const CollectiveContext& ctx, collectives::ReduceOp reduce,
+                                         const std::string& tag, LoweredOp& op) {
+  std::vector<std::string> programs;
+  for (int c = 0; c < ctx.cores; ++c) {
+    const std::vector<int> members = RingOf(groups, ctx.ring, c);
+    if (members.size() < 2) return {};  // a lone replica would need a copy: not handled here
+    collectives::RingAllReduceSpec spec;
+    spec.ring = members;
+    spec.pieces = pieces;
+    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()));
+    spec.op = reduce;
+    spec.tag = tag;
+    spec.flag_base = kCollectiveFlagBase;
+    spec.mailbox = ctx.mailbox;
+    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
+    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
+  }
+  op.kind = KernelKind::kCollective;
+  op.hbm_bytes = 2 * valid;
+  op.exact = true;
+  return programs;
+}
+
 // An exact all-reduce of f32 operands, each its own buffer (a tuple all-reduce, or one
-// operand with padding or a separate result): one ring over the operands back to back, each
-// segment gathering its parts from the operands and writing its results to the result
-// buffers; ring padding stays in VMEM. Empty for operands that are not f32 arrays and for
-// rings of one core.
+// operand with padding or a separate result): one ring over the operands back to back.
+// Empty for operands that are not f32 arrays and for rings of one core.
 std::vector<std::string> CombinedAllReduce(const HloInstruction& instr,
                                            const CollectiveContext& ctx,
                                            const std::vector<std::vector<int>>& groups,
@@ -112,26 +139,21 @@ std::vector<std::string> CombinedAllReduce(const HloInstruction& instr,
     valid += bytes;
   }
   if (pieces.empty()) return {};
-  std::vector<std::string> programs;
-  for (int c = 0; c < ctx.cores; ++c) {
-    const std::vector<int> members = RingOf(groups, ctx.ring, c);
-    if (members.size() < 2) return {};  // a lone replica would need a copy: not handled here
-    collectives::RingAllReduceSpec spec;
-    spec.ring = members;
-    spec.pieces = pieces;
-    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()));
-    spec.op = reduce;
-    spec.tag = instr.name();
-    spec.flag_base = kCollectiveFlagBase;
-    spec.mailbox = ctx.mailbox;
-    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
-    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
-  }
-  op.kind = KernelKind::kCollective;
-  op.hbm_bytes = 2 * valid;
-  op.exact = true;
-  op.note.clear();
+  auto programs = PiecesAllReduce(pieces, valid, groups, ctx, reduce, instr.name(), op);
+  if (!programs.empty()) op.note.clear();
   return programs;
+}
+
+// The rows an all-gather's part is made of: the product of the operand's dimensions before
+// the gathered one (each row lands next to the other members' rows of the same index).
+uint64_t GatherRows(const HloInstruction& instr) {
+  const std::vector<int64_t>* dims = instr.dimensions();
+  const hlo::Shape& in = instr.operand(0)->shape();
+  uint64_t rows = 1;
+  if (dims && !dims->empty())
+    for (int64_t d = 0; d < (*dims)[0] && d < static_cast<int64_t>(in.dims.size()); ++d)
+      rows *= static_cast<uint64_t>(in.dims[d]);
+  return rows;
 }
 
 bool IsMaxReduction(const HloInstruction& instr) {
@@ -141,13 +163,22 @@ bool IsMaxReduction(const HloInstruction& instr) {
 
 }  // namespace
 
-std::vector<std::string> DataParallelAllReduce(uint64_t address, uint64_t bytes,
-                                               const std::string& tag, const std::vector<int>& ring,
-                                               int cores, std::optional<uint64_t> mailbox,
-                                               LoweredOp& op) {
+std::vector<std::string> DataParallelAllReduce(const hlo::Shape& shape, uint64_t address,
+                                               collectives::ReduceOp reduce, const std::string& tag,
+                                               const CollectiveContext& ctx, LoweredOp& op) {
   std::vector<std::vector<int>> all(1);
-  for (int c = 0; c < cores; ++c) all[0].push_back(c);
-  return AllReduce(all, address, bytes, tag, ring, cores, collectives::ReduceOp::kSum, mailbox, op);
+  for (int c = 0; c < ctx.cores; ++c) all[0].push_back(c);
+  const uint64_t bytes = BytesPerCore(shape, 0, 1);
+  const bool exact =
+      shape.IsArray() && bytes > 0 &&
+      (reduce == collectives::ReduceOp::kBitOr ? bytes % 4 == 0
+                                               : shape.type == hlo::PrimitiveType::kF32);
+  if (exact) {
+    auto programs = PiecesAllReduce({{address, bytes, address}}, bytes, all, ctx, reduce, tag, op);
+    if (!programs.empty()) return programs;
+  }
+  if (reduce == collectives::ReduceOp::kBitOr) reduce = collectives::ReduceOp::kSum;
+  return AllReduce(all, address, bytes, tag, ctx.ring, ctx.cores, reduce, ctx.mailbox, op);
 }
 
 std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
@@ -186,16 +217,23 @@ std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
       spec.board_ring = ctx.ring;
       spec.input_address = in, spec.output_address = out;
       spec.input_bytes = (in_bytes + kVreg - 1) / kVreg * kVreg;
-      if (!gather) {
+      if (gather) {
+        // Any element type: the ring copies the parts as bytes, rows of 4-byte multiples.
+        spec.part_rows = GatherRows(instr);
+        if (in_bytes % (4 * spec.part_rows) == 0) spec.input_bytes = in_bytes;
+        op.exact = spec.input_bytes == in_bytes && in_bytes > 0 && instr.operand_count() == 1;
+        if (!op.exact) op.note = "parts padded to 4 KiB";
+        if (!op.exact) spec.part_rows = 1;
+      } else {
         const uint64_t n = groups[0].size(), part = (in_bytes / n + kVreg - 1) / kVreg * kVreg;
         spec.input_bytes = part * n;
+        op.exact = spec.input_bytes == in_bytes && instr.shape().type == hlo::PrimitiveType::kF32;
+        if (!op.exact) op.note = "parts padded to 4 KiB";
       }
       spec.op = IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum;
       spec.tag = instr.name();
       spec.flag_base = kCollectiveFlagBase;
       spec.mailbox = ctx.mailbox;
-      op.exact = spec.input_bytes == in_bytes && instr.shape().type == hlo::PrimitiveType::kF32;
-      if (!op.exact) op.note = "parts padded to 4 KiB";
       op.hbm_bytes = in_bytes + out_bytes;
       std::vector<std::string> programs;
       for (int c = 0; c < ctx.cores; ++c)

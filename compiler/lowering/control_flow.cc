@@ -77,12 +77,14 @@ ValueCopy Lowerer::CopyOf(const HloInstruction* leaf, int64_t leaf_element, uint
     return c;
   }
   c.fill = ConstantWord(*value);
-  if (!c.fill) {  // the fill's time, not its values
+  if (!c.fill) c.words = ConstantWords(*value);
+  if (!c.fill && c.words.empty()) {  // the fill's time, not its values
     c.fill = 0;
     op.exact = false;
     op.note += std::string(op.note.empty() ? "" : "; ") + "%" + value->name() +
-               " is a constant of several values or 8-byte elements, which has no buffer in "
-               "HBM (timing only)";
+               " is a constant of 8-byte elements, an odd count of bf16 ones or over " +
+               std::to_string(kMaxConstantWords) +
+               " words, which has no buffer in HBM (timing only)";
   }
   return c;
 }
@@ -91,9 +93,9 @@ void Lowerer::EmitCopies(const std::vector<ValueCopy>& copies, const std::string
                          LoweredOp& op) {
   std::vector<ValueCopy> needed;
   for (const ValueCopy& c : copies)
-    if (c.fill || c.src != c.dst) {
+    if (c.fill || !c.words.empty() || c.src != c.dst) {
       needed.push_back(c);
-      op.hbm_bytes += (c.fill ? 1 : 2) * c.bytes;  // a fill only writes
+      op.hbm_bytes += (c.fill || !c.words.empty() ? 1 : 2) * c.bytes;  // a fill only writes
     }
   for (const std::string& k : CopyKernels(needed, tag))
     AppendKernels(std::vector<std::string>(text_.size(), k));

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "compiler/lowering/asm_util.h"
+#include "compiler/lowering/batch_slice_kernel.h"
 #include "compiler/lowering/collective_kernels.h"
 #include "compiler/lowering/lowerer.h"
 #include "compiler/lowering/op_kernels.h"
@@ -61,20 +62,37 @@ LoweredModule Lowerer::Run() {
   SetUpInfeed();
   Emit(opt_.infeed ? "    wait seq, f" + std::to_string(kInfeedFlag) + ", 1   # infeed\n" : "");
   LowerComputation(entry, 1, /*entry=*/true);
-  Emit("    halt\n");
-  if (const std::optional<uint64_t> top = CollectiveMailbox(opt_)) buffers_.CheckCapacity(*top);
   const HloInstruction* root = entry.root();
   std::vector<const HloInstruction*> leaves;
   if (root->opcode() == Opcode::kTuple)
     leaves.assign(root->operands().begin(), root->operands().end());
   else
     leaves.push_back(root);
+  WriteConstantResults(leaves);
+  Emit("    halt\n");
+  if (const std::optional<uint64_t> top = CollectiveMailbox(opt_)) buffers_.CheckCapacity(*top);
   for (const HloInstruction* l : leaves)
     out_.outputs.push_back({l->name(), Address(l), batch_.carrying.count(l) > 0});
   for (auto& t : text_) out_.programs.push_back(t.str());
   out_.exact =
       std::all_of(out_.ops.begin(), out_.ops.end(), [](const LoweredOp& o) { return o.exact; });
   return std::move(out_);
+}
+
+// Constants have no kernel (their users take them as immediates): one that is a result of
+// the entry is written into its output buffer.
+void Lowerer::WriteConstantResults(const std::vector<const HloInstruction*>& leaves) {
+  std::vector<const HloInstruction*> constants;
+  for (const HloInstruction* l : leaves)
+    if (l->opcode() == Opcode::kConstant && l->shape().IsArray()) constants.push_back(l);
+  if (constants.empty()) return;
+  LoweredOp op =
+      CopyOp(constants.size() == 1 ? constants[0]->name() + ".result" : "constant-results", 1);
+  std::vector<ValueCopy> copies;
+  for (const HloInstruction* l : constants)
+    copies.push_back(CopyOf(l, 0, Address(l), l->shape(), false, op));
+  EmitCopies(copies, op.name, op);
+  out_.ops.push_back(std::move(op));
 }
 
 void Lowerer::SetUpInfeed() {
@@ -131,8 +149,12 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
     } else {
       OpContext ctx{[this](const HloInstruction* v) { return Address(v); },
                     carries ? batch_.batch : 0, opt_.cores, opt_.mxus_per_core, opt_.rng_seed};
-      const std::string k = OpKernel(i, ctx, op);
-      if (!k.empty()) per_core.assign(static_cast<size_t>(opt_.cores), k);
+      if (IsBatchSlice(i, ctx.split)) {
+        per_core = BatchSliceKernels(i, ctx, op);  // each core's rows of the window
+      } else {
+        const std::string k = OpKernel(i, ctx, op);
+        if (!k.empty()) per_core.assign(static_cast<size_t>(opt_.cores), k);
+      }
     }
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("%" + i.name() + " (" + op.opcode + "): " + e.what());
@@ -144,15 +166,22 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
     AllReducePartial(i, executions);
 }
 
-// A value each core computed from its share of the batch: sum it over the cores.
+// A value each core computed from its share of the batch: sum it over the cores (a slice of
+// the batch: OR the cores' disjoint rows).
 void Lowerer::AllReducePartial(const HloInstruction& i, int64_t executions) {
   LoweredOp op;
   op.name = i.name() + ".data-parallel-all-reduce";
   op.opcode = "all-reduce";
   op.executions = executions;
-  op.note = "inserted: %" + i.name() + " is a partial sum over each core's share of the batch";
-  AppendKernels(DataParallelAllReduce(Address(&i), BytesPerCore(i.shape(), 0, 1), op.name,
-                                      opt_.ring, opt_.cores, CollectiveMailbox(opt_), op));
+  const bool slice = IsBatchSlice(i, batch_.batch);
+  op.note = "inserted: %" + i.name() +
+            (slice ? " is a slice of the batch: each core holds its rows of it"
+                   : " is a partial sum over each core's share of the batch");
+  const CollectiveContext ctx{[this](const HloInstruction* v) { return Address(v); }, opt_.ring,
+                              opt_.cores, CollectiveMailbox(opt_)};
+  AppendKernels(DataParallelAllReduce(
+      i.shape(), Address(&i), slice ? collectives::ReduceOp::kBitOr : collectives::ReduceOp::kSum,
+      op.name, ctx, op));
   out_.ops.push_back(std::move(op));
 }
 

@@ -40,6 +40,7 @@ class Lowerer {
   };
 
   void SetUpInfeed();
+  void WriteConstantResults(const std::vector<const hlo::HloInstruction*>& leaves);
   uint64_t Address(const hlo::HloInstruction* v, int64_t element = 0) {
     return buffers_.Address(v, element);
   }

@@ -107,6 +107,30 @@ std::optional<float> FillImmediate(const HloInstruction* v, hlo::PrimitiveType t
   return std::nullopt;
 }
 
+// A copy of a value each core holds its share of (same shape and element type on both
+// sides): the share's bytes, as they lie.
+std::string SplitCopy(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  const hlo::Shape &in = instr.operand(0)->shape(), &out = instr.shape();
+  const int64_t elem = ElemBytesOf(out);
+  const uint64_t bytes = BytesPerCore(out, c.split, c.cores);
+  if (in.dims != out.dims || in.type != out.type || (elem != 4 && elem != 2) || !in.IsArray() ||
+      instr.operand(0)->opcode() == Opcode::kConstant)
+    return "";
+  const int64_t n = static_cast<int64_t>(bytes) / elem;
+  std::string k;
+  try {
+    k = MoveKernel(
+        {StridedMove{{n}, {elem}, {elem}, c.address(instr.operand(0)), c.address(&instr), elem}},
+        nullptr, instr.name());
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+  op.kind = KernelKind::kDma;
+  op.hbm_bytes = 2 * bytes;
+  op.exact = true;
+  return k;
+}
+
 }  // namespace
 
 std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
@@ -116,6 +140,8 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
       code != Opcode::kPad)
     return "";
   if (!instr.shape().IsArray() || instr.shape().ElementCount() == 0) return "";
+  if (c.split > 0 && code == Opcode::kCopy && HasDim(instr.shape(), c.split))
+    return SplitCopy(instr, c, op);
   for (const HloInstruction* o : instr.operands())
     if (!o->shape().IsArray() || (c.split > 0 && HasDim(o->shape(), c.split))) return "";
   if (c.split > 0 && HasDim(instr.shape(), c.split)) return "";

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <sstream>
 
+#include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/move_kernel.h"
 #include "isa/bf16.h"
 
@@ -16,7 +19,56 @@ constexpr uint64_t kCopyPieceBytes = uint64_t{1} << 30;
 
 uint64_t Words(uint64_t bytes) { return (bytes + 3) / 4 * 4; }
 
+// The words of a constant into `dst`: each word's bit pattern as a vreg (`vmovi`) stored at
+// its own 4 KiB row of VMEM, then one DMA takes the first word of every row.
+std::string LiteralKernel(const std::vector<uint32_t>& words, uint64_t dst,
+                          const std::string& tag) {
+  std::ostringstream s;
+  s << "# constant of " << words.size() << " words\n.tag \"" << tag << "\"\n"
+    << ".desc words rows=" << words.size() << " row_bytes=4 src_stride=4096 dst_stride=4\n";
+  for (size_t i = 0; i < words.size(); ++i) {
+    char v[16];
+    std::snprintf(v, sizeof v, "0x%08x", static_cast<unsigned>(words[i]));
+    s << "    vmovi v0, f32:" << v << "\n    li r1, " << i * 4096 << "\n    vst v0, r1\n";
+  }
+  s << "    signal vpu, f0, 1\n    wait dma, f0, 1\n"
+    << LoadAddress(2, dst, 9) << "    li r1, 0\n    dma.vh r2, r1, words, f1\n"
+    << "    wait seq, f1, 1\n    halt\n";
+  return s.str();
+}
+
 }  // namespace
+
+std::vector<uint32_t> ConstantWords(const hlo::HloInstruction& c) {
+  const hlo::Literal& l = c.literal();
+  const hlo::Shape& s = c.shape();
+  if (c.opcode() != hlo::Opcode::kConstant || !s.IsArray() || l.elided) return {};
+  const bool ints = l.floats.empty();
+  const size_t n = ints ? l.ints.size() : l.floats.size();
+  if (n == 0 || static_cast<int64_t>(n) != s.ElementCount()) return {};
+  auto value = [&](size_t i) { return ints ? static_cast<double>(l.ints[i]) : l.floats[i]; };
+  std::vector<uint32_t> words;
+  switch (s.type) {
+    case PrimitiveType::kS32:
+    case PrimitiveType::kU32:
+      if (!ints) return {};
+      for (int64_t v : l.ints) words.push_back(static_cast<uint32_t>(v));
+      break;
+    case PrimitiveType::kF32:
+      for (size_t i = 0; i < n; ++i) words.push_back(std::bit_cast<uint32_t>(float(value(i))));
+      break;
+    case PrimitiveType::kBF16:  // little-endian: element 2k in the low half of word k
+      if (n % 2) return {};
+      for (size_t i = 0; i < n; i += 2)
+        words.push_back(uint32_t{isa::F32ToBf16(static_cast<float>(value(i)))} |
+                        uint32_t{isa::F32ToBf16(static_cast<float>(value(i + 1)))} << 16);
+      break;
+    default:
+      return {};
+  }
+  if (words.size() > kMaxConstantWords) return {};
+  return words;
+}
 
 std::optional<uint32_t> ConstantWord(const hlo::HloInstruction& c) {
   const hlo::Literal& l = c.literal();
@@ -53,6 +105,10 @@ std::vector<std::string> CopyKernels(const std::vector<ValueCopy>& copies, const
   std::vector<StridedMove> moves;
   for (const ValueCopy& c : copies) {
     const uint64_t bytes = Words(c.bytes);
+    if (!c.words.empty()) {
+      kernels.push_back(LiteralKernel(c.words, c.dst, tag));
+      continue;
+    }
     if (c.fill) {
       fills.push_back(MoveFill{std::nullopt, 0, c.dst, static_cast<int64_t>(bytes), c.fill});
       continue;

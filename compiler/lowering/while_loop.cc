@@ -99,13 +99,16 @@ void Lowerer::CarryState(const HloInstruction& w, int64_t executions, bool carri
     if (placed[k] || r.state_element == e || !r.value) continue;
     const hlo::Shape& shape = ElementShape(w.shape(), e);
     ValueCopy c = r.state_element >= 0
-                      ? ValueCopy{Address(&w, e), CopyBytes(shape, carries),
-                                  Address(&w, r.state_element), std::nullopt}
+                      ? ValueCopy{Address(&w, e),
+                                  CopyBytes(shape, carries),
+                                  Address(&w, r.state_element),
+                                  std::nullopt,
+                                  {}}
                       : CopyOf(r.value, r.value_element, Address(&w, e), shape, carries, op);
     if (!c.fill && c.src == c.dst) continue;
     if (!c.fill && state.count(c.src)) {  // another state element: through staging
       const uint64_t staging = buffers_.Staging(&w, e, c.bytes);
-      staged.push_back(ValueCopy{staging, c.bytes, c.src, std::nullopt});
+      staged.push_back(ValueCopy{staging, c.bytes, c.src, std::nullopt, {}});
       c.src = staging;
     }
     into_state.push_back(c);

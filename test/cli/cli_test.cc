@@ -126,6 +126,23 @@ TEST(Cli, RunElementwiseModuleMatchesTheEvaluator) {
   EXPECT_THAT(o.text, HasSubstr("(match)"));
 }
 
+TEST(Cli, RunReplicaCollectivesMatchTheEvaluator) {
+  // all-reduce, a bf16 all-gather of 128-byte parts, reduce-scatter and collective-permute.
+  Output o = Tpusim("run examples/hlo/allreduce_replicas.hlo");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("kernels: 0 MXU, 0 VPU, 0 DMA, 4 collective (0 with notes"));
+  EXPECT_THAT(o.text, HasSubstr("= 0.00e+00 of the largest |reference| (match)"));
+}
+
+TEST(Cli, RunFusionTiledSlicesTheSplitBatchExactly) {
+  // A run-time dynamic-slice along the batch split over the cores (each core's rows, then an
+  // OR all-reduce), a copy of the split input and a returned constant with inf and NaN.
+  Output o = Tpusim("run examples/hlo/fusion_tiled.hlo");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
+  EXPECT_THAT(o.text, HasSubstr("= 0.00e+00 of the largest |reference| (match)"));
+}
+
 TEST(Cli, RunMlpTrainingStepChecksEveryOutputAgainstTheEvaluator) {
   // Replicated f32 dots, reductions, broadcasts, an iota compared with s32 labels and the
   // tuple all-reduce of the loss and gradients all compute exact values. The new weights

@@ -31,5 +31,22 @@ ENTRY %main (a: f32[], b: f32[1100,1000], c: f32[10]) -> (f32[], f32[1100,1000],
   EXPECT_LT(r.error, 1e-6);  // sums of 8 f32 values, in ring order
 }
 
+TEST(ExactCollectives, AllGatherOfAnyElementTypeAndDimension) {
+  // Parts of 128 bytes (bf16[64]) and rows of 24 bytes gathered along dimension 1: the ring
+  // copies bytes, so no padding and no element type matter (every replica holds the same
+  // input here: test/board/collectives_test.cc checks the part order with distinct ones).
+  testing::ValueRun r = testing::SimulateValues(R"(HloModule m, replica_count=8
+ENTRY %main (a: bf16[64], b: f32[4,6]) -> (bf16[512], f32[4,48]) {
+  %a = bf16[64]{0} parameter(0)
+  %b = f32[4,6]{1,0} parameter(1)
+  %ga = bf16[512]{0} all-gather(%a), replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}
+  %gb = f32[4,48]{1,0} all-gather(%b), replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={1}
+  ROOT %t = (bf16[512], f32[4,48]) tuple(%ga, %gb)
+})");
+  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
+  EXPECT_TRUE(r.nonzero);
+  EXPECT_EQ(r.error, 0);
+}
+
 }  // namespace
 }  // namespace tpusim
