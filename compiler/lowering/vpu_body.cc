@@ -378,10 +378,11 @@ VpuBody BuildVpuBodyFrom(const HloInstruction& op, bool mapped_broadcasts, int m
                                    ? op.fused_computation()->root()
                                    : &op;
   b.result = builder.Value(root, bound);
-  if (b.body.empty() && !mapped_broadcasts)
-    b.body.push_back("vadd v" + std::to_string(b.result) + ", v" + std::to_string(b.result) +
-                     ", v31"),
-        b.exact = false;
+  if (b.body.empty() && !mapped_broadcasts) {  // a move (copy, f32 <-> bf16 widening): the
+    // stream needs one instruction; an OR of the value with itself keeps every bit
+    const std::string r = "v" + std::to_string(b.result);
+    b.body.push_back("vor.u32 " + r + ", " + r + ", " + r);
+  }
   return b;
 }
 
