@@ -145,7 +145,8 @@ void EmitRoundToBf16(ConvAsm& a, int dst, int src, int count, int64_t bf16_bytes
 }
 
 void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
-  for (int f = kInLoaded; f <= kStageFree; ++f) {
+  const int last = p.s.output_bf16 ? kOutRounded : kStageFree;
+  for (int f = kInLoaded; f <= last; ++f) {
     const bool per_mxu_free = f == kInFree || f == kInFree + 1,
                out_free = f == kOutFree || f == kOutFree + 1;
     a << "sflag " + F(f) + ", " +

@@ -43,14 +43,15 @@ enum Reg : int {
 
 // Sync flags (in a lowered program, kernels own f0..f15).
 enum Flag : int {
-  kInLoaded = 0,    // input copies of a chunk landed (seq waits for all of them)
-  kInFree = 1,      // + MXU: the MXU finished reading a chunk's buffer
-  kPopped = 3,      // + MXU: the MXU popped a cout block into the output buffer
-  kOutFree = 5,     // + parity: the output buffer's copy to HBM finished
-  kZeroFill = 7,    // the VPU wrote the zero block; then the zero fills
-  kSetup = 8,       // weight copies of the preamble
-  kConverted = 9,   // the VPU rounded staged f32 into place (the weights, then each chunk)
-  kStageFree = 10,  // the VPU is done reading the staging area
+  kInLoaded = 0,     // input copies of a chunk landed (seq waits for all of them)
+  kInFree = 1,       // + MXU: the MXU finished reading a chunk's buffer
+  kPopped = 3,       // + MXU: the MXU popped a cout block into the output buffer
+  kOutFree = 5,      // + parity: the output buffer's copy to HBM finished
+  kZeroFill = 7,     // the VPU wrote the zero block; then the zero fills
+  kSetup = 8,        // weight copies of the preamble
+  kConverted = 9,    // the VPU rounded staged f32 into place (the weights, then each chunk)
+  kStageFree = 10,   // the VPU is done reading the staging area
+  kOutRounded = 11,  // the VPU rounded the popped results to bf16 (bf16 output)
 };
 
 // VPU: rounds `bf16_bytes / 2048` f32 vregs from VMEM [reg src] to bf16 at [reg dst];

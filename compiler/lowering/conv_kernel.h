@@ -12,12 +12,13 @@ namespace tpusim::lowering {
 struct ConvShape {  // NHWC input, HWIO kernel, NHWC output, one core's share
   int64_t batch = 0, h = 0, w = 0, cin = 0, cout = 0, kh = 1, kw = 1;
   int64_t stride = 1, pad_lo = 0, pad_hi = 0;  // same in both spatial dims
-  uint64_t input = 0, kernel = 0, output = 0;  // HBM addresses; output f32
+  uint64_t input = 0, kernel = 0, output = 0;  // HBM addresses; output f32 or bf16
   // f32 operands are read as f32 and rounded to bf16 in VMEM by the VPU (one MXU pass, as
   // DEFAULT precision); else they are bf16 in HBM.
   bool input_f32 = false, kernel_f32 = false;
-  bool kernel_oi = false;  // kernel stored [kh][kw][cout][cin] (01oi), else [kh][kw][cin][cout]
-  std::string tag;         // HLO op name for the profiler
+  bool kernel_oi = false;    // kernel stored [kh][kw][cout][cin] (01oi), else [kh][kw][cin][cout]
+  bool output_bf16 = false;  // the VPU rounds the popped f32 results to bf16 before they go out
+  std::string tag;           // HLO op name for the profiler
   int mxus = 2;
   // The core's resources (sim::CoreConfig vmem_bytes, smem_bytes, mxu_result_buffer_rows);
   // the defaults are TPU v3's. The kernel plans its buffers and tables within them.

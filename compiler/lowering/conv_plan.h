@@ -78,7 +78,10 @@ struct ConvPlan {
   int64_t cout_block_weight_bytes() const { return weight_taps * cinb * kTileBytes; }
   int64_t hbm_row_bytes() const { return s.w * s.cin * in_elem(); }
   int64_t hbm_image_bytes() const { return s.h * hbm_row_bytes(); }
-  int64_t out_pixel_bytes() const { return s.cout * 4; }
+  int64_t out_elem() const { return s.output_bf16 ? 2 : 4; }
+  int64_t out_pixel_bytes() const { return s.cout * out_elem(); }
+  // A popped row of 128 results as it goes out (rounded to bf16 in place, it halves).
+  int64_t out_row_bytes() const { return kMxuEdge * out_elem(); }
   // Bytes of cin block `cb` each input pixel copy moves (odd bf16 cin: with the shift).
   int64_t copy_bytes(int64_t cb) const;
   bool needs_zero_fill() const { return zero_block >= 0; }

@@ -79,6 +79,7 @@ std::optional<ConvShape> ConvShapeOf(const HloInstruction& conv, const ConvPlace
   s.input_f32 = in.type == PrimitiveType::kF32;
   s.kernel_f32 = ker.type == PrimitiveType::kF32;
   s.kernel_oi = cd->labels == "b01f_01oi->b01f";
+  s.output_bf16 = conv.shape().type == PrimitiveType::kBF16;
   s.mxus = at.mxus;
   s.smem_bytes = kKernelSmemBytes;
   try {
@@ -94,7 +95,7 @@ bool ConvKernelIsExact(const HloInstruction& conv, const ConvPlacement& at) {
   const bool known_layout =
       cd && (cd->labels == "b01f_01io->b01f" || cd->labels == "b01f_01oi->b01f");
   return known_layout && FloatOrBf16(conv.operand(0)->shape()) &&
-         FloatOrBf16(conv.operand(1)->shape()) && conv.shape().type == PrimitiveType::kF32 &&
+         FloatOrBf16(conv.operand(1)->shape()) && FloatOrBf16(conv.shape()) &&
          ConvolutionWork(conv, at.split, at.cores).passes == 1;
 }
 

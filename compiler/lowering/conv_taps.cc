@@ -91,21 +91,22 @@ void EmitTap(const ConvPlan& p, ConvAsm& a, const ConvTap& t, bool first,
 // Copies the popped cout block(s) to HBM, adding 1 to the parity's kOutFree each: rows
 // are (line, column, image) in VMEM, (image, line, column) in HBM.
 void EmitOutputCopies(const ConvPlan& p, ConvAsm& a) {
+  const int64_t row = p.out_row_bytes(), elem = p.out_elem();
   auto out_desc = [&](int64_t channels) {
-    return a.Desc({p.band * p.ow, channels * 4, p.imgs * kAccRowBytes, p.out_pixel_bytes(), p.imgs,
-                   kAccRowBytes, p.oh * p.ow * p.out_pixel_bytes()});
+    return a.Desc({p.band * p.ow, channels * elem, p.imgs * row, p.out_pixel_bytes(), p.imgs, row,
+                   p.oh * p.ow * p.out_pixel_bytes()});
   };
   const int64_t tail = p.s.cout - (p.coutb - 1) * kMxuEdge;
   const std::string full = out_desc(kMxuEdge), last = out_desc(tail);
   const std::string odd_copy = a.NewLabel("odd_copy"), copied = a.NewLabel("copied");
   // kLineLo: HBM address of the step's first cout block.
-  a.MulImm(kLineLo, kCo, p.blocks_per_step() * kAccRowBytes);
+  a.MulImm(kLineLo, kCo, p.blocks_per_step() * row);
   a << "add " + R(kLineLo) + ", " + R(kOutPtr) + ", " + R(kLineLo);
   auto copy = [&](int64_t parity) {
     const std::string flag = F(kOutFree + parity);
     for (int64_t m = 0; m < p.blocks_per_step(); ++m) {
-      a.AddImm(kTmp, kLineLo, m * kAccRowBytes);
-      a.AddImm(kTmp2, kOutBuf, p.split_cout ? p.out_offset(m) : 0);
+      a.AddImm(kTmp, kLineLo, m * row);
+      a.AddImm(kTmp2, kOutBuf, p.split_cout ? p.out_offset(m) / 4 * elem : 0);
       const std::string dma = "dma.vh " + R(kTmp) + ", " + R(kTmp2) + ", ";
       if (tail == kMxuEdge || m + 1 < p.blocks_per_step()) {
         a << dma + full + ", " + flag;
@@ -191,7 +192,15 @@ void EmitDrain(const ConvPlan& p, ConvAsm& a) {
     << "blt " + R(kCount) + ", " + R(kTmp2) + ", " + loop;
   for (int64_t m = 0; m < p.mxus; ++m)
     a << "signal mxu" + std::to_string(m) + ", " + F(kPopped + m) + ", 1";
-  for (int64_t m = 0; m < p.mxus; ++m) a << "wait dma, " + F(kPopped + m) + ", 1";
+  // bf16 results: the VPU rounds them in place once popped, front to back (row r moves to
+  // half its offset), and the copies out wait for it.
+  const std::string waiter = p.s.output_bf16 ? "vpu" : "dma";
+  for (int64_t m = 0; m < p.mxus; ++m) a << "wait " + waiter + ", " + F(kPopped + m) + ", 1";
+  if (p.s.output_bf16) {
+    EmitRoundToBf16(a, kOutBuf, kOutBuf, kCount, p.out_buf_bytes / 2);
+    a << "signal vpu, " + F(kOutRounded) + ", 1"
+      << "wait dma, " + F(kOutRounded) + ", 1";
+  }
   EmitOutputCopies(p, a);
 }
 

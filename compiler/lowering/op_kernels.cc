@@ -241,8 +241,9 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   op.flops = static_cast<double>(ConvFlops(s));
   const int64_t oh = ConvOutputSize(s), ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
   const int64_t in_elem = s.input_f32 ? 4 : 2, ker_elem = s.kernel_f32 ? 4 : 2;
+  const int64_t out_elem = s.output_bf16 ? 2 : 4;
   op.hbm_bytes =
-      static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * 4) +
+      static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * out_elem) +
                             s.kh * s.kw * s.cin * s.cout * ker_elem);
   op.exact = ConvKernelIsExact(instr, at);
   const std::string& labels = instr.conv_dims()->labels;

@@ -57,6 +57,13 @@ TEST(ExactConv, ForwardBf16InputF32Kernel) {
                          "b01f_01io->b01f"));
 }
 
+TEST(ExactConv, ForwardBf16OutputStrideTwoPaddedHigh) {  // as conv_bn_relu.hlo's
+  // f32 accumulators rounded to bf16 on the VPU before they go out (bf16 tolerance).
+  ExpectMatch(ConvModule("bf16[2,12,12,64]", "bf16[3,3,64,130]", "bf16[2,6,6,130]",
+                         "size=3x3 stride=2x2 pad=0_1x0_1", "b01f_01io->b01f"),
+              1.0 / 256);
+}
+
 TEST(ExactConv, InputGradient01oiFullPadding) {  // as mnist-cnn's convolution.101
   ExpectMatch(ConvModule("f32[2,9,9,130]", "f32[3,3,6,130]", "f32[2,11,11,6]",
                          "size=3x3 pad=2_2x2_2", "b01f_01oi->b01f"));
