@@ -34,8 +34,13 @@ std::string F32Immediate(double value) {
 
 }  // namespace
 
-FlatBatchNorm::FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag)
-    : rows_(rows), features_(features), epsilon_(epsilon), tag_(std::move(tag)) {}
+FlatBatchNorm::FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag,
+                             int64_t stat_rows)
+    : rows_(rows),
+      features_(features),
+      stat_rows_(stat_rows ? stat_rows : rows),
+      epsilon_(epsilon),
+      tag_(std::move(tag)) {}
 
 bool FlatBatchNorm::Takes(int64_t rows, int64_t features) {
   if (features <= 0 || rows <= 0) return false;
@@ -62,7 +67,7 @@ static std::string BlockStart(int64_t rows, double epsilon) {
 }
 
 void FlatBatchNorm::Expand(uint64_t hbm, int area) {
-  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
+  if (!block_) code_ += BlockStart(stat_rows_, epsilon_), block_ = true;
   const int64_t row = features_ * 4, copies = std::max<int64_t>(1, 1024 / features_);
   const std::string d =
       Desc("rows=" + std::to_string(copies) + " row_bytes=" + std::to_string(row) +
@@ -72,7 +77,7 @@ void FlatBatchNorm::Expand(uint64_t hbm, int area) {
 }
 
 void FlatBatchNorm::Fold(int accumulator, int area) {
-  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
+  if (!block_) code_ += BlockStart(stat_rows_, epsilon_), block_ = true;
   const int64_t k = 1024 / features_, row = features_ * 4;
   // Row r of the accumulator vreg, repeated over vreg r of the spread area, by one DMA.
   const std::string d =
@@ -89,7 +94,7 @@ void FlatBatchNorm::Fold(int accumulator, int area) {
 
 void FlatBatchNorm::Math(const std::vector<int>& in, const std::vector<std::string>& body,
                          const std::vector<std::pair<int, int>>& out) {
-  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
+  if (!block_) code_ += BlockStart(stat_rows_, epsilon_), block_ = true;
   std::ostringstream s;
   for (size_t i = 0; i < in.size(); ++i) s << "    li r" << 7 + i << ", " << Area(in[i]) << "\n";
   for (size_t j = 0; j < out.size(); ++j)
@@ -104,7 +109,7 @@ void FlatBatchNorm::Math(const std::vector<int>& in, const std::vector<std::stri
 }
 
 void FlatBatchNorm::Store(int area, uint64_t hbm) {
-  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
+  if (!block_) code_ += BlockStart(stat_rows_, epsilon_), block_ = true;
   const std::string d =
       Desc("rows=1 row_bytes=" + std::to_string(features_ * 4) + " src_stride=0 dst_stride=0");
   code_ += "    signal vpu, f9, 1\n    wait dma, f9, 1\n" + LoadAddress(1, hbm, 3) + "    li r2, " +
@@ -131,17 +136,44 @@ void FlatBatchNorm::Stream(std::vector<uint64_t> inputs, std::vector<int> patter
 
 // Sums of x and x^2 in one read (var = E[x^2] - mean^2, clamped at 0, as XLA's batch norm
 // expander computes it), then y = (x - mean) * gamma / sqrt(var + eps) + beta.
-std::string FlatBatchNorm::Training(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t y,
-                                    uint64_t mean, uint64_t var) {
-  Expand(gamma, 2), Expand(beta, 3);
+std::pair<int, int> FlatBatchNorm::Sums(uint64_t x) {
   Stream({x}, {}, true, {"vadd v30, v30, v0", "vmul v6, v0, v0", "vadd v31, v31, v6"}, 0, 0);
-  const int sum = features_ < 1024 ? (Fold(0, 4), 4) : 0;
-  const int squares = features_ < 1024 ? (Fold(1, 5), 5) : 1;
-  Math({sum, squares, 2},
+  if (features_ >= 1024) return {0, 1};  // the accumulators hold the sums as patterns already
+  Fold(0, 4), Fold(1, 5);
+  return {4, 5};
+}
+
+void FlatBatchNorm::Statistics(std::pair<int, int> sums) {
+  Math({sums.first, sums.second, 2},
        {"vmul v6, v0, v24", "vmul v7, v1, v24", "vmul v8, v6, v6", "vsub v9, v7, v8",
         "vmax v10, v9, v26", "vadd v11, v10, v25", "vsqrt v12, v11", "vdiv v13, v2, v12"},
        {{6, 6}, {10, 7}, {13, 8}});  // mean, var, gamma / sqrt(var + eps)
+}
+
+std::string FlatBatchNorm::Training(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t y,
+                                    uint64_t mean, uint64_t var) {
+  Expand(gamma, 2), Expand(beta, 3);
+  Statistics(Sums(x));
   Store(6, mean), Store(7, var);
+  Stream({x}, {6, 8, 3}, false, {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
+  return code_;
+}
+
+std::string FlatBatchNorm::PartialSums(uint64_t x, uint64_t sums) {
+  const auto [sum, squares] = Sums(x);
+  Store(sum, sums), Store(squares, sums + static_cast<uint64_t>(features_) * 4);
+  Flush();
+  return code_;
+}
+
+std::string FlatBatchNorm::TrainingFromSums(uint64_t x, uint64_t gamma, uint64_t beta,
+                                            uint64_t sums, uint64_t y, std::optional<uint64_t> mean,
+                                            std::optional<uint64_t> var) {
+  Expand(gamma, 2), Expand(beta, 3);
+  Expand(sums, 4), Expand(sums + static_cast<uint64_t>(features_) * 4, 5);
+  Statistics({4, 5});
+  if (mean) Store(6, *mean);
+  if (var) Store(7, *var);
   Stream({x}, {6, 8, 3}, false, {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
   return code_;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,7 +14,10 @@ namespace tpusim::lowering {
 
 class FlatBatchNorm {
  public:
-  FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag);
+  // `stat_rows`: the rows the statistics are over (0: `rows`; a data-parallel split: every
+  // core's rows).
+  FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag,
+                int64_t stat_rows = 0);
 
   // Whether [rows, features] f32 values stream flat (and fit this kernel's VMEM areas).
   static bool Takes(int64_t rows, int64_t features);
@@ -25,6 +29,12 @@ class FlatBatchNorm {
                         uint64_t y);
   std::string Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
                    uint64_t dx, uint64_t dgamma, uint64_t dbeta);
+  // Training in two halves around an all-reduce of the sums (a data-parallel split): the
+  // per-feature sums of x and of x^2 to `sums` ([2, features] f32), then from the reduced
+  // sums the statistics (stored when `mean`, `var` are set) and y.
+  std::string PartialSums(uint64_t x, uint64_t sums);
+  std::string TrainingFromSums(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t sums, uint64_t y,
+                               std::optional<uint64_t> mean, std::optional<uint64_t> var);
 
  private:
   int64_t Period() const;
@@ -38,7 +48,13 @@ class FlatBatchNorm {
               std::vector<std::string> body, int result, uint64_t output);
   std::string Desc(const std::string& text);
 
-  int64_t rows_, features_;
+  // One read of x: the areas that hold the per-feature sums of x and of x^2.
+  std::pair<int, int> Sums(uint64_t x);
+  // From the sums' areas and gamma (area 2): mean, var and gamma / sqrt(var + eps) into
+  // areas 6, 7, 8.
+  void Statistics(std::pair<int, int> sums);
+
+  int64_t rows_, features_, stat_rows_;
   double epsilon_;
   std::string tag_, code_;
   int descs_ = 0, streams_ = 0, stores_ = 0;

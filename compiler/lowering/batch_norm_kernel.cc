@@ -200,4 +200,39 @@ std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, Low
   return bn.code;
 }
 
+std::optional<SplitBatchNorm> SplitBatchNormKernels(const HloInstruction& instr, const OpContext& c,
+                                                    LoweredOp& op) {
+  if (instr.opcode() != Opcode::kBatchNormTraining || c.split <= 0 || c.cores < 2)
+    return std::nullopt;
+  const hlo::Shape& x = instr.operand(0)->shape();
+  const std::optional<int64_t> fi = instr.GetInt("feature_index");
+  if (!F32(x) || x.dims.size() < 2 || x.dims[0] != c.split || x.dims[0] % c.cores || !fi ||
+      *fi != static_cast<int64_t>(x.dims.size()) - 1)
+    return std::nullopt;
+  for (size_t k = 1; k < instr.operand_count(); ++k)
+    if (!F32(instr.operand(k)->shape()) || HasDim(instr.operand(k)->shape(), c.split))
+      return std::nullopt;
+  const int64_t features = x.dims.back();
+  const int64_t rows = features > 0 ? x.ElementCount() / features / c.cores : 0;
+  // y's buffer holds the sums: at least two rows per core.
+  if (rows < 2 || !FlatBatchNorm::Takes(rows, features)) return std::nullopt;
+  const std::optional<uint64_t> y = Element(instr, 0, c);
+  if (!y) return std::nullopt;
+  const double eps = instr.GetFloat("epsilon").value_or(0.0);
+  const uint64_t in = c.address(instr.operand(0));
+  SplitBatchNorm s;
+  s.sums = *y;
+  s.sums_shape.type = hlo::PrimitiveType::kF32;
+  s.sums_shape.dims = {2, features};
+  s.partial = FlatBatchNorm(rows, features, eps, instr.name()).PartialSums(in, s.sums);
+  s.finish = FlatBatchNorm(rows, features, eps, instr.name(), rows * c.cores)
+                 .TrainingFromSums(in, c.address(instr.operand(1)), c.address(instr.operand(2)),
+                                   s.sums, *y, Element(instr, 1, c), Element(instr, 2, c));
+  const uint64_t matrix = static_cast<uint64_t>(rows * features) * 4;
+  op.kind = KernelKind::kVpu;
+  op.hbm_bytes = 3 * matrix + 12 * static_cast<uint64_t>(features) * 4;
+  op.exact = true;
+  return s;
+}
+
 }  // namespace tpusim::lowering

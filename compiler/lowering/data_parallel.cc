@@ -143,12 +143,14 @@ BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores) {
         std::any_of(i->operands().begin(), i->operands().end(),
                     [&](const hlo::HloInstruction* o) { return a.carrying.count(o); });
     if (!from_batch) continue;
-    // A loop, call or conditional all-reduces what it reduces over the batch inside (lower.cc).
+    // A loop, call or conditional all-reduces what it reduces over the batch inside, and a
+    // batch-norm-training its sums (lower.cc): their results are whole.
     const hlo::HloInstruction* producer = i;
     while (producer->opcode() == hlo::Opcode::kGetTupleElement) producer = producer->operand(0);
     const bool computed_inside = producer->opcode() == hlo::Opcode::kWhile ||
                                  producer->opcode() == hlo::Opcode::kCall ||
-                                 producer->opcode() == hlo::Opcode::kConditional;
+                                 producer->opcode() == hlo::Opcode::kConditional ||
+                                 producer->opcode() == hlo::Opcode::kBatchNormTraining;
     if (HasDim(i->shape(), b))
       a.carrying.insert(i);
     else if (i->opcode() != hlo::Opcode::kTuple && i->shape().IsArray() && !computed_inside)

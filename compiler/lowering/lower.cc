@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "compiler/lowering/asm_util.h"
+#include "compiler/lowering/batch_norm_kernel.h"
 #include "compiler/lowering/batch_slice_kernel.h"
 #include "compiler/lowering/collective_kernels.h"
 #include "compiler/lowering/lowerer.h"
@@ -138,6 +139,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   op.name = i.name();
   op.opcode = std::string(hlo::OpcodeName(i.opcode()));
   op.executions = executions;
+  if (carries && LowerSplitBatchNorm(i, op)) return;
   std::vector<std::string> per_core;
   try {
     if (hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective) {
@@ -183,6 +185,30 @@ void Lowerer::AllReducePartial(const HloInstruction& i, int64_t executions) {
       i.shape(), Address(&i), slice ? collectives::ReduceOp::kBitOr : collectives::ReduceOp::kSum,
       op.name, ctx, op));
   out_.ops.push_back(std::move(op));
+}
+
+// batch-norm-training over the split batch: each core's sums, their all-reduce, then the
+// statistics and y from the whole batch's sums. False when it does not take the op.
+bool Lowerer::LowerSplitBatchNorm(const HloInstruction& i, LoweredOp& op) {
+  const OpContext ctx{[this](const HloInstruction* v) { return Address(v); }, batch_.batch,
+                      opt_.cores, opt_.mxus_per_core, opt_.rng_seed};
+  const std::optional<SplitBatchNorm> bn = SplitBatchNormKernels(i, ctx, op);
+  if (!bn) return false;
+  const size_t cores = static_cast<size_t>(opt_.cores);
+  LoweredOp sums;
+  sums.name = i.name() + ".data-parallel-all-reduce";
+  sums.opcode = "all-reduce";
+  sums.executions = op.executions;
+  sums.note = "inserted: the sums of %" + i.name() + " over each core's share of the batch";
+  const CollectiveContext collective{[this](const HloInstruction* v) { return Address(v); },
+                                     opt_.ring, opt_.cores, CollectiveMailbox(opt_)};
+  AppendKernels(std::vector<std::string>(cores, bn->partial));
+  AppendKernels(DataParallelAllReduce(bn->sums_shape, bn->sums, collectives::ReduceOp::kSum,
+                                      sums.name, collective, sums));
+  AppendKernels(std::vector<std::string>(cores, bn->finish));
+  out_.ops.push_back(std::move(op));
+  out_.ops.push_back(std::move(sums));
+  return true;
 }
 
 void Lowerer::AppendKernels(const std::vector<std::string>& per_core) {

@@ -48,6 +48,7 @@ class Lowerer {
   void LowerComputation(const hlo::HloComputation& comp, int64_t executions, bool entry);
   void LowerInstruction(const hlo::HloInstruction& i, int64_t executions, bool entry);
   void AllReducePartial(const hlo::HloInstruction& i, int64_t executions);
+  bool LowerSplitBatchNorm(const hlo::HloInstruction& i, LoweredOp& op);
   void AppendKernels(const std::vector<std::string>& per_core);
   void LowerCalled(const hlo::HloComputation& comp, int64_t executions, bool carries);
   uint64_t CopyBytes(const hlo::Shape& shape, bool carries) const;

@@ -143,6 +143,16 @@ TEST(Cli, RunFusionTiledSlicesTheSplitBatchExactly) {
   EXPECT_THAT(o.text, HasSubstr("= 0.00e+00 of the largest |reference| (match)"));
 }
 
+TEST(Cli, RunConvBnReluComputesWholeBatchStatistics) {
+  // One image per core: a bf16 convolution rounded on the VPU, and batch norm whose sums are
+  // all-reduced over the cores before the statistics.
+  Output o = Tpusim("run examples/hlo/conv_bn_relu.hlo");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
+  EXPECT_THAT(o.text, HasSubstr("kernels: 1 MXU, 3 VPU, 0 DMA, 1 collective"));
+  EXPECT_THAT(o.text, HasSubstr("(match)"));
+}
+
 TEST(Cli, RunMlpTrainingStepChecksEveryOutputAgainstTheEvaluator) {
   // Replicated f32 dots, reductions, broadcasts, an iota compared with s32 labels and the
   // tuple all-reduce of the loss and gradients all compute exact values. The new weights
