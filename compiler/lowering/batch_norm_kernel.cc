@@ -206,8 +206,8 @@ std::optional<SplitBatchNorm> SplitBatchNormKernels(const HloInstruction& instr,
     return std::nullopt;
   const hlo::Shape& x = instr.operand(0)->shape();
   const std::optional<int64_t> fi = instr.GetInt("feature_index");
-  if (!F32(x) || x.dims.size() < 2 || x.dims[0] != c.split || x.dims[0] % c.cores || !fi ||
-      *fi != static_cast<int64_t>(x.dims.size()) - 1)
+  if (!F32(x) || !IsShare(c, instr.operand(0)) || x.dims.size() < 2 || x.dims[0] != c.split ||
+      x.dims[0] % c.cores || !fi || *fi != static_cast<int64_t>(x.dims.size()) - 1)
     return std::nullopt;
   for (size_t k = 1; k < instr.operand_count(); ++k)
     if (!F32(instr.operand(k)->shape()) || HasDim(instr.operand(k)->shape(), c.split))

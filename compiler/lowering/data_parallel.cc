@@ -13,6 +13,16 @@ bool HasDim(const hlo::Shape& shape, int64_t batch) {
   return std::find(shape.dims.begin(), shape.dims.end(), batch) != shape.dims.end();
 }
 
+std::optional<hlo::Shape> ShareOf(const hlo::Shape& shape, int64_t batch, int cores) {
+  if (batch <= 0 || !shape.IsArray() || !HasDim(shape, batch)) return shape;
+  if (shape.dims[0] != batch || std::count(shape.dims.begin(), shape.dims.end(), batch) != 1 ||
+      cores <= 0 || batch % cores)
+    return std::nullopt;
+  hlo::Shape share = shape;
+  share.dims[0] = batch / cores;
+  return share;
+}
+
 namespace {
 
 using Callers = std::map<const hlo::HloComputation*, const hlo::HloInstruction*>;

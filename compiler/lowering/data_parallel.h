@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,5 +41,12 @@ std::set<const hlo::HloInstruction*> ParametersFeeding(const hlo::HloComputation
 
 // Whether `shape` (any tuple leaf) has a dimension of size `batch`.
 bool HasDim(const hlo::Shape& shape, int64_t batch);
+
+// The shape of each core's share of an array whose leading dimension is the split `batch`
+// (inputs are split that way, and kernels that keep the batch leading write their share
+// so): the leading dimension divided by `cores`. The shape itself when no dimension has
+// the batch's size (or `batch` is 0); nullopt when another dimension does (the share's
+// layout is not known).
+std::optional<hlo::Shape> ShareOf(const hlo::Shape& shape, int64_t batch, int cores);
 
 }  // namespace tpusim::lowering

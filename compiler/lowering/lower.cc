@@ -139,7 +139,8 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   op.name = i.name();
   op.opcode = std::string(hlo::OpcodeName(i.opcode()));
   op.executions = executions;
-  if (carries && LowerSplitBatchNorm(i, op)) return;
+  const OpContext ctx = Context(carries, entry);
+  if (carries && LowerSplitBatchNorm(i, ctx, op)) return;
   std::vector<std::string> per_core;
   try {
     if (hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective) {
@@ -149,9 +150,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
                             opt_.cores, CollectiveMailbox(opt_)},
           op);
     } else {
-      OpContext ctx{[this](const HloInstruction* v) { return Address(v); },
-                    carries ? batch_.batch : 0, opt_.cores, opt_.mxus_per_core, opt_.rng_seed};
-      if (IsBatchSlice(i, ctx.split)) {
+      if (IsBatchSlice(i, ctx.split) && IsShare(ctx, i.operand(0))) {
         per_core = BatchSliceKernels(i, ctx, op);  // each core's rows of the window
       } else {
         const std::string k = OpKernel(i, ctx, op);
@@ -166,6 +165,20 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   out_.ops.push_back(std::move(op));
   if (entry ? batch_.reduced.count(&i) > 0 : carries && ReducesBatch(i, batch_.batch))
     AllReducePartial(i, executions);
+}
+
+// The context of an op's kernel; `carries`: the op computes on each core's share. In the
+// entry the batch analysis knows which values are shares; inside a loop, call or branch
+// run on shares, every value with the batch's size is one.
+OpContext Lowerer::Context(bool carries, bool entry) {
+  OpContext c{[this](const HloInstruction* v) { return Address(v); },
+              carries ? batch_.batch : 0,
+              nullptr,
+              opt_.cores,
+              opt_.mxus_per_core,
+              opt_.rng_seed};
+  if (entry) c.is_share = [this](const HloInstruction* v) { return batch_.carrying.count(v) > 0; };
+  return c;
 }
 
 // A value each core computed from its share of the batch: sum it over the cores (a slice of
@@ -189,9 +202,7 @@ void Lowerer::AllReducePartial(const HloInstruction& i, int64_t executions) {
 
 // batch-norm-training over the split batch: each core's sums, their all-reduce, then the
 // statistics and y from the whole batch's sums. False when it does not take the op.
-bool Lowerer::LowerSplitBatchNorm(const HloInstruction& i, LoweredOp& op) {
-  const OpContext ctx{[this](const HloInstruction* v) { return Address(v); }, batch_.batch,
-                      opt_.cores, opt_.mxus_per_core, opt_.rng_seed};
+bool Lowerer::LowerSplitBatchNorm(const HloInstruction& i, const OpContext& ctx, LoweredOp& op) {
   const std::optional<SplitBatchNorm> bn = SplitBatchNormKernels(i, ctx, op);
   if (!bn) return false;
   const size_t cores = static_cast<size_t>(opt_.cores);

@@ -12,6 +12,7 @@
 #include "compiler/hlo/ir.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/lower.h"
+#include "compiler/lowering/op_kernels.h"
 #include "compiler/lowering/value_buffers.h"
 #include "compiler/lowering/value_copies.h"
 
@@ -48,7 +49,8 @@ class Lowerer {
   void LowerComputation(const hlo::HloComputation& comp, int64_t executions, bool entry);
   void LowerInstruction(const hlo::HloInstruction& i, int64_t executions, bool entry);
   void AllReducePartial(const hlo::HloInstruction& i, int64_t executions);
-  bool LowerSplitBatchNorm(const hlo::HloInstruction& i, LoweredOp& op);
+  bool LowerSplitBatchNorm(const hlo::HloInstruction& i, const OpContext& ctx, LoweredOp& op);
+  OpContext Context(bool carries, bool entry);
   void AppendKernels(const std::vector<std::string>& per_core);
   void LowerCalled(const hlo::HloComputation& comp, int64_t executions, bool carries);
   uint64_t CopyBytes(const hlo::Shape& shape, bool carries) const;

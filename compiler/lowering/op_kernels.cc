@@ -182,17 +182,29 @@ std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp&
       lbd.size() > 2 || !FloatOrBf16(l) || !FloatOrBf16(r) ||
       instr.shape().type != hlo::PrimitiveType::kF32 || DotWork(instr, 0, 1).passes != 1)
     return "";
-  for (const hlo::Shape* s : {&l, &r})  // a data-parallel split would change the shapes
-    if (c.split > 0 && HasDim(*s, c.split)) return "";
+  // Under a data-parallel split an operand with the batch holds its share, the batch leading
+  // (data_parallel.h): as M, the lhs's free dimension, or as K in both operands (each core
+  // then computes a partial sum, all-reduced after the dot).
+  const bool l_split = IsShare(c, instr.operand(0)), r_split = IsShare(c, instr.operand(1));
+  if ((c.split > 0 && HasDim(l, c.split) && !l_split) ||
+      (c.split > 0 && HasDim(r, c.split) && !r_split))
+    return "";  // a whole operand with a batch-sized dimension: the shapes are ambiguous
+  if ((l_split || r_split) &&
+      (!lbd.empty() || !ShareOf(l, c.split, c.cores) || !ShareOf(r, c.split, c.cores)))
+    return "";
   const int64_t lk = (*lc)[0], rk = (*rc)[0];
   const int64_t fa = FreeDim(l, lbd, lk), fb = FreeDim(r, rbd, rk);
+  const bool split_m = l_split && !r_split && fa == 0,
+             split_k = l_split && r_split && lk == 0 && rk == 0;
+  if ((l_split || r_split) && !split_m && !split_k) return "";
   const int64_t l_minor = static_cast<int64_t>(l.dims.size()) - 1;
   const int64_t r_minor = static_cast<int64_t>(r.dims.size()) - 1;
   if (fa < 0 || fb < 0 || (lk != l_minor && fa != l_minor) || (rk != r_minor && fb != r_minor))
     return "";
   const std::vector<int64_t> sl = Strides(l), sr = Strides(r);
   ExactDotShape d;
-  d.m = l.dims[fa], d.k = l.dims[lk], d.n = r.dims[fb];
+  d.m = l.dims[fa] / (split_m ? c.cores : 1), d.k = l.dims[lk] / (split_k ? c.cores : 1);
+  d.n = r.dims[fb];
   const bool a_t = fa == l_minor, b_t = rk == r_minor;  // stored as A^T [k, m], B^T [n, k]
   d.a = {c.address(instr.operand(0)), d.m, d.k, a_t, l.type == hlo::PrimitiveType::kBF16,
          a_t ? sl[lk] : sl[fa]};
@@ -216,7 +228,8 @@ std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp&
   }
   op.kind = KernelKind::kMxu;
   op.flops = 2.0 * d.m * d.k * d.n * d.batch.count();
-  op.hbm_bytes = BytesPerCore(l, 0, 1) + BytesPerCore(r, 0, 1) + BytesPerCore(instr.shape(), 0, 1);
+  op.hbm_bytes = BytesPerCore(l, c.split, c.cores) + BytesPerCore(r, c.split, c.cores) +
+                 BytesPerCore(instr.shape(), c.split, c.cores);
   op.exact = true;
   return k;
 }
@@ -277,6 +290,10 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
 }
 
 }  // namespace
+
+bool IsShare(const OpContext& c, const HloInstruction* v) {
+  return c.split > 0 && HasDim(v->shape(), c.split) && (!c.is_share || c.is_share(v));
+}
 
 uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores) {
   if (shape.IsTuple()) {

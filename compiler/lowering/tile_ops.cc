@@ -9,6 +9,7 @@
 
 #include "compiler/hlo/opcode.h"
 #include "compiler/lowering/asm_util.h"
+#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/tile_kernel.h"
 #include "compiler/lowering/vpu_body.h"
 #include "compiler/lowering/vpu_math.h"
@@ -118,7 +119,7 @@ std::optional<double> ScalarConstant(const HloInstruction* i) {
 }
 
 // Reduce over the last dimension, all but the last, or everything, with add or max.
-bool PlanReduce(const HloInstruction& r, TileProgram& p) {
+bool PlanReduce(const HloInstruction& r, const hlo::Shape& in, TileProgram& p) {
   const hlo::HloComputation* f = r.to_apply();
   const std::optional<double> init = ScalarConstant(r.operand(1));
   if (r.operand_count() != 2 || !F32(r.operand(0)->shape()) || !f || !init) return false;
@@ -127,7 +128,6 @@ bool PlanReduce(const HloInstruction& r, TileProgram& p) {
       f->root()->operand(0)->opcode() != Opcode::kParameter ||
       f->root()->operand(1)->opcode() != Opcode::kParameter)
     return false;
-  const hlo::Shape& in = r.operand(0)->shape();
   const size_t rank = in.dims.size();
   DimMap d(r.dimensions()->begin(), r.dimensions()->end());
   std::sort(d.begin(), d.end());
@@ -340,27 +340,37 @@ std::string FlatKernel(const TileProgram& p, int mxus) {
 std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   const bool iota = instr.opcode() == Opcode::kIota;
   const bool reduce = instr.opcode() == Opcode::kReduce;
-  if (c.split > 0 ||
-      !(F32(instr.shape()) || (!reduce && (IsInt32(instr.shape()) || StoredPred(instr.shape())))))
+  if (!(F32(instr.shape()) || (!reduce && (IsInt32(instr.shape()) || StoredPred(instr.shape())))))
     return "";
+  // Under a data-parallel split each core computes on its share (data_parallel.h): the
+  // result's (a reduction's operand's) leading dimension divided, as in every operand that
+  // has the batch. A reduction over the batch leaves a partial sum (all-reduced after it).
+  const hlo::Shape& whole = reduce ? instr.operand(0)->shape() : instr.shape();
+  const std::optional<hlo::Shape> share = ShareOf(whole, c.split, c.cores);
+  if (!share || (c.split > 0 && iota)) return "";
+  const hlo::Shape& space = *share;
   TileProgram p;
   p.tag = instr.name();
   p.output = c.address(&instr);
-  std::tie(p.rows, p.cols) = View(instr.shape());
+  std::tie(p.rows, p.cols) = View(space);
   std::vector<const HloInstruction*> loaded;
   std::vector<DimMap> layouts;  // of each loaded value in the result
   if (iota) {
     if (!PlanIota(instr, p, layouts)) return "";
   } else if (reduce) {
-    if (!PlanReduce(instr, p)) return "";
+    if (!PlanReduce(instr, space, p)) return "";
     loaded = {instr.operand(0)};
     layouts = {{}};  // read as the [rows, cols] matrix PlanReduce chose
   } else if (!PlanElementwise(instr, p, loaded, layouts)) {
     return "";
   }
   bool ints = false;
-  const hlo::Shape& space =
-      instr.opcode() == Opcode::kReduce ? instr.operand(0)->shape() : instr.shape();
+  for (size_t i = 0; i < loaded.size() && c.split > 0; ++i)  // shares line up with the result's
+    if (HasDim(loaded[i]->shape(), c.split) &&
+        (loaded[i]->opcode() == Opcode::kIota || !IsShare(c, loaded[i]) ||
+         !ShareOf(loaded[i]->shape(), c.split, c.cores) || space.dims == whole.dims ||
+         (!reduce && layouts[i].at(0) != 0)))
+      return "";
   int64_t split = 0;  // > 0: the grouped view (GroupedLayout)
   for (const DimMap& m : layouts)
     if (const int64_t g = GapSplit(m, space.dims.size()); g > 0) {
@@ -401,8 +411,9 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   }
   if (k.empty()) return "";
   op.kind = KernelKind::kVpu;
-  op.hbm_bytes = BytesPerCore(instr.shape(), 0, 1);
-  for (const HloInstruction* in : loaded) op.hbm_bytes += BytesPerCore(in->shape(), 0, 1);
+  op.hbm_bytes = BytesPerCore(instr.shape(), c.split, c.cores);
+  for (const HloInstruction* in : loaded)
+    op.hbm_bytes += BytesPerCore(in->shape(), c.split, c.cores);
   op.exact = true;
   op.note =
       ints ? "s32 kept as bit patterns; the VPU's 32-bit integer instructions compute on them" : "";

@@ -153,6 +153,16 @@ TEST(Cli, RunConvBnReluComputesWholeBatchStatistics) {
   EXPECT_THAT(o.text, HasSubstr("(match)"));
 }
 
+TEST(Cli, RunSplitMlpTrainStepMatchesTheEvaluator) {
+  // 4 rows per core: dots split along M and K, tiled bias adds and reductions over the
+  // batch, and the all-reduces of the gradients and the loss, all computing values.
+  Output o = Tpusim("run examples/hlo/mlp_train_step.hlo");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
+  EXPECT_THAT(o.text, HasSubstr("global batch 32 split over 8 cores (4 per core)"));
+  EXPECT_THAT(o.text, HasSubstr("(match)"));
+}
+
 TEST(Cli, RunMlpTrainingStepChecksEveryOutputAgainstTheEvaluator) {
   // Replicated f32 dots, reductions, broadcasts, an iota compared with s32 labels and the
   // tuple all-reduce of the loss and gradients all compute exact values. The new weights

@@ -1,7 +1,7 @@
 // Kernels under a data-parallel split of a single-replica module (data_parallel.h), simulated
 // on v3-8 and compared with the evaluator: batch-norm training whose statistics cover the
-// whole batch (each core's sums all-reduced between its two kernels), and a bf16 -> f32
-// convert on each core's share.
+// whole batch (each core's sums all-reduced between its two kernels), a bf16 -> f32 convert,
+// dots and tiled VPU ops on each core's share.
 #include <gtest/gtest.h>
 
 #include "test/compiler/sim_values_util.h"
@@ -43,6 +43,49 @@ ENTRY %main (g: f32[2048], b: f32[2048], x: bf16[8,3,4,2048]) -> f32[8,3,4,2048]
   %bn = (f32[8,3,4,2048]{3,2,1,0}, f32[2048]{0}, f32[2048]{0}) batch-norm-training(%xf, %g, %b), epsilon=0.001, feature_index=3
   ROOT %y = f32[8,3,4,2048]{3,2,1,0} get-tuple-element(%bn), index=0
 })");
+}
+
+// A dense layer's forward and backward pass on 3 rows per core: dots split along M (x w)
+// and along K (the weight gradient x^T e, a partial sum all-reduced), a bias broadcast
+// over the rows and reductions over the batch, over everything and over each row.
+TEST(DataParallel, DenseLayerDotsAndTiledOpsOnEachCoresRows) {
+  ExpectMatch(R"(HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (w: f32[200,30], bias: f32[30], x: f32[24,200], t: f32[24,30]) -> (f32[24,30], f32[200,30], f32[30], f32[], f32[24], f32[24,200]) {
+  %w = f32[200,30]{1,0} parameter(0)
+  %bias = f32[30]{0} parameter(1)
+  %x = f32[24,200]{1,0} parameter(2)
+  %t = f32[24,30]{1,0} parameter(3)
+  %xw = f32[24,30]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %bb = f32[24,30]{1,0} broadcast(%bias), dimensions={1}
+  %y = f32[24,30]{1,0} add(%xw, %bb)
+  %dy = f32[24,30]{1,0} subtract(%y, %t)
+  %dw = f32[200,30]{1,0} dot(%x, %dy), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %zero = f32[] constant(0)
+  %db = f32[30]{0} reduce(%dy, %zero), dimensions={0}, to_apply=%add
+  %sq = f32[24,30]{1,0} multiply(%y, %y)
+  %all = f32[] reduce(%sq, %zero), dimensions={0,1}, to_apply=%add
+  %rows = f32[24]{0} reduce(%sq, %zero), dimensions={1}, to_apply=%add
+  %dx = f32[24,200]{1,0} dot(%dy, %w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  ROOT %out = (f32[24,30], f32[200,30], f32[30], f32[], f32[24], f32[24,200]) tuple(%y, %dw, %db, %all, %rows, %dx)
+})");
+}
+
+TEST(DataParallel, AWholeWeightWithTheBatchsSizeKeepsItsDotTimingOnly) {
+  // %d feeds a dot's weight operand, so every core holds all 24 rows of it, while %x is split:
+  // a K split would pair each core's rows of %x with the wrong rows of %d.
+  testing::ValueRun r = testing::SimulateValues(R"(HloModule m
+ENTRY %main (d: f32[24,30], x: f32[24,200]) -> f32[200,30] {
+  %d = f32[24,30]{1,0} parameter(0)
+  %x = f32[24,200]{1,0} parameter(1)
+  ROOT %dw = f32[200,30]{1,0} dot(%x, %d), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+})");
+  EXPECT_FALSE(r.exact);
+  EXPECT_EQ(r.inexact_ops, " %dw (dot)");
 }
 
 }  // namespace
