@@ -4,6 +4,7 @@
 // simulator's own cost: compile time, host seconds per simulated step, simulated
 // instructions per host second. Always v3-8 (the models are sized for it).
 #include <benchmark/benchmark.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,6 +50,14 @@ sim::TrainingLoop OneStep(const lowering::LoweredModule& low, const sim::BoardCo
   return loop;
 }
 
+// CPU time this process has used, in seconds: unlike wall time, it does not count the
+// time other processes on a shared machine take from this one.
+double ProcessCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 // Compiles the module at `path`, then simulates one step. Host time counts building the
 // simulation, running it and the profiler's aggregation, not compiling or assembling.
 void BM_Model(benchmark::State& state, const std::string& path) {
@@ -67,6 +76,7 @@ void BM_Model(benchmark::State& state, const std::string& path) {
       programs.push_back(std::move(program.value()));
     }
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = ProcessCpuSeconds();
     profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = board.cores(),
                                                           .mxus_per_core = board.core.mxus,
                                                           .sample_interval_fs = 1'000'000'000});
@@ -80,6 +90,7 @@ void BM_Model(benchmark::State& state, const std::string& path) {
     recorder.Finish();
     const double host_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double host_cpu_s = ProcessCpuSeconds() - cpu_start;
     if (!r.ok) return state.SkipWithError(r.error.c_str());
     const profiler::Metrics m = profiler::ComputeMetrics(recorder, PeaksOf(board));
     const double step_s = m.step_time_ms.avg * 1e-3;
@@ -89,6 +100,7 @@ void BM_Model(benchmark::State& state, const std::string& path) {
     state.counters["global_batch"] = static_cast<double>(low.global_batch);
     state.counters["sim_time_us"] = r.time_us;
     state.counters["host_s_per_sim_step"] = host_s;
+    state.counters["host_cpu_s_per_sim_step"] = host_cpu_s;
     state.counters["compile_ms"] = compiled.compile_ms;
     state.counters["sim_instr_per_host_s"] = ExecutedInstructions(r) / host_s;
   }
