@@ -20,6 +20,9 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
   else if (low.replicas > 1)
     std::printf("%d replicas, one per core, batch %lld per core\n", low.replicas,
                 static_cast<long long>(low.batch_per_core));
+  else if (!low.not_split_reason.empty())
+    std::printf("not data parallel: %s; every core runs the whole module\n",
+                low.not_split_reason.c_str());
   std::map<lowering::KernelKind, int> kinds;
   int approximate = 0;
   for (const lowering::LoweredOp& op : low.ops) {
@@ -34,8 +37,11 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
               run.steps_per_execution, r.time_us / 1e3);
   const double examples_per_s =
       r.time_us > 0 ? run.steps * static_cast<double>(low.global_batch) / (r.time_us * 1e-6) : 0;
-  std::printf("step time: %.4f ms (avg), %.4f ms (min), %.4f ms (max)   %.0f examples/s\n",
-              m.step_time_ms.avg, m.step_time_ms.min, m.step_time_ms.max, examples_per_s);
+  std::printf("step time: %.4f ms (avg), %.4f ms (min), %.4f ms (max)", m.step_time_ms.avg,
+              m.step_time_ms.min, m.step_time_ms.max);
+  if (low.global_batch > 0)
+    std::printf("   %.0f examples/s", examples_per_s);
+  std::printf("\n");
   const double tflops = m.step_time_ms.avg > 0 ? low.flops_per_step_per_core * board.cores() /
                                                      (m.step_time_ms.avg * 1e-3) / 1e12
                                                : 0;

@@ -56,6 +56,7 @@ LoweredModule Lowerer::Run() {
   if (out_.replicas == 1 && opt_.cores > 1) {
     batch_ = AnalyzeBatch(entry, opt_.cores);
     out_.data_parallel = batch_.batch > 0;
+    out_.not_split_reason = batch_.why_not;
   } else if (const HloInstruction* first = FirstInput(entry)) {
     batch_.batch = 0, batch_.inputs = {first};
   }

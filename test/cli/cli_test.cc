@@ -119,6 +119,16 @@ TEST(Cli, RunEveryShippedHloExample) {
   }
 }
 
+TEST(Cli, RunSaysWhyAModuleIsNotSplitOverTheCores) {
+  // The loop's state has no batch dimension: each core runs the whole module, and a rate
+  // in examples/s would mean nothing.
+  Output o = Tpusim("run examples/hlo/while_loop.hlo --timing");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("not data parallel: no entry parameter has a batch dimension; "
+                                "every core runs the whole module\n"));
+  EXPECT_THAT(o.text, Not(HasSubstr("examples/s")));
+}
+
 TEST(Cli, RunElementwiseModuleMatchesTheEvaluator) {
   Output o = Tpusim("run examples/hlo/elementwise_f32.hlo");
   ASSERT_EQ(o.status, 0) << o.text;
