@@ -58,6 +58,12 @@ Result<double> UnaryFloat(Opcode op, F x) {
       return std::sin(x);
     case Opcode::kCos:
       return std::cos(x);
+    case Opcode::kErf:
+      return std::erf(x);
+    case Opcode::kIsFinite:
+      return std::isfinite(x) ? 1.0 : 0.0;
+    case Opcode::kRoundNearestAfz:  // half away from zero
+      return std::round(x);
     default:
       return Status::Error("");
   }

@@ -60,6 +60,12 @@ Status VerifyElementwise(const HloModule&, const HloInstruction& i) {
     }
     return ExpectShape(i, Shape::Array(PrimitiveType::kPred, a.dims));
   }
+  // As XLA's shape inference: these are defined on real floating-point elements only.
+  if ((op == Opcode::kErf || op == Opcode::kIsFinite || op == Opcode::kRoundNearestAfz) &&
+      (!IsFloatingType(a.type) || a.type == PrimitiveType::kC64)) {
+    return Error(i, std::string(OpcodeName(op)) + " needs a floating-point operand, not " + Str(a));
+  }
+  if (op == Opcode::kIsFinite) return ExpectShape(i, Shape::Array(PrimitiveType::kPred, a.dims));
   Shape want = Shape::Array(a.type, a.dims);
   if (op == Opcode::kAbs && a.type == PrimitiveType::kC64) want.type = PrimitiveType::kF32;
   return ExpectShape(i, want);

@@ -264,8 +264,14 @@ class BodyBuilder : public VpuEmitter {
         return Emit("vceil", {in(0)});
       case Opcode::kRoundNearestEven:
         return Emit("vround.even", {in(0)});
+      case Opcode::kRoundNearestAfz:
+        return RoundHalfAwayFromZero(*this, in(0));
       case Opcode::kSign:
         return FloatSign(*this, in(0));
+      case Opcode::kErf:
+        return FloatErf(*this, in(0));
+      case Opcode::kIsFinite:
+        return FloatIsFinite(*this, in(0));
       case Opcode::kSin:
         return SineOrCosine(*this, in(0), /*cosine=*/false);
       case Opcode::kCos:

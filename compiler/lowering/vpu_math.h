@@ -1,6 +1,7 @@
 // Elementwise ops the VPU has no single instruction for, composed from VPU instructions as
 // XLA's TPU backend expands them: sine and cosine (range reduction and polynomials), f32
-// remainder, sign, and integer forms built from the 32-bit instructions.
+// remainder, sign, erf, round-nearest-afz, is-finite, and integer forms built from the 32-bit
+// instructions.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +66,17 @@ int FloatPower(VpuEmitter& e, int x, int y);
 
 // sign(x) in f32: -1, +1, or x itself for +-0 and NaN.
 int FloatSign(VpuEmitter& e, int x);
+
+// erf(x) in f32 (vpu_erf_round.cc): XLA's ErfImpl32 rational x P(x^2) / Q(x^2) with x^2
+// capped at 16, evaluated as x (P / Q) and clamped to [-1, 1]. Within 6 ulps of erff over
+// every f32; +-0, NaN kept, +-inf -> +-1.
+int FloatErf(VpuEmitter& e, int x);
+
+// round-nearest-afz in f32, bit for bit: t = trunc(x), plus sign(x) where |x - t| >= 1/2.
+int RoundHalfAwayFromZero(VpuEmitter& e, int x);
+
+// is-finite of f32 elements as a pred (1.0 or 0.0): x - x == 0, false for inf and NaN.
+int FloatIsFinite(VpuEmitter& e, int x);
 
 // Whether `op` on elements of `type` (s32, u32, or pred held as 1.0 / 0.0) has a form built
 // from the 32-bit instructions: IntegerOp emits it, reading the operands `srcs`.
