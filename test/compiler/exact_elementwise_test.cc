@@ -15,37 +15,14 @@ namespace tpusim {
 namespace {
 
 using testing::ElementwiseRun;
+using testing::ExpectBitExact;
 using testing::RunWithArguments;
 using testing::UlpDistance;
+using testing::Unit;
+using testing::Values;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// rows x 128 values (one f32[8,128] by default): `edges` first, then `spread(i)`.
-template <typename F>
-eval::Value Values(hlo::PrimitiveType t, std::vector<double> edges, F spread, int rows = 8) {
-  for (int i = static_cast<int>(edges.size()); i < rows * 128; ++i) edges.push_back(spread(i));
-  return eval::Value::FromVector(t, {rows, 128}, edges);
-}
-
-// A pseudo-random double in [0, 1) from i (a fixed hash: the same on every run).
-double Unit(int i, uint32_t salt) {
-  uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ salt;
-  h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-  return h / 4294967296.0;
-}
-
-// Every element of every result equal to the evaluator's (NaN to NaN, zeros by sign).
-void ExpectBitExact(const ElementwiseRun& r, const std::vector<eval::Value>& args) {
-  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
-  ASSERT_EQ(r.got.size(), r.want.size());
-  for (size_t o = 0; o < r.want.size(); ++o)
-    for (size_t i = 0; i < r.want[o].data.size(); ++i)
-      ASSERT_EQ(UlpDistance(r.got[o].data[i], r.want[o].data[i]), 0)
-          << "result " << o << " element " << i << " of argument " << args[0].data[i]
-          << (args.size() > 1 ? ", " + std::to_string(args[1].data[i]) : "") << ": simulated "
-          << r.got[o].data[i] << ", evaluator " << r.want[o].data[i];
-}
 
 constexpr const char* kRounding = R"(HloModule m, replica_count=8
 ENTRY %main (x: f32[8,128]) -> (f32[8,128], f32[8,128], f32[8,128], f32[8,128], s32[8,128]) {
