@@ -100,6 +100,29 @@ TEST(EvalElementwise, FloatUnaryOps) {
   EXPECT_EQ(run("rsqrt")[3], static_cast<double>(1.0f / std::sqrt(2.5f)));
 }
 
+// erf as erff, is-finite as a pred, round-nearest-afz with ties away from zero (where
+// round-nearest-even goes to the even neighbour), signed zeros and NaN kept.
+TEST(EvalElementwise, ErfIsFiniteAndRoundNearestAfz) {
+  Value x = Value::FromVector(F32, {8}, {-2.5, -0.5, 0.5, 2.5, 0.49999997, -0.0, INFINITY, NAN});
+  auto run = [&](const std::string& op, const std::string& type = "f32") {
+    return Eval("%x = f32[8] parameter(0)\nROOT %r = " + type + "[8] " + op + "(%x)", {x});
+  };
+  const std::vector<double> afz = run("round-nearest-afz");
+  EXPECT_EQ(std::vector<double>(afz.begin(), afz.end() - 1),
+            (std::vector<double>{-3, -1, 1, 3, 0, -0.0, INFINITY}));
+  EXPECT_TRUE(std::signbit(afz[5]));
+  EXPECT_TRUE(std::isnan(afz[7]));
+  EXPECT_EQ(run("is-finite", "pred"), (std::vector<double>{1, 1, 1, 1, 1, 1, 0, 0}));
+  const std::vector<double> erf = run("erf");
+  EXPECT_EQ(erf[2], static_cast<double>(std::erf(0.5f)));
+  EXPECT_EQ(erf[0], -static_cast<double>(std::erf(2.5f)));
+  EXPECT_TRUE(std::signbit(erf[5]) && erf[5] == 0);
+  EXPECT_EQ(erf[6], 1.0);
+  EXPECT_TRUE(std::isnan(erf[7]));
+  EXPECT_EQ(Eval("%x = bf16[] constant(0.5)\nROOT %r = bf16[] erf(%x)"),
+            (std::vector<double>{isa::RoundToBf16(std::erf(0.5f))}));
+}
+
 TEST(EvalElementwise, BinaryOpsAndF32Rounding) {
   Value a = Value::FromVector(F32, {4}, {1, -7, 0.1, 3});
   Value b = Value::FromVector(F32, {4}, {3, 2, 0.2, NAN});

@@ -61,6 +61,23 @@ TEST(Verifier, ElementwiseNeedsSameShapes) {
             "%s: operand element types f32 and s32 differ");
 }
 
+// erf, is-finite and round-nearest-afz take real floating-point operands, as in XLA's shape
+// inference; is-finite yields pred.
+TEST(Verifier, ErfIsFiniteAndRoundNearestAfzNeedFloatingOperands) {
+  EXPECT_EQ(VerifyError("%x = bf16[2,3] parameter(0)\n%e = bf16[2,3] erf(%x)\n"
+                        "%r = bf16[2,3] round-nearest-afz(%x)\n"
+                        "ROOT %f = pred[2,3] is-finite(%e)"),
+            "");
+  EXPECT_EQ(VerifyError("%n = s32[4] parameter(0)\nROOT %f = pred[4] is-finite(%n)"),
+            "%f: is-finite needs a floating-point operand, not s32[4]");
+  EXPECT_EQ(VerifyError("%n = s32[4] parameter(0)\nROOT %e = s32[4] erf(%n)"),
+            "%e: erf needs a floating-point operand, not s32[4]");
+  EXPECT_EQ(VerifyError("%n = pred[4] parameter(0)\nROOT %r = pred[4] round-nearest-afz(%n)"),
+            "%r: round-nearest-afz needs a floating-point operand, not pred[4]");
+  EXPECT_EQ(VerifyError("%x = f32[4] parameter(0)\nROOT %f = f32[4] is-finite(%x)"),
+            "%f: result shape is f32[4] but should be pred[4]");
+}
+
 TEST(Verifier, OperandCountFromTable) {
   EXPECT_EQ(VerifyError("%x = f32[2] parameter(0)\nROOT %n = f32[2] add(%x)"),
             "%n: add takes 2 operands but has 1");
