@@ -32,31 +32,31 @@ int Horner(VpuEmitter& e, int z, std::initializer_list<double> coefficients) {
 constexpr std::initializer_list<double> kErfNumerator = {
     0.00022905065861350646, 0.0034082910107109506, 0.050955695062380861, 0.18520832239976145,
     1.128379143519084};
-constexpr std::initializer_list<double> kErfDenominator = {-1.1791602954361697e-7,
-                                                           0.000023547966471313185,
-                                                           0.0010179625278914885,
-                                                           0.014070470171167667,
-                                                           0.11098505178285362,
-                                                           0.49746925110067538,
-                                                           1.0};
+// Q's constant term, 1, is added from the register the final clamp also reads.
+constexpr std::initializer_list<double> kErfDenominator = {
+    -1.1791602954361697e-7, 0.000023547966471313185, 0.0010179625278914885,
+    0.014070470171167667,   0.11098505178285362,     0.49746925110067538};
 // x^2 is capped here (|x| <= 4): Q has a root further out; erf(4) is 1 in f32.
 constexpr double kErfSquareCap = 16.0;
 
 }  // namespace
 
 int FloatErf(VpuEmitter& e, int x) {
+  const int one = e.F32(1.0);  // first: a prologue register when one is free
   const int z = e.Emit("vmul", {x, x});
   WithConstant(e, z, "vmin", z, kErfSquareCap);
   const int p = Horner(e, z, kErfNumerator);
   const int q = Horner(e, z, kErfDenominator);
+  e.EmitTo(q, "vmul", {q, z});
+  e.EmitTo(q, "vadd", {q, one});
   // x (P / Q) rather than (x P) / Q: tiny and denormal x lose no bits in x P.
   e.EmitTo(p, "vdiv", {p, q});
   e.EmitTo(q, "vmul", {x, p});
   // Beyond |x| = 4 (infinities included) the product passes 1, and near 3.7 the rational
   // overshoots by an ulp: both clamp to +-1.
   WithConstant(e, q, "vmax", q, -1.0);
-  WithConstant(e, q, "vmin", q, 1.0);
-  for (int reg : {z, p}) e.Release(reg);
+  e.EmitTo(q, "vmin", {q, one});
+  for (int reg : {z, p, one}) e.Release(reg);
   return q;
 }
 
