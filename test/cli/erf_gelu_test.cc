@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <string>
 
 #include "test/cli/cli_test_util.h"
 
@@ -57,6 +59,21 @@ TEST(CliErfGelu, DenseLayerWithExactGeluMatchesTheEvaluator) {
   EXPECT_THAT(isa.text, HasSubstr(", 0.000229050659\n"));
   EXPECT_THAT(isa.text, Not(HasSubstr("approximat")));
   std::remove(path.c_str());
+}
+
+// The module as a single-device JAX program writes it (no replicas): the batch of 128 is
+// split over the eight cores, 16 rows each, and every core's share still matches.
+TEST(CliErfGelu, SingleReplicaDenseGeluSplitOverTheCoresMatchesTheEvaluator) {
+  std::string hlo = kDenseGelu;
+  hlo.replace(hlo.find(", replica_count=8"), 17, "");
+  const std::string path = ::testing::TempDir() + "tpusim_dense_gelu_split.hlo";
+  std::ofstream(path) << hlo;
+  const Output o = Tpusim("run " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("data parallel: global batch 128 split over 8 cores"));
+  EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
+  EXPECT_THAT(o.text, HasSubstr("(match)"));
 }
 
 // An is-finite of integers is rejected with the op's name, as XLA's shape inference does.
