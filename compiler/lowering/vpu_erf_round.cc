@@ -36,7 +36,8 @@ constexpr std::initializer_list<double> kErfNumerator = {
 constexpr std::initializer_list<double> kErfDenominator = {
     -1.1791602954361697e-7, 0.000023547966471313185, 0.0010179625278914885,
     0.014070470171167667,   0.11098505178285362,     0.49746925110067538};
-// x^2 is capped here (|x| <= 4): Q has a root further out; erf(4) is 1 in f32.
+// x^2 is capped here (|x| <= 4, where erf is 1 in f32): further out Q has a root (|x| near
+// 15.4), and an infinite x would give inf / inf.
 constexpr double kErfSquareCap = 16.0;
 
 }  // namespace
