@@ -6,13 +6,6 @@
 namespace tpusim::lowering {
 namespace {
 
-// dst = src `mnemonic` c for a constant c, its register released after (it may be a temp).
-void WithConstant(VpuEmitter& e, int dst, const std::string& mnemonic, int src, double c) {
-  const int k = e.F32(c);
-  e.EmitTo(dst, mnemonic, {src, k});
-  e.Release(k);
-}
-
 // Horner's rule from the highest coefficient down: ((c0 z + c1) z + ...) z + c_last, in the
 // order XLA's EvaluatePolynomial rounds it (its first step, 0 z + c0, is c0 exactly).
 int Horner(VpuEmitter& e, int z, std::initializer_list<double> coefficients) {

@@ -8,13 +8,6 @@
 namespace tpusim::lowering {
 namespace {
 
-// dst = dst `mnemonic` c for a constant c (its register released after: it may be a temp).
-void WithConstant(VpuEmitter& e, int dst, const std::string& mnemonic, int src, double c) {
-  const int k = e.F32(c);
-  e.EmitTo(dst, mnemonic, {src, k});
-  e.Release(k);
-}
-
 // A fresh temp = src `mnemonic` c for a constant c.
 int EmitWithConstant(VpuEmitter& e, const std::string& mnemonic, int src, double c) {
   const int k = e.F32(c);

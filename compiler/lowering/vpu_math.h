@@ -49,6 +49,13 @@ class RegisterPoolEmitter : public VpuEmitter {
   std::vector<std::pair<uint32_t, int>> constants_;  // bits, register
 };
 
+// dst = src `mnemonic` c for a constant c, its register released after (it may be a temp).
+inline void WithConstant(VpuEmitter& e, int dst, const std::string& mnemonic, int src, double c) {
+  const int k = e.F32(c);
+  e.EmitTo(dst, mnemonic, {src, k});
+  e.Release(k);
+}
+
 // sin(x) or cos(x) in f32: Cody-Waite reduction by pi/2 with k = round-nearest-even(x * 2/pi)
 // (exact while |k| < 2^13, |x| < ~12800), then Cephes' minimax polynomials on [-pi/4, pi/4]
 // picked and negated by k mod 4. NaN and inf give NaN.
