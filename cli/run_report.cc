@@ -39,8 +39,7 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
       r.time_us > 0 ? run.steps * static_cast<double>(low.global_batch) / (r.time_us * 1e-6) : 0;
   std::printf("step time: %.4f ms (avg), %.4f ms (min), %.4f ms (max)", m.step_time_ms.avg,
               m.step_time_ms.min, m.step_time_ms.max);
-  if (low.global_batch > 0)
-    std::printf("   %.0f examples/s", examples_per_s);
+  if (low.global_batch > 0) std::printf("   %.0f examples/s", examples_per_s);
   std::printf("\n");
   const double tflops = m.step_time_ms.avg > 0 ? low.flops_per_step_per_core * board.cores() /
                                                      (m.step_time_ms.avg * 1e-3) / 1e12
