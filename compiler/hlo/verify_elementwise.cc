@@ -60,10 +60,21 @@ Status VerifyElementwise(const HloModule&, const HloInstruction& i) {
     }
     return ExpectShape(i, Shape::Array(PrimitiveType::kPred, a.dims));
   }
-  // As XLA's shape inference: these are defined on real floating-point elements only.
-  if ((op == Opcode::kErf || op == Opcode::kIsFinite || op == Opcode::kRoundNearestAfz) &&
-      (!IsFloatingType(a.type) || a.type == PrimitiveType::kC64)) {
+  // As XLA's shape inference: rounding, erf and is-finite are defined on real floating-point
+  // elements only, the transcendental functions on floating-point or complex ones.
+  const bool real_only = op == Opcode::kErf || op == Opcode::kIsFinite ||
+                         op == Opcode::kRoundNearestAfz || op == Opcode::kRoundNearestEven ||
+                         op == Opcode::kFloor || op == Opcode::kCeil;
+  if (real_only && (!IsFloatingType(a.type) || a.type == PrimitiveType::kC64)) {
     return Error(i, std::string(OpcodeName(op)) + " needs a floating-point operand, not " + Str(a));
+  }
+  const bool transcendental = op == Opcode::kExp || op == Opcode::kExpm1 || op == Opcode::kLog ||
+                              op == Opcode::kLog1p || op == Opcode::kLogistic ||
+                              op == Opcode::kTanh || op == Opcode::kRsqrt || op == Opcode::kSqrt ||
+                              op == Opcode::kSin || op == Opcode::kCos;
+  if (transcendental && !IsFloatingType(a.type)) {
+    return Error(i, std::string(OpcodeName(op)) +
+                        " needs a floating-point or complex operand, not " + Str(a));
   }
   if (op == Opcode::kIsFinite) return ExpectShape(i, Shape::Array(PrimitiveType::kPred, a.dims));
   Shape want = Shape::Array(a.type, a.dims);

@@ -78,6 +78,21 @@ TEST(Verifier, ErfIsFiniteAndRoundNearestAfzNeedFloatingOperands) {
             "%f: result shape is f32[4] but should be pred[4]");
 }
 
+TEST(Verifier, RoundingAndTranscendentalOpsNeedFloatingOperands) {
+  // XLA rejects these on integers: floor(s32) is not an identity it accepts.
+  EXPECT_EQ(VerifyError("%n = s32[4] parameter(0)\nROOT %f = s32[4] floor(%n)"),
+            "%f: floor needs a floating-point operand, not s32[4]");
+  EXPECT_EQ(VerifyError("%n = s32[4] parameter(0)\nROOT %r = s32[4] round-nearest-even(%n)"),
+            "%r: round-nearest-even needs a floating-point operand, not s32[4]");
+  EXPECT_EQ(VerifyError("%n = s32[4] parameter(0)\nROOT %e = s32[4] exponential(%n)"),
+            "%e: exponential needs a floating-point or complex operand, not s32[4]");
+  EXPECT_EQ(VerifyError("%p = pred[4] parameter(0)\nROOT %t = pred[4] tanh(%p)"),
+            "%t: tanh needs a floating-point or complex operand, not pred[4]");
+  EXPECT_EQ(VerifyError("%x = bf16[4] parameter(0)\n%c = bf16[4] ceil(%x)\n"
+                        "ROOT %s = bf16[4] sqrt(%c)"),
+            "");
+}
+
 TEST(Verifier, OperandCountFromTable) {
   EXPECT_EQ(VerifyError("%x = f32[2] parameter(0)\nROOT %n = f32[2] add(%x)"),
             "%n: add takes 2 operands but has 1");
