@@ -53,15 +53,9 @@ inline ElementwiseRun RunWithArguments(const std::string& hlo,
                                        const std::vector<eval::Value>& args) {
   ElementwiseRun out;
   const sim::BoardConfig board = sim::LoadConfig("v3-8");
-  auto compiled = CompileForBoard(hlo, "test.hlo", cli::TargetFor(board, /*infeed=*/false));
-  if (!compiled.ok()) {
-    ADD_FAILURE() << compiled.status().message();
-    return out;
-  }
-  const CompiledModule& c = *compiled.value();
-  out.inexact_ops = InexactOps(c);
-  out.exact = c.lowered.exact;
-  if (!out.exact) return out;
+  const auto compiled = CompileForValues(hlo, board, out.exact, out.inexact_ops);
+  if (!compiled || !out.exact) return out;
+  const CompiledModule& c = *compiled;
   sim::Simulation simulation(board, sim::RunOptions{.functional = true});
   if (!AddPrograms(c, simulation)) return out;
   const auto params = c.original.entry()->parameters();

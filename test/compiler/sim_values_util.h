@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "cli/board_target.h"
@@ -47,19 +48,29 @@ inline bool AddPrograms(const CompiledModule& c, sim::Simulation& simulation) {
   return true;
 }
 
+// Compiles `hlo` for `board` (no infeed) and notes whether every kernel computes values
+// (`exact`) and which do not; null, after a test failure, when it does not compile.
+inline std::shared_ptr<const CompiledModule> CompileForValues(const std::string& hlo,
+                                                              const sim::BoardConfig& board,
+                                                              bool& exact,
+                                                              std::string& inexact_ops) {
+  auto compiled = CompileForBoard(hlo, "test.hlo", cli::TargetFor(board, /*infeed=*/false));
+  if (!compiled.ok()) {
+    ADD_FAILURE() << compiled.status().message();
+    return nullptr;
+  }
+  exact = compiled.value()->lowered.exact;
+  inexact_ops = InexactOps(*compiled.value());
+  return compiled.value();
+}
+
 // `corrupt`: overwrite the first result element on core 0 before comparing (a control).
 inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
   ValueRun out;
   const sim::BoardConfig board = sim::LoadConfig("v3-8");
-  auto compiled = CompileForBoard(hlo, "test.hlo", cli::TargetFor(board, /*infeed=*/false));
-  if (!compiled.ok()) {
-    ADD_FAILURE() << compiled.status().message();
-    return out;
-  }
-  const CompiledModule& c = *compiled.value();
-  out.inexact_ops = InexactOps(c);
-  out.exact = c.lowered.exact;
-  if (!out.exact) return out;
+  const auto compiled = CompileForValues(hlo, board, out.exact, out.inexact_ops);
+  if (!compiled || !out.exact) return out;
+  const CompiledModule& c = *compiled;
   sim::Simulation simulation(board, sim::RunOptions{.functional = true});
   if (!AddPrograms(c, simulation)) return out;
   auto args = cli::LoadInputs(simulation, c, /*seed=*/1);
