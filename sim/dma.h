@@ -12,6 +12,7 @@
 #include "sim/address_map.h"
 #include "sim/completion_tracker.h"
 #include "sim/dma_engine.h"
+#include "sim/memory_port.h"
 #include "sim/unit.h"
 
 namespace tpusim::sim {
@@ -24,6 +25,13 @@ class DmaUnit : public Unit {
   // Copy number `seq` (in issue order) ended at `end`.
   void EngineDone(uint64_t seq, TimeFs end);
   DmaEndpoints Resolve(const Issued& it);
+  // This core's memory ports' channels by space, for timing-only copies that stay on the
+  // core: the engine reserves them directly (what the router and port would do, as TLM's
+  // DMI bypasses an interconnect) instead of sending each chunk through the sockets.
+  void SetLocalChannels(BandwidthChannel* hbm, BandwidthChannel* vmem, BandwidthChannel* smem) {
+    local_channels_[0] = hbm, local_channels_[1] = vmem, local_channels_[2] = smem;
+  }
+  BandwidthChannel* LocalChannel(Space s) const { return local_channels_[static_cast<int>(s)]; }
 
  protected:
   TimeFs Execute(const Issued& it, TimeFs earliest) override;
@@ -33,6 +41,7 @@ class DmaUnit : public Unit {
  private:
   void CheckRange(const Issued& it, int core, Space space, int64_t base, bool is_src);
   std::vector<std::unique_ptr<DmaEngine>> engines_;
+  BandwidthChannel* local_channels_[kNumSpaces] = {};
   WaitableEvent engine_free_;
   CompletionTracker copies_;  // copies by number in issue order
 };

@@ -58,6 +58,11 @@ void DmaEngine::Begin() {
   job_.start = ctx.Now();
   job_.arrive = job_.start + ctx.Cycles(ctx.cfg->dma_latency_cycles);
   job_.chunk_left = job_.all_done = job_.arrive;
+  const DmaEndpoints& e = job_.ends;
+  if (!ctx.functional && e.src_core == ctx.core && e.dst_core == ctx.core) {
+    job_.direct_src = unit_.LocalChannel(e.src_space);
+    job_.direct_dst = unit_.LocalChannel(e.dst_space);
+  }
 }
 
 void DmaEngine::Move(int64_t src, int64_t dst, uint64_t n) {
@@ -66,6 +71,13 @@ void DmaEngine::Move(int64_t src, int64_t dst, uint64_t n) {
   if (ctx.functional && buffer_.size() < n) buffer_.resize(n);
   const TimeFs now = ctx.Now();
   const TimeFs arrive = std::max(job_.arrive, now);
+  if (job_.direct_src) {  // no path latency within the core
+    const TimeFs done = std::max(job_.direct_src->Reserve(now, arrive, n),
+                                 job_.direct_dst->Reserve(now, arrive, n));
+    job_.all_done = std::max(job_.all_done, done);
+    job_.chunk_left = std::max(job_.chunk_left, done);
+    return;
+  }
   for (bool read : {true, false}) {
     tlm::tlm_generic_payload& gp = gp_;
     latency_.fs = 0;

@@ -18,6 +18,7 @@
 
 namespace tpusim::sim {
 
+class BandwidthChannel;
 class DmaUnit;
 
 // Where a copy reads and writes: cores, spaces and byte offsets.
@@ -51,6 +52,8 @@ class DmaEngine : public sc_core::sc_module {
     uint32_t plane = 0, row = 0;          // with values: the next piece's row
     uint64_t byte = 0;                    //   and byte in it
     bool finishing = false;               // every chunk sent; waiting for all_done
+    // Timing-only copies within the core: the channels chunks reserve directly.
+    BandwidthChannel *direct_src = nullptr, *direct_dst = nullptr;
   };
   // The method: starts or resumes the copy and runs it until it must wait.
   void Step();

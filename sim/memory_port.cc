@@ -18,7 +18,7 @@ void BandwidthChannel::DropBefore(uint64_t now_fs) {
 
 uint64_t BandwidthChannel::Reserve(uint64_t now_fs, uint64_t arrive_fs, uint64_t bytes) {
   DropBefore(now_fs);
-  const uint64_t length = static_cast<uint64_t>(DurationFs(bytes) + 0.5);
+  uint64_t left = static_cast<uint64_t>(DurationFs(bytes) + 0.5);
   bytes_served_ += bytes;
   uint64_t start = arrive_fs;
   // i: the first interval starting after `start`; the one before it may still cover it.
@@ -27,29 +27,32 @@ uint64_t BandwidthChannel::Reserve(uint64_t now_fs, uint64_t arrive_fs, uint64_t
                        [](uint64_t t, const Interval& iv) { return t < iv.first; }) -
       busy_.begin());
   if (i > head_ && busy_[i - 1].second > start) start = busy_[i - 1].second;
-  while (i < busy_.size() && busy_[i].first < start + length) {  // gap too short: skip it
-    start = std::max(start, busy_[i].second);
-    ++i;
-  }
-  if (length == 0) return start;  // nothing to hold
-  // Every interval before i now starts before `start`: insert [start, end) at i, merging
-  // with touching neighbours.
-  uint64_t end = start + length;
-  const auto at = busy_.begin() + static_cast<std::ptrdiff_t>(i);
-  if (i < busy_.size() && busy_[i].first == end) {
-    end = busy_[i].second;
-    if (i > head_ && busy_[i - 1].second == start) {  // fills the gap: join both
-      busy_[i - 1].second = end;
+  if (left == 0) return start;  // nothing to hold
+  // Fill gaps from `start` on until the transfer is held; intervals stay merged, so each
+  // gap before busy_[i] is non-empty.
+  for (;;) {
+    const bool more = i < busy_.size();
+    const uint64_t take = more ? std::min(left, busy_[i].first - start) : left;
+    const uint64_t end = start + take;
+    left -= take;
+    const bool join_prev = i > head_ && busy_[i - 1].second == start;
+    const bool join_next = more && busy_[i].first == end;
+    const auto at = busy_.begin() + static_cast<std::ptrdiff_t>(i);
+    if (join_prev && join_next) {
+      busy_[i - 1].second = busy_[i].second;
       busy_.erase(at);
-    } else {
+      start = busy_[i - 1].second;
+    } else if (join_next) {
       busy_[i].first = start;
+      start = busy_[i].second;
+      ++i;
+    } else if (join_prev) {
+      busy_[i - 1].second = end;
+    } else {
+      busy_.insert(at, Interval(start, end));
     }
-  } else if (i > head_ && busy_[i - 1].second == start) {
-    busy_[i - 1].second = end;
-  } else {
-    busy_.insert(at, Interval(start, end));
+    if (left == 0) return end;
   }
-  return start + length;
 }
 
 MemoryPort::MemoryPort(sc_core::sc_module_name name, Memory& memory, double bytes_per_s,

@@ -49,6 +49,7 @@ class MemoryPort : public sc_core::sc_module {
   MemoryPort(sc_core::sc_module_name name, Memory& memory, double bytes_per_s, bool functional);
   Memory& memory() { return memory_; }
   const BandwidthChannel& channel() const { return channel_; }
+  BandwidthChannel& channel() { return channel_; }
 
  private:
   void b_transport(int from, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);

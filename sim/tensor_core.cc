@@ -42,6 +42,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int core, const CoreConfig&
   router_->AddRoute(core, Space::kVmem, 1);
   router_->out.bind(smem_port_->socket);
   router_->AddRoute(core, Space::kSmem, 2);
+  dma_->SetLocalChannels(&hbm_port_->channel(), &vmem_port_->channel(), &smem_port_->channel());
 }
 
 std::vector<std::string> TensorCore::BlockedUnits() const {
