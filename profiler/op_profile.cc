@@ -14,6 +14,7 @@ std::vector<OpProfileEntry> ComputeOpProfile(const std::vector<TagAgg>& tags,
     OpProfileEntry e;
     e.name = t.name;
     e.time_ms = static_cast<double>(t.time) / 1e12;
+    e.span_ms = static_cast<double>(t.span) / 1e12;
     e.time_percent = Percent(static_cast<double>(t.time), total);
     e.flops = t.flops;
     e.bytes = static_cast<double>(t.bytes);

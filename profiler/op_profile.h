@@ -22,6 +22,7 @@ struct OpProfileEntry {
   double wasted_ms = 0;        // time_ms - roofline_ms, at least 0
   double flop_rate_utilization_relative_to_roofline_percent = 0;
   uint64_t count = 0;
+  double span_ms = 0;  // TagAgg::span
 };
 
 // Sorted by time, descending; ties by name, ascending.

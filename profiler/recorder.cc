@@ -108,6 +108,13 @@ void Recorder::AddBusy(const sim::BusyRecord& r, uint64_t count) {
   // (records arrive at issue or, for DMA copies, at completion).
   TagTime& t = TagTimeOf(r.core, r.tag);
   TagAgg& agg = tag_aggs_[t.slot];
+  if (t.span_end == 0 || t.span_step != r.step) {
+    agg.span += t.span_end - t.span_start;
+    t.span_start = r.start, t.span_end = r.end, t.span_step = r.step;
+  } else {
+    t.span_start = std::min(t.span_start, r.start);
+    t.span_end = std::max(t.span_end, r.end);
+  }
   agg.flops += r.flops;
   agg.bytes += r.bytes;
   agg.count += count;
@@ -210,7 +217,12 @@ void Recorder::Flush(TimeFs upto) {
   for (int c = 0; c < num_cores(); ++c) DeliverMerged(c), FoldCore(c, upto);
 }
 
-void Recorder::Finish() { Flush(kNoTime); }
+void Recorder::Finish() {
+  Flush(kNoTime);
+  for (std::vector<TagTime>& times : tag_times_)
+    for (TagTime& t : times)
+      if (t.slot >= 0) tag_aggs_[t.slot].span += t.span_end - t.span_start, t.span_end = 0;
+}
 
 uint64_t Recorder::late_records() const {
   uint64_t n = 0;

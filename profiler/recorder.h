@@ -45,6 +45,9 @@ struct TagAgg {
   double flops = 0;
   uint64_t bytes = 0;
   uint64_t count = 0;  // instructions
+  // From the first start to the last end of the op's records in each step, summed over
+  // steps and cores: with the idle gaps inside (a collective waiting for its peers).
+  TimeFs span = 0;
 };
 
 struct StepCoreAgg {
@@ -107,6 +110,9 @@ class Recorder : public sim::IActivitySink, public IHostSink {
   struct TagTime {
     int slot = -1;  // index into tag_aggs_
     BusyUnion un;
+    // The open span of the op's records in step `span_step` (span_end == 0: none open).
+    TimeFs span_start = 0, span_end = 0;
+    uint32_t span_step = 0;
   };
   void Touch(TimeFs start, TimeFs end);
   bool KeepEvent(uint32_t step);

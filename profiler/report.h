@@ -19,20 +19,23 @@ struct Report {
   std::vector<Recommendation> recommendations;
 };
 
-// Moves the time cores spend in collective ops (RunContext::collective_ops) from compute
-// to the all-reduce part of the average step breakdown.
+// The all-reduce part of the average step breakdown is the time cores spend inside
+// collective ops (RunContext::collective_ops): their busy time moves from compute, and
+// the idle gaps within their spans (waiting for peers and ICI latency) from host overhead.
 inline void AttributeCollectives(Report& r) {
-  double ms = 0;
+  double busy = 0, span = 0;
   for (const OpProfileEntry& op : r.ops)
     if (std::find(r.context.collective_ops.begin(), r.context.collective_ops.end(), op.name) !=
         r.context.collective_ops.end())
-      ms += op.time_ms;
-  const double cores = std::max<double>(1, static_cast<double>(r.metrics.per_core.size()));
-  const double per_step = ms / cores / std::max(1, r.context.steps);
+      busy += op.time_ms, span += std::max(op.span_ms, op.time_ms);
+  const double per = std::max<double>(1, static_cast<double>(r.metrics.per_core.size())) *
+                     std::max(1, r.context.steps);
   StepBreakdown& b = r.metrics.step_breakdown;
-  const double moved = std::min(per_step, b.compute_ms);
+  const double moved = std::min(busy / per, b.compute_ms);
+  const double idle = std::clamp((span - busy) / per, 0.0, std::max(0.0, b.host_overhead_ms));
   b.compute_ms -= moved;
-  b.all_reduce_ms += moved;
+  b.host_overhead_ms -= idle;
+  b.all_reduce_ms += moved + idle;
 }
 
 // Call after Recorder::Finish().
