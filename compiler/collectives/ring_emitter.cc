@@ -93,19 +93,20 @@ void RingEmitter::AllGatherBegin(uint64_t data, uint64_t out, uint64_t mine, int
   Vmem(3, data + mine * c_);
   Vmem(4, out + mine * c_);
   s_ << "    dma.vv r4, r3, chunk, f" << Flag(kFlagLocalCopy) << "\n";
+  if (gather_from_out_) s_ << "    wait dma, f" << Flag(kFlagLocalCopy) << ", 1\n";
 }
 
 void RingEmitter::AllGatherStep(uint64_t data, uint64_t out, uint64_t mine, int64_t st) {
   uint64_t k = Chunk(static_cast<int64_t>(mine) - st);
   if (st > 0) s_ << "    wait dma, f" << Flag(kFlagGathered) << ", 1\n";
-  Vmem(3, st == 0 ? data + k * c_ : out + k * c_, "self");
+  Vmem(3, st == 0 && !gather_from_out_ ? data + k * c_ : out + k * c_, "self");
   Vmem(4, out + k * c_, "next");
   s_ << "    dma.g r4, r3, chunk, f" << Flag(kFlagGathered) << "\n";
 }
 
 void RingEmitter::AllGatherEnd() {
-  s_ << "    wait dma, f" << Flag(kFlagGathered) << ", 1\n    wait dma, f" << Flag(kFlagLocalCopy)
-     << ", 1\n";
+  s_ << "    wait dma, f" << Flag(kFlagGathered) << ", 1\n";
+  if (!gather_from_out_) s_ << "    wait dma, f" << Flag(kFlagLocalCopy) << ", 1\n";
 }
 
 }  // namespace tpusim::collectives

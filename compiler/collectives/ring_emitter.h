@@ -77,6 +77,10 @@ class RingEmitter {
   void AllGatherBegin(uint64_t data, uint64_t out, uint64_t mine, int wait_first);
   void AllGatherStep(uint64_t data, uint64_t out, uint64_t mine, int64_t st);
   void AllGatherEnd();
+  // The all-gather's first send reads this core's chunk from `out` once the local copy is
+  // there, not from `data`: after AllGatherEnd no copy still reads `data`, so the next
+  // segment may load into it at once (ring_pieces.cc's paired segments).
+  void GatherFromOut() { gather_from_out_ = true; }
 
  private:
   std::ostringstream& s_;
@@ -85,6 +89,7 @@ class RingEmitter {
   int n_, p_;
   uint64_t c_;
   RingRegisters r_;
+  bool gather_from_out_ = false;
 };
 
 }  // namespace tpusim::collectives

@@ -2,7 +2,9 @@
 // makes them): the buffers form one array back to back, reduced segment by segment as in
 // ring_allreduce.cc, but each segment gathers its parts of the buffers from HBM and scatters
 // its results to their outputs, so nothing is copied into a combined buffer first and ring
-// padding never reaches HBM. Segments are unrolled: their parts differ.
+// padding never reaches HBM. Segments are unrolled: their parts differ. Beyond one segment
+// they go in pairs, one round the ring each way (both directions of every link), their
+// steps interleaved as in the bidirectional ring.
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -29,6 +31,96 @@ std::vector<Part> PartsOf(const std::vector<RingPiece>& pieces, uint64_t begin, 
     if (lo < hi) parts.push_back(Part{i, lo, hi, lo - start});
   }
   return parts;
+}
+
+// One ring's share of a pair: its segment, buffer set, stores of the pair before and
+// the parts of its segment.
+struct Lane {
+  RingEmitter ring;
+  int flags;         // flag base
+  uint64_t set;      // VMEM offset of its buffer set
+  const char* base;  // the register holding it
+  std::vector<Part> parts;
+  uint64_t begin = 0;     // the segment's first byte in the array
+  int stored_before = 0;  // result copies the previous pair's segment of this lane made
+};
+
+// Segments 2j (forward ring, buffer set 0) and 2j+1 (backward ring, set kRingSetBytes)
+// together. Both buffer sets are reused by every pair, so each lane waits, before its
+// first send, for the previous pair's result copies out of its `out` (a neighbour's
+// all-gather may write there once this core has sent); `data` has no reader left after
+// AllGatherEnd because the first all-gather send reads `out` (GatherFromOut).
+std::string PairedProgram(const RingAllReduceSpec& spec, int position, uint64_t seg,
+                          const std::map<uint64_t, std::string>& descs, std::ostringstream& s) {
+  const int64_t n = static_cast<int64_t>(spec.ring.size());
+  const uint64_t c = seg / n, segments = spec.bytes / seg;
+  const uint64_t data = 0, slots = seg, out = seg + (n - 1) * c;  // VMEM layout of a set
+  std::vector<int> backward(spec.ring.rbegin(), spec.ring.rend());
+  const int back_pos = static_cast<int>(n - 1 - position);
+  Lane lanes[2] = {
+      {RingEmitter(s, spec.ring, position, c, RingRegisters{"r20", "r29", spec.flag_base}),
+       spec.flag_base,
+       0,
+       "r29",
+       {}},
+      {RingEmitter(s, backward, back_pos, c, RingRegisters{"r23", "r26", spec.flag_base + 8}),
+       spec.flag_base + 8,
+       kRingSetBytes,
+       "r26",
+       {}}};
+  const int mine[2] = {position, back_pos};
+  if (spec.mailbox)  // both neighbours write into this core, and it into both
+    EmitEntryHandshake(s, spec.ring[position], *spec.mailbox,
+                       {spec.ring[(position + n - 1) % n], spec.ring[(position + 1) % n]}, 2);
+  for (Lane& l : lanes) {
+    l.ring.EmitRingRegisters();
+    l.ring.GatherFromOut();
+    s << "    li " << l.base << ", " << l.set << "\n";
+  }
+  auto desc = [&](const Part& p) { return descs.at(p.hi - p.lo); };
+  for (uint64_t k = 0; k < segments; k += 2) {
+    const int active = k + 1 < segments ? 2 : 1;
+    for (int i = 0; i < active; ++i) {
+      Lane& l = lanes[i];
+      l.begin = (k + i) * seg;
+      l.parts = PartsOf(spec.pieces, l.begin, l.begin + seg);
+      for (const Part& p : l.parts) {
+        l.ring.Vmem(1, data + (p.lo - l.begin));
+        s << lowering::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)
+          << "    dma.hv r1, r30, " << desc(p) << ", f" << l.flags + kFlagInput << "\n";
+      }
+    }
+    for (int i = 0; i < active; ++i) {
+      Lane& l = lanes[i];
+      s << "    wait seq, f" << l.flags + kFlagInput << ", " << l.parts.size() << "\n";
+      if (l.stored_before)
+        s << "    wait dma, f" << l.flags + kFlagStored << ", " << l.stored_before << "\n";
+    }
+    for (int64_t st = 0; st < n - 1; ++st) {
+      for (int i = 0; i < active; ++i) lanes[i].ring.ReduceScatterSend(data, slots, 0, st);
+      for (int i = 0; i < active; ++i) lanes[i].ring.ReduceScatterFold(data, slots, 0, spec.op, st);
+    }
+    for (int i = 0; i < active; ++i)
+      lanes[i].ring.AllGatherBegin(data, out, lanes[i].ring.Chunk(mine[i] + 1), kFlagAdded);
+    for (int64_t st = 0; st < n - 1; ++st)
+      for (int i = 0; i < active; ++i)
+        lanes[i].ring.AllGatherStep(data, out, lanes[i].ring.Chunk(mine[i] + 1), st);
+    for (int i = 0; i < active; ++i) lanes[i].ring.AllGatherEnd();
+    for (int i = 0; i < active; ++i) {
+      Lane& l = lanes[i];
+      l.stored_before = 0;
+      for (const Part& p : l.parts) {
+        const RingPiece& piece = spec.pieces[p.piece];
+        if (!piece.output) continue;
+        l.ring.Vmem(2, out + (p.lo - l.begin));
+        s << lowering::LoadAddress(30, *piece.output + p.in_piece, 18) << "    dma.vh r30, r2, "
+          << desc(p) << ", f" << l.flags + kFlagStored << "\n";
+        ++l.stored_before;
+      }
+    }
+  }
+  s << "    halt\n";
+  return s.str();
 }
 
 }  // namespace
@@ -58,19 +150,21 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
   RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
   s << "# ring all-reduce (" << ReduceOpName(spec.op) << ") of " << spec.pieces.size()
     << " buffers, " << valid << " bytes padded to " << spec.bytes << ", over " << n << " cores in "
-    << segments << " segment(s); ring position " << position
-    << "\n.desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n";
+    << segments << " segment(s)" << (segments > 1 ? ", in pairs round both ways" : "")
+    << "; ring position " << position << "\n.desc chunk rows=1 row_bytes=" << c
+    << " src_stride=0 dst_stride=0\n";
   for (const auto& [bytes, name] : descs)
     s << ".desc " << name << " rows=1 row_bytes=" << bytes << " src_stride=0 dst_stride=0\n";
   s << ".tag \"" << spec.tag << "\"\n";
+  if (segments > 1) return PairedProgram(spec, position, seg, descs, s);
   if (spec.mailbox)
     EmitEntryHandshake(s, spec.ring[position], *spec.mailbox, {spec.ring[(position + n - 1) % n]},
                        1);
   ring.EmitRingRegisters();
-  for (uint64_t k = 0; k < segments; ++k) {
-    const uint64_t begin = k * seg;
+  {  // one segment
+    const uint64_t begin = 0;
     const std::vector<Part> parts = PartsOf(spec.pieces, begin, begin + seg);
-    s << "    li r29, " << k % 2 * kRingSetBytes << "\n";  // alternate buffer sets
+    s << "    li r29, 0\n";
     for (const Part& p : parts) {
       ring.Vmem(1, data + (p.lo - begin));
       s << lowering::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)

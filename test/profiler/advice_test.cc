@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "profiler/op_profile.h"
-#include "profiler/report.h"
 #include "profiler/recommendations.h"
+#include "profiler/report.h"
 #include "test/profiler/test_records.h"
 
 namespace tpusim::profiler {
@@ -73,8 +73,8 @@ TEST(Report, CollectiveIdleGapsCountAsAllReduceNotHostOverhead) {
   ctx.collective_ops = {"all-reduce.2"};
   Report r = BuildReport(rec, TestPeaks(), ctx);
   const StepBreakdown& b = r.metrics.step_breakdown;
-  EXPECT_NEAR(b.all_reduce_ms, 0.050, 1e-12);    // the span [40, 90)
-  EXPECT_NEAR(b.compute_ms, 0.045, 1e-12);       // conv and fusion
+  EXPECT_NEAR(b.all_reduce_ms, 0.050, 1e-12);     // the span [40, 90)
+  EXPECT_NEAR(b.compute_ms, 0.045, 1e-12);        // conv and fusion
   EXPECT_NEAR(b.host_overhead_ms, 0.005, 1e-12);  // [95, 100)
 }
 
