@@ -80,7 +80,7 @@ void BM_Model(benchmark::State& state, const std::string& path) {
     profiler::Recorder recorder(profiler::RecorderOptions{.num_cores = board.cores(),
                                                           .mxus_per_core = board.core.mxus,
                                                           .sample_interval_fs = 1'000'000'000});
-    sim::Simulation simulation(board, {.functional = false, .sink = &recorder});
+    sim::Simulation simulation(board, {.functional = false, .sink = &recorder, .unit_busy = false});
     for (int c = 0; c < board.cores(); ++c) {
       recorder.SetTags(c, programs[c].tags);
       simulation.AddCore(programs[c]);

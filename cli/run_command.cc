@@ -119,7 +119,8 @@ int RunCommand(const std::vector<std::string>& argv) {
                                                         .sample_interval_fs = 1'000'000'000,
                                                         .keep_events = !a.trace.empty()});
   ProgressBar progress(a.steps);  // on a terminal, once the run has lasted over a second
-  sim::RunOptions run_options{.functional = values, .sink = &recorder};
+  // The profiler computes busy time; the units' own unions would repeat it.
+  sim::RunOptions run_options{.functional = values, .sink = &recorder, .unit_busy = false};
   // With values each step is checked as it ends (step_check.h); references are evaluated
   // between slices of the run, outside SystemC's threads.
   std::unique_ptr<StepCheck> step_check;

@@ -30,7 +30,13 @@ TimeFs UnitStats::BusyTotal() {
 
 void CoreContext::Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs end, double flops,
                          uint64_t hbm_bytes, bool counts_as_busy) {
-  if (counts_as_busy) stats[static_cast<int>(unit)].AddBusy(start, end, [this] { return Now(); });
+  if (counts_as_busy) {
+    UnitStats& st = stats[static_cast<int>(unit)];
+    if (unit_busy)
+      st.AddBusy(start, end, [this] { return Now(); });
+    else
+      st.CountInstruction();
+  }
   if (!sink) return;
   BusyRecord r;
   r.core = static_cast<uint16_t>(core);

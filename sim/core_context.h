@@ -104,7 +104,8 @@ class UnitStats {
   void AddBusy(TimeFs start, TimeFs end, TimeFs now) {
     AddBusy(start, end, [now] { return now; });
   }
-  TimeFs BusyTotal();  // length of the union of all intervals
+  TimeFs BusyTotal();                           // length of the union of all intervals
+  void CountInstruction() { ++instructions_; }  // an instruction whose interval is not kept
   uint64_t instructions() const { return instructions_; }
   uint64_t late_records() const { return late_; }
 
@@ -156,6 +157,7 @@ struct CoreContext {
   IActivitySink* sink = nullptr;               // may be null
   std::vector<CoreContext*>* peers = nullptr;  // every core of the board, by index
   std::array<UnitStats, isa::kNumUnits> stats;
+  bool unit_busy = true;         // RunOptions::unit_busy: stats keep busy intervals
   std::string* error = nullptr;  // first error of the run (shared by all cores)
 
   // The context of core c (this one when there is no board).

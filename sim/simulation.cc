@@ -32,6 +32,7 @@ TensorCore& Simulation::AddCore(const isa::Program& program) {
   cores_.push_back(std::make_unique<TensorCore>(("core" + std::to_string(index)).c_str(), index,
                                                 board_.core, *programs_.back(), options_.functional,
                                                 options_.sink, &error_));
+  cores_.back()->ctx().unit_busy = options_.unit_busy;
   peers_.push_back(&cores_.back()->ctx());
   cores_.back()->ctx().peers = &peers_;
   return *cores_.back();

@@ -23,6 +23,10 @@ struct RunProgress {
 struct RunOptions {
   bool functional = true;         // false: timing only, no values
   IActivitySink* sink = nullptr;  // profiler, optional
+  // Each unit's busy time as the union of its intervals (UnitReport::busy_fs). A run whose
+  // profiler computes busy time itself may turn it off: busy_fs is then 0, and the
+  // instruction counts remain.
+  bool unit_busy = true;
   // Optional: Run() simulates in slices of `progress_interval_fs` (skipping spans
   // without events) and calls this after each slice, the last one included. Results are
   // identical with or without it.
@@ -35,8 +39,8 @@ struct RunOptions {
 };
 
 struct UnitReport {
-  std::string name;  // "seq", "dma", "mxu0", ...
-  TimeFs busy_fs = 0;
+  std::string name;    // "seq", "dma", "mxu0", ...
+  TimeFs busy_fs = 0;  // 0 with RunOptions::unit_busy off
   uint64_t instructions = 0;
   double busy_percent = 0;
 };

@@ -64,6 +64,33 @@ TEST(CoreTiming, ConcurrentDmasShareHbmBandwidth) {
   }
 }
 
+TEST(CoreTiming, WithoutUnitBusyStatsInstructionsAreStillCounted) {
+  // `tpusim run` leaves busy time to the profiler: the units keep no interval unions.
+  const std::string text = R"(
+    .desc mb rows=1 row_bytes=65536 src_stride=0 dst_stride=0
+    li r1, 0
+    li r2, 65536
+    dma.hv r1, r2, mb, f0
+    dma.hv r2, r1, mb, f0
+    wait seq, f0, 2
+    halt
+  )";
+  BoardConfig board = LoadConfig("v3-8");
+  Simulation sim(board, RunOptions{.functional = false, .unit_busy = false});
+  sim.AddCore(testing::MustAssemble(text));
+  RunReport r = sim.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_GT(r.end_fs, 0u);
+  bool saw_dma = false;
+  for (const UnitReport& u : r.units) {
+    EXPECT_EQ(u.busy_fs, 0u) << u.name;
+    if (u.name != "dma") continue;
+    saw_dma = true;
+    EXPECT_EQ(u.instructions, 2u);
+  }
+  EXPECT_TRUE(saw_dma);
+}
+
 TEST(CoreTiming, MatmulStreamsRowsAfterWeightsAndPopWaitsForDrain) {
   SingleCoreRun run(R"(
     li r1, 0
