@@ -97,7 +97,7 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
       throw std::invalid_argument("a bidirectional all-reduce takes no padding or output");
     return BidirectionalProgram(spec, position);
   }
-  // One segment up to 4 MiB (one buffer set fits VMEM); beyond, 2 MiB segments.
+  // One segment up to 4 MiB (one buffer set fits VMEM); beyond, 2 MiB segments in pairs.
   const uint64_t seg = spec.bytes <= kSingleSegmentBytes ? spec.bytes : kSegmentBytes;
   if (spec.bytes == 0 || seg % (kVreg * n) || spec.bytes % seg)
     throw std::invalid_argument("all-reduce size must be a positive multiple of 4096 x " +
@@ -106,33 +106,32 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const uint64_t valid = spec.valid_bytes ? spec.valid_bytes : spec.bytes;
   if (valid > spec.bytes || valid % 4 || (valid != spec.bytes && segments != 1))
     throw std::invalid_argument("all-reduce padding: valid bytes must fit one segment");
+  if (segments > 1) {  // one buffer of several segments: they go in pairs (ring_pieces.cc)
+    RingAllReduceSpec one = spec;
+    one.pieces = {
+        RingPiece{spec.hbm_address, spec.bytes, spec.hbm_output.value_or(spec.hbm_address)}};
+    return RingAllReducePiecesProgram(one, position);
+  }
   const char* io = valid != spec.bytes ? "valid" : "segment";     // the HBM copies
-  const uint64_t data = 0, slots = seg, out = seg + (n - 1) * c;  // VMEM layout of a set
+  const uint64_t data = 0, slots = seg, out = seg + (n - 1) * c;  // VMEM layout
   std::ostringstream s;
   const int fb = spec.flag_base;
   RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
   s << "# ring all-reduce (" << ReduceOpName(spec.op) << ") of " << spec.bytes << " bytes over "
-    << n << " cores in " << segments << " segment(s); ring "
-    << "position " << position << "\n"
+    << n << " cores; ring position " << position << "\n"
     << ".desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n"
     << ".desc segment rows=1 row_bytes=" << seg << " src_stride=0 dst_stride=0\n"
     << ".tag \"" << spec.tag << "\"\n";
   if (valid != spec.bytes)
     s << ".desc valid rows=1 row_bytes=" << valid << " src_stride=0 dst_stride=0\n";
-  // r30: the segment in HBM; the result goes to r26 (r30 unless hbm_output is given).
+  // r30: the array in HBM; the result goes to r26 (r30 unless hbm_output is given).
   const char* result = spec.hbm_output ? "r26" : "r30";
   if (spec.mailbox)  // the previous core writes into this one, this one into the next
     EmitEntryHandshake(s, spec.ring[position], *spec.mailbox, {spec.ring[(position + n - 1) % n]},
                        1);
   ring.EmitRingRegisters();
-  s << lowering::LoadAddress(19, spec.hbm_address, 18);  // r19: the array in HBM
-  if (spec.hbm_output) s << lowering::LoadAddress(25, *spec.hbm_output, 18);
-  s << "    li r28, 0\n    li r27, " << segments << "\n"  // r28 segment, r27 count
-    << "segment:\n";
-  s << "    andi r29, r28, 1\n    muli r29, r29, " << kSetBytes << "\n"  // buffer set
-    << "    muli r30, r28, " << seg << "\n";
-  if (spec.hbm_output) s << "    add r26, r30, r25\n";
-  s << "    add r30, r30, r19\n";
+  s << lowering::LoadAddress(30, spec.hbm_address, 18);
+  if (spec.hbm_output) s << lowering::LoadAddress(26, *spec.hbm_output, 18);
   ring.Vmem(1, data);
   s << "    dma.hv r1, r30, " << io << ", f" << fb + kFlagInput << "\n    wait seq, f"
     << fb + kFlagInput << ", 1\n";
@@ -140,7 +139,7 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   ring.AllGather(data, out, ring.Chunk(position + 1), kFlagAdded);
   ring.Vmem(2, out);
   s << "    dma.vh " << result << ", r2, " << io << ", f" << fb + kFlagStored << "\n"
-    << "    addi r28, r28, 1\n    blt r28, r27, segment\n    halt\n";
+    << "    halt\n";
   return s.str();
 }
 

@@ -13,9 +13,9 @@
 
 namespace tpusim::collectives {
 
-// Arrays above kRingSingleSegmentBytes are reduced kRingSegmentBytes at a time; consecutive
-// segments use alternate VMEM buffer sets kRingSetBytes apart, so a segment's late copies
-// never meet the next one's data.
+// Arrays above kRingSingleSegmentBytes are reduced kRingSegmentBytes at a time, two segments
+// at once, one round the ring each way, in VMEM buffer sets kRingSetBytes apart
+// (ring_pieces.cc).
 inline constexpr uint64_t kRingVregBytes = 4096;
 inline constexpr uint64_t kRingSegmentBytes = 2 << 20;
 inline constexpr uint64_t kRingSingleSegmentBytes = 4 << 20;
