@@ -106,7 +106,8 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const uint64_t valid = spec.valid_bytes ? spec.valid_bytes : spec.bytes;
   if (valid > spec.bytes || valid % 4 || (valid != spec.bytes && segments != 1))
     throw std::invalid_argument("all-reduce padding: valid bytes must fit one segment");
-  if (segments > 1) {  // one buffer of several segments: they go in pairs (ring_pieces.cc)
+  if (segments > 1 || (valid == spec.bytes && GoesAsHalves(spec.bytes, static_cast<int>(n)))) {
+    // One buffer of several segments (or halves): they go in pairs (ring_pieces.cc).
     RingAllReduceSpec one = spec;
     one.pieces = {
         RingPiece{spec.hbm_address, spec.bytes, spec.hbm_output.value_or(spec.hbm_address)}};

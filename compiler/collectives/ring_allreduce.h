@@ -20,6 +20,13 @@ inline constexpr uint64_t kRingVregBytes = 4096;
 inline constexpr uint64_t kRingSegmentBytes = 2 << 20;
 inline constexpr uint64_t kRingSingleSegmentBytes = 4 << 20;
 inline constexpr uint64_t kRingSetBytes = 6 << 20;
+// From this size a one-segment all-reduce goes as two halves, one round the ring each way,
+// when each half is whole vector registers per core (below it the latencies dominate).
+inline constexpr uint64_t kRingHalvesMinBytes = 1 << 20;
+inline bool GoesAsHalves(uint64_t bytes, int ring_size) {
+  return bytes >= kRingHalvesMinBytes && bytes <= kRingSingleSegmentBytes &&
+         bytes % (2 * kRingVregBytes * static_cast<uint64_t>(ring_size)) == 0;
+}
 
 // One operand of a combined (tuple) all-reduce: its buffer and where its result goes
 // (none: reduced with the others but not stored).

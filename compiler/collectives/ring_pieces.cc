@@ -133,12 +133,15 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
       throw std::invalid_argument("all-reduce pieces must be non-empty and 4-byte aligned");
     valid += p.bytes;
   }
-  const uint64_t seg = spec.bytes <= kRingSingleSegmentBytes ? spec.bytes : kRingSegmentBytes;
+  uint64_t seg = spec.bytes <= kRingSingleSegmentBytes ? spec.bytes : kRingSegmentBytes;
   if (spec.bytes == 0 || seg % (kRingVregBytes * n) || spec.bytes % seg)
     throw std::invalid_argument("all-reduce size must be a positive multiple of 4096 x " +
                                 std::to_string(n) + " bytes, and of 2 MiB above 4 MiB");
   if (valid > spec.bytes || spec.bytes - valid >= seg)
     throw std::invalid_argument("all-reduce pieces: the padding must lie in the last segment");
+  if (seg == spec.bytes && GoesAsHalves(spec.bytes, static_cast<int>(n)) &&
+      spec.bytes - valid < spec.bytes / 2)
+    seg = spec.bytes / 2;  // one segment as two halves, one each way
   const uint64_t c = seg / n, segments = spec.bytes / seg;
   const uint64_t data = 0, slots = seg, out = seg + (n - 1) * c;  // VMEM layout of a set
   std::map<uint64_t, std::string> descs;                          // one descriptor per copy size

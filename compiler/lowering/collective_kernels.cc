@@ -21,7 +21,10 @@ constexpr uint64_t kVreg = 4096, kSegment = 2 << 20, kSingleSegment = 4 << 20;
 uint64_t AllReduceBytes(uint64_t bytes, int n) {
   const uint64_t granule = kVreg * static_cast<uint64_t>(n);
   uint64_t padded = (bytes + granule - 1) / granule * granule;
-  if (padded > kSingleSegment) padded = (bytes + kSegment - 1) / kSegment * kSegment;
+  if (padded > kSingleSegment) return (bytes + kSegment - 1) / kSegment * kSegment;
+  // Large enough to go as two halves, one each way: pad to whole registers per half.
+  const uint64_t halves = (bytes + 2 * granule - 1) / (2 * granule) * (2 * granule);
+  if (halves >= collectives::kRingHalvesMinBytes && halves <= kSingleSegment) return halves;
   return padded;
 }
 
