@@ -161,10 +161,19 @@ BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores) {
                                  producer->opcode() == hlo::Opcode::kCall ||
                                  producer->opcode() == hlo::Opcode::kConditional ||
                                  producer->opcode() == hlo::Opcode::kBatchNormTraining;
-    if (HasDim(i->shape(), b))
+    if (HasDim(i->shape(), b)) {
       a.carrying.insert(i);
-    else if (i->opcode() != hlo::Opcode::kTuple && i->shape().IsArray() && !computed_inside)
+    } else if ((i->opcode() == hlo::Opcode::kReshape || i->opcode() == hlo::Opcode::kBitcast) &&
+               i->shape().IsArray()) {
+      // Merged into another dimension, the batch is no longer a dimension the split can
+      // follow; summing the cores' pieces (what `reduced` means) would be wrong.
+      BatchAnalysis whole;
+      whole.why_not = "%" + i->name() + " reshapes the batch dimension (" + std::to_string(b) +
+                      ") of %" + i->operand(0)->name() + " into " + i->shape().ToString(false);
+      return whole;
+    } else if (i->opcode() != hlo::Opcode::kTuple && i->shape().IsArray() && !computed_inside) {
       a.reduced.insert(i);
+    }
   }
   return a;
 }

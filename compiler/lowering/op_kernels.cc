@@ -184,19 +184,21 @@ std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp&
     return "";
   // Under a data-parallel split an operand with the batch holds its share, the batch leading
   // (data_parallel.h): as M, the lhs's free dimension, or as K in both operands (each core
-  // then computes a partial sum, all-reduced after the dot).
+  // then computes a partial sum, all-reduced after the dot), or as the outer batch
+  // dimension of both (attention's [batch, heads] dots: each core takes its examples).
   const bool l_split = IsShare(c, instr.operand(0)), r_split = IsShare(c, instr.operand(1));
   if ((c.split > 0 && HasDim(l, c.split) && !l_split) ||
       (c.split > 0 && HasDim(r, c.split) && !r_split))
     return "";  // a whole operand with a batch-sized dimension: the shapes are ambiguous
-  if ((l_split || r_split) &&
-      (!lbd.empty() || !ShareOf(l, c.split, c.cores) || !ShareOf(r, c.split, c.cores)))
+  if ((l_split || r_split) && (!ShareOf(l, c.split, c.cores) || !ShareOf(r, c.split, c.cores)))
     return "";
+  const bool split_batch = l_split && r_split && !lbd.empty() && lbd[0] == 0 && rbd[0] == 0;
+  if ((l_split || r_split) && !lbd.empty() && !split_batch) return "";
   const int64_t lk = (*lc)[0], rk = (*rc)[0];
   const int64_t fa = FreeDim(l, lbd, lk), fb = FreeDim(r, rbd, rk);
   const bool split_m = l_split && !r_split && fa == 0,
              split_k = l_split && r_split && lk == 0 && rk == 0;
-  if ((l_split || r_split) && !split_m && !split_k) return "";
+  if ((l_split || r_split) && !split_m && !split_k && !split_batch) return "";
   const int64_t l_minor = static_cast<int64_t>(l.dims.size()) - 1;
   const int64_t r_minor = static_cast<int64_t>(r.dims.size()) - 1;
   if (fa < 0 || fb < 0 || (lk != l_minor && fa != l_minor) || (rk != r_minor && fb != r_minor))
@@ -212,10 +214,11 @@ std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp&
          b_t ? sr[fb] : sr[rk]};
   if (!lbd.empty()) {  // the last batch dimension is the inner one
     const size_t in = lbd.size() - 1;
-    d.batch.inner = l.dims[lbd[in]];
+    const int64_t share = split_batch ? c.cores : 1;  // the split batch is lbd[0]
+    d.batch.inner = l.dims[lbd[in]] / (in == 0 ? share : 1);
     d.a.inner_stride = sl[lbd[in]], d.b.inner_stride = sr[rbd[in]];
     if (in == 1) {
-      d.batch.outer = l.dims[lbd[0]];
+      d.batch.outer = l.dims[lbd[0]] / share;
       d.a.outer_stride = sl[lbd[0]], d.b.outer_stride = sr[rbd[0]];
     }
   }

@@ -4,6 +4,8 @@
 // dots and tiled VPU ops on each core's share.
 #include <gtest/gtest.h>
 
+#include "compiler/hlo/parser.h"
+#include "compiler/lowering/data_parallel.h"
 #include "test/compiler/sim_values_util.h"
 
 namespace tpusim {
@@ -86,6 +88,38 @@ ENTRY %main (d: f32[24,30], x: f32[24,200]) -> f32[200,30] {
 })");
   EXPECT_FALSE(r.exact);
   EXPECT_EQ(r.inexact_ops, " %dw (dot)");
+}
+
+TEST(DataParallel, AttentionScoresSplitAlongTheirOuterBatchDimension) {
+  // [batch, heads] dot of each core's 2 examples (before: timing-only under the split).
+  ExpectMatch(R"(HloModule m
+ENTRY %main (x: f32[16,128,64], y: f32[16,128,64]) -> f32[16,2,128,128] {
+  %x = f32[16,128,64]{2,1,0} parameter(0)
+  %y = f32[16,128,64]{2,1,0} parameter(1)
+  %q2 = f32[16,128,64]{2,1,0} multiply(%x, %x)
+  %k2 = f32[16,128,64]{2,1,0} add(%x, %y)
+  %q = f32[16,128,2,32]{3,2,1,0} reshape(%q2)
+  %k = f32[16,128,2,32]{3,2,1,0} reshape(%k2)
+  ROOT %s = f32[16,2,128,128]{3,2,1,0} dot(%q, %k), lhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={3}
+})");
+}
+
+TEST(DataParallel, AReshapeThatMergesTheBatchAwayKeepsTheModuleWhole) {
+  // [16, 128, 64] -> [2048, 64]: the batch is no dimension of the result. Before, the
+  // reshape counted as a partial sum over each core's share and was all-reduced.
+  const char* text = R"(HloModule m
+ENTRY %main (x: f32[16,128,64], w: f32[64,64]) -> f32[2048,64] {
+  %x = f32[16,128,64]{2,1,0} parameter(0)
+  %w = f32[64,64]{1,0} parameter(1)
+  %x2 = f32[2048,64]{1,0} reshape(%x)
+  ROOT %q = f32[2048,64]{1,0} dot(%x2, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+  auto parsed = hlo::ParseHlo(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const lowering::BatchAnalysis a = lowering::AnalyzeBatch(*parsed->entry(), 8);
+  EXPECT_EQ(a.batch, 0);
+  EXPECT_EQ(a.why_not, "%x2 reshapes the batch dimension (16) of %x into f32[2048,64]");
+  ExpectMatch(text);  // every core computes the whole module
 }
 
 }  // namespace
