@@ -166,35 +166,59 @@ int64_t FreeDim(const hlo::Shape& s, const hlo::IntList& batch, int64_t contract
   return free;
 }
 
+// An operand of a dot without batch dimensions seen as a matrix of its row-major memory:
+// the leading dimensions merged into one when they are all free (contracting the minor one:
+// [B, S, H] as [B*S, H]) or all contracting (the weight gradient's [B, S, H] contracting
+// {0, 1} as [B*S, H] contracting 0). Returns the contracting dimension of the matrix, or -1.
+int64_t AsMatrix(hlo::Shape& s, const hlo::IntList& contracting) {
+  const int64_t rank = static_cast<int64_t>(s.dims.size());
+  if (rank <= 2) return contracting.size() == 1 ? contracting[0] : -1;
+  const bool minor = contracting.size() == 1 && contracting[0] == rank - 1;
+  bool leading = static_cast<int64_t>(contracting.size()) == rank - 1;
+  for (size_t i = 0; leading && i < contracting.size(); ++i)
+    leading = contracting[i] == static_cast<int64_t>(i);
+  if (!minor && !leading) return -1;
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < rank; ++i) rows *= s.dims[i];
+  s.dims = {rows, s.dims[rank - 1]};
+  return minor ? 1 : 0;
+}
+
 // A dot at DEFAULT precision on the exact kernel of exact_dot_kernel.h: f32 or bf16 operands
-// with one contracting and one free dimension each, either of them the minor one, up to two
-// batch dimensions (attention's [batch, heads] dots), f32 result; empty when it does not take
-// the dot (it then runs on the timing kernel).
+// with one contracting and one free dimension each (or leading dimensions that merge into
+// one, AsMatrix), either of them the minor one, up to two batch dimensions (attention's
+// [batch, heads] dots), f32 result; empty when it does not take the dot (it then runs on
+// the timing kernel).
 std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  const hlo::Shape &l = instr.operand(0)->shape(), &r = instr.operand(1)->shape();
+  const hlo::Shape &lw = instr.operand(0)->shape(), &rw = instr.operand(1)->shape();
   const hlo::IntList *lc = instr.GetIntList("lhs_contracting_dims"),
                      *rc = instr.GetIntList("rhs_contracting_dims");
   const hlo::IntList *lb = instr.GetIntList("lhs_batch_dims"),
                      *rb = instr.GetIntList("rhs_batch_dims");
   const hlo::IntList none;
   const hlo::IntList &lbd = lb ? *lb : none, &rbd = rb ? *rb : none;
-  if (!lc || !rc || lc->size() != 1 || rc->size() != 1 || lbd.size() != rbd.size() ||
-      lbd.size() > 2 || !FloatOrBf16(l) || !FloatOrBf16(r) ||
-      instr.shape().type != hlo::PrimitiveType::kF32 || DotWork(instr, 0, 1).passes != 1)
+  if (!lc || !rc || lc->empty() || rc->empty() || lbd.size() != rbd.size() || lbd.size() > 2 ||
+      !FloatOrBf16(lw) || !FloatOrBf16(rw) || instr.shape().type != hlo::PrimitiveType::kF32 ||
+      DotWork(instr, 0, 1).passes != 1)
     return "";
+  // l and r: the operands as the kernel reads them (merged into matrices without batch
+  // dimensions); lw and rw: as the module holds them.
+  hlo::Shape l = lw, r = rw;
+  int64_t lk = lc->size() == 1 ? (*lc)[0] : -1, rk = rc->size() == 1 ? (*rc)[0] : -1;
+  if (lbd.empty()) lk = AsMatrix(l, *lc), rk = AsMatrix(r, *rc);
+  if (lk < 0 || rk < 0) return "";
   // Under a data-parallel split an operand with the batch holds its share, the batch leading
   // (data_parallel.h): as M, the lhs's free dimension, or as K in both operands (each core
   // then computes a partial sum, all-reduced after the dot), or as the outer batch
   // dimension of both (attention's [batch, heads] dots: each core takes its examples).
   const bool l_split = IsShare(c, instr.operand(0)), r_split = IsShare(c, instr.operand(1));
-  if ((c.split > 0 && HasDim(l, c.split) && !l_split) ||
-      (c.split > 0 && HasDim(r, c.split) && !r_split))
+  if ((c.split > 0 && HasDim(lw, c.split) && !l_split) ||
+      (c.split > 0 && HasDim(rw, c.split) && !r_split))
     return "";  // a whole operand with a batch-sized dimension: the shapes are ambiguous
-  if ((l_split || r_split) && (!ShareOf(l, c.split, c.cores) || !ShareOf(r, c.split, c.cores)))
+  if ((l_split || r_split) && (!ShareOf(lw, c.split, c.cores) || !ShareOf(rw, c.split, c.cores)))
     return "";
   const bool split_batch = l_split && r_split && !lbd.empty() && lbd[0] == 0 && rbd[0] == 0;
   if ((l_split || r_split) && !lbd.empty() && !split_batch) return "";
-  const int64_t lk = (*lc)[0], rk = (*rc)[0];
   const int64_t fa = FreeDim(l, lbd, lk), fb = FreeDim(r, rbd, rk);
   const bool split_m = l_split && !r_split && fa == 0,
              split_k = l_split && r_split && lk == 0 && rk == 0;
@@ -231,7 +255,7 @@ std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp&
   }
   op.kind = KernelKind::kMxu;
   op.flops = 2.0 * d.m * d.k * d.n * d.batch.count();
-  op.hbm_bytes = BytesPerCore(l, c.split, c.cores) + BytesPerCore(r, c.split, c.cores) +
+  op.hbm_bytes = BytesPerCore(lw, c.split, c.cores) + BytesPerCore(rw, c.split, c.cores) +
                  BytesPerCore(instr.shape(), c.split, c.cores);
   op.exact = true;
   return k;

@@ -104,6 +104,27 @@ ENTRY %main (x: f32[16,128,64], y: f32[16,128,64]) -> f32[16,2,128,128] {
 })");
 }
 
+// A dense layer on [batch, sequence, features] as JAX emits it: the forward and input
+// gradient dots merge [16, 128] into M, the weight gradient contracts {0, 1} (K, split, so
+// each core's partial sum is all-reduced). All three were timing-only before.
+constexpr const char* kDense3d = R"(HloModule m
+ENTRY %main (x: f32[16,128,64], w: f32[64,96], t: f32[16,128,96]) -> (f32[16,128,64], f32[64,96]) {
+  %x = f32[16,128,64]{2,1,0} parameter(0)
+  %w = f32[64,96]{1,0} parameter(1)
+  %t = f32[16,128,96]{2,1,0} parameter(2)
+  %y = f32[16,128,96]{2,1,0} dot(%x, %w), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  %dy = f32[16,128,96]{2,1,0} subtract(%y, %t)
+  %dx = f32[16,128,64]{2,1,0} dot(%dy, %w), lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  %dw = f32[64,96]{1,0} dot(%x, %dy), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}
+  ROOT %r = (f32[16,128,64]{2,1,0}, f32[64,96]{1,0}) tuple(%dx, %dw)
+})";
+
+TEST(DataParallel, DenseLayerOnSequencesMergesLeadingDimensions) { ExpectMatch(kDense3d); }
+
+TEST(DataParallel, DenseLayerOnSequencesReplicated) {
+  ExpectMatch(std::string(kDense3d).replace(0, 11, "HloModule m, replica_count=8"));
+}
+
 TEST(DataParallel, AReshapeThatMergesTheBatchAwayKeepsTheModuleWhole) {
   // [16, 128, 64] -> [2048, 64]: the batch is no dimension of the result. Before, the
   // reshape counted as a partial sum over each core's share and was all-reduced.
