@@ -22,8 +22,12 @@ int64_t RowBytes(const hlo::Shape& s) {
 // r5 = the start of the leading dimension, clamped to [0, dim - size] as XLA does.
 std::string Start(const HloInstruction& instr, const OpContext& c, int64_t most) {
   std::ostringstream s;
-  const HloInstruction* start = instr.operand(1);
   s << "    li r6, 0\n";
+  if (instr.opcode() == Opcode::kSlice) {  // static: in range (the verifier checked)
+    s << "    li r5, " << instr.slice()->at(0).start << "\n";
+    return s.str();
+  }
+  const HloInstruction* start = instr.operand(1);
   if (start->opcode() == Opcode::kConstant) {
     s << "    li r5, " << static_cast<int32_t>(start->literal().ints.at(0)) << "\n";
   } else {
@@ -74,16 +78,21 @@ std::string CoreKernel(const HloInstruction& instr, const OpContext& c, int core
 }  // namespace
 
 bool IsBatchSlice(const HloInstruction& instr, int64_t split) {
-  if (split <= 0 || instr.opcode() != Opcode::kDynamicSlice) return false;
+  const bool fixed = instr.opcode() == Opcode::kSlice;
+  if (split <= 0 || (!fixed && instr.opcode() != Opcode::kDynamicSlice)) return false;
   const hlo::Shape &whole = instr.operand(0)->shape(), &block = instr.shape();
   if (!whole.IsArray() || !block.IsArray() || whole.dims.empty() || whole.dims[0] != split ||
       std::count(whole.dims.begin(), whole.dims.end(), split) != 1 ||
       std::count(block.dims.begin(), block.dims.end(), split) != 0 ||
       block.dims.size() != whole.dims.size() || block.dims[0] == 0 ||
-      instr.operand_count() != 1 + whole.dims.size() || RowBytes(whole) % 4 != 0)
+      instr.operand_count() != (fixed ? 1 : 1 + whole.dims.size()) || RowBytes(whole) % 4 != 0)
     return false;
   for (size_t d = 1; d < whole.dims.size(); ++d)
     if (block.dims[d] != whole.dims[d]) return false;
+  if (fixed) {  // rows [start, limit) of the batch, every row whole
+    const hlo::SliceBounds* b = instr.slice();
+    return b && b->size() == whole.dims.size() && b->at(0).stride == 1;
+  }
   const HloInstruction* start = instr.operand(1);
   return start->shape().IsScalar() && start->shape().type == hlo::PrimitiveType::kS32 &&
          !(start->opcode() == Opcode::kConstant && start->literal().ints.empty());

@@ -1,4 +1,4 @@
-// A dynamic-slice along the data-parallel batch under a split (data_parallel.h): each core
+// A slice or dynamic-slice along the data-parallel batch under a split (data_parallel.h): each core
 // holds rows [c R, (c + 1) R) of the operand (R = batch / cores) and the slice's window may
 // span several cores' rows. Each core writes the window's rows it holds into a zero-filled
 // result; the `.data-parallel-all-reduce` after it ORs the cores' results (disjoint parts,
@@ -13,9 +13,9 @@
 
 namespace tpusim::lowering {
 
-// Whether `instr` is such a slice: a dynamic-slice whose operand's leading dimension is the
-// batch `split` (the only dimension it slices, with an s32 scalar start), of 32-bit words
-// per row (the fill and the OR are word-wise).
+// Whether `instr` is such a slice: a slice (stride 1) or dynamic-slice (an s32 scalar start)
+// whose operand's leading dimension is the batch `split`, the only dimension it slices, of
+// 32-bit words per row (the fill and the OR are word-wise).
 bool IsBatchSlice(const hlo::HloInstruction& instr, int64_t split);
 
 // One program per core, with `op` filled; empty when `instr` is not a batch slice.

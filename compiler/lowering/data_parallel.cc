@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "compiler/lowering/batch_slice_kernel.h"
+
 namespace tpusim::lowering {
 
 bool HasDim(const hlo::Shape& shape, int64_t batch) {
@@ -109,6 +111,47 @@ std::set<const hlo::HloInstruction*> ParametersFeeding(const hlo::HloComputation
 namespace {
 constexpr std::initializer_list<hlo::Opcode> kContractions = {hlo::Opcode::kDot,
                                                               hlo::Opcode::kConvolution};
+
+// A reduce's function as a combination of the cores' parts: sums add, maxima max.
+std::optional<collectives::ReduceOp> ReducerOf(const hlo::HloInstruction& reduce) {
+  const hlo::HloComputation* f = reduce.to_apply();
+  if (!f) return std::nullopt;
+  if (f->root()->opcode() == hlo::Opcode::kAdd) return collectives::ReduceOp::kSum;
+  if (f->root()->opcode() == hlo::Opcode::kMaximum) return collectives::ReduceOp::kMax;
+  return std::nullopt;
+}
+
+// How the cores' parts of `i`, computed from their shares and without the batch dimension,
+// make the whole: nullopt when no all-reduce can (the split cannot follow the op).
+std::optional<collectives::ReduceOp> CombineOf(const hlo::HloInstruction& i, int64_t batch) {
+  using hlo::Opcode;
+  const hlo::HloInstruction* op = &i;
+  int64_t element = -1;  // of a multi-output fusion's tuple
+  if (op->opcode() == Opcode::kGetTupleElement)
+    element = op->GetInt("index").value_or(-1), op = op->operand(0);
+  if (op->opcode() == Opcode::kFusion && op->fused_computation()) {
+    op = op->fused_computation()->root();
+    if (op->opcode() == Opcode::kTuple) {
+      if (element < 0 || element >= static_cast<int64_t>(op->operand_count())) return std::nullopt;
+      op = op->operand(static_cast<size_t>(element));
+    }
+  } else if (element >= 0) {
+    return std::nullopt;
+  }
+  switch (op->opcode()) {
+    case Opcode::kDot:
+    case Opcode::kConvolution:
+      return collectives::ReduceOp::kSum;  // a contraction over the batch: partial sums
+    case Opcode::kReduce:
+      return ReducerOf(*op);
+    case Opcode::kSlice:
+    case Opcode::kDynamicSlice:
+      if (op == &i && IsBatchSlice(i, batch)) return collectives::ReduceOp::kBitOr;
+      return std::nullopt;
+    default:  // a concatenate, pad, gather, reduce-window, or elementwise work on a reduce
+      return std::nullopt;
+  }
+}
 }  // namespace
 
 BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores) {
@@ -172,7 +215,15 @@ BatchAnalysis AnalyzeBatch(const hlo::HloComputation& entry, int cores) {
                       ") of %" + i->operand(0)->name() + " into " + i->shape().ToString(false);
       return whole;
     } else if (i->opcode() != hlo::Opcode::kTuple && i->shape().IsArray() && !computed_inside) {
-      a.reduced.insert(i);
+      const std::optional<collectives::ReduceOp> combine = CombineOf(*i, b);
+      if (!combine) {
+        BatchAnalysis whole;
+        whole.why_not = "%" + i->name() + " (" + std::string(hlo::OpcodeName(i->opcode())) +
+                        ") takes the batch dimension (" + std::to_string(b) +
+                        ") away in a way the cores' parts cannot be combined by an all-reduce";
+        return whole;
+      }
+      a.reduced.emplace(i, *combine);
     }
   }
   return a;

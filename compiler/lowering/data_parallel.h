@@ -6,18 +6,22 @@
 // non-weight parameter with that leading dimension is an input. A value carries the batch when an
 // operand does and its shape still has a dimension of that size; a value computed from carrying
 // operands that no longer has one (a weight gradient, the loss) is reduced over the batch: each
-// core holds a partial sum that must be all-reduced. Inside a loop, call or conditional run on
-// each core's share, an op that reduces over the batch is all-reduced right after it, so their
-// results are whole.
+// core holds a partial sum (or maximum, or its rows of a slice of the batch) that must be
+// all-reduced; any other op that takes the batch dimension away (a reshape merging it, a
+// concatenate, a reduce by another function) keeps the module whole, with the reason. Inside a
+// loop, call or conditional run on each core's share, an op that reduces over the batch is
+// all-reduced right after it, so their results are whole.
 #pragma once
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "compiler/collectives/ring_emitter.h"
 #include "compiler/hlo/ir.h"
 
 namespace tpusim::lowering {
@@ -25,7 +29,9 @@ namespace tpusim::lowering {
 struct BatchAnalysis {
   int64_t batch = 0;  // 0: nothing to split
   std::vector<const hlo::HloInstruction*> inputs;
-  std::set<const hlo::HloInstruction*> carrying, reduced;
+  std::set<const hlo::HloInstruction*> carrying;
+  // Values each core holds part of, and how the cores' parts combine.
+  std::map<const hlo::HloInstruction*, collectives::ReduceOp> reduced;
   std::string why_not;  // when batch == 0: why the module runs whole on every core
 };
 

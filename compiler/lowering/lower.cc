@@ -190,14 +190,18 @@ void Lowerer::AllReducePartial(const HloInstruction& i, int64_t executions) {
   op.opcode = "all-reduce";
   op.executions = executions;
   const bool slice = IsBatchSlice(i, batch_.batch);
+  const auto known = batch_.reduced.find(&i);  // entry values: the analysis's combination
+  const collectives::ReduceOp combine = known != batch_.reduced.end() ? known->second
+                                        : slice ? collectives::ReduceOp::kBitOr
+                                                : collectives::ReduceOp::kSum;
   op.note = "inserted: %" + i.name() +
             (slice ? " is a slice of the batch: each core holds its rows of it"
-                   : " is a partial sum over each core's share of the batch");
+             : combine == collectives::ReduceOp::kMax
+                 ? " is a partial maximum over each core's share of the batch"
+                 : " is a partial sum over each core's share of the batch");
   const CollectiveContext ctx{[this](const HloInstruction* v) { return Address(v); }, opt_.ring,
                               opt_.cores, CollectiveMailbox(opt_)};
-  AppendKernels(DataParallelAllReduce(
-      i.shape(), Address(&i), slice ? collectives::ReduceOp::kBitOr : collectives::ReduceOp::kSum,
-      op.name, ctx, op));
+  AppendKernels(DataParallelAllReduce(i.shape(), Address(&i), combine, op.name, ctx, op));
   out_.ops.push_back(std::move(op));
 }
 

@@ -1,6 +1,6 @@
 // Data movement of single-replica modules split over the cores (data_parallel.h), simulated
-// with values against the evaluator: a dynamic-slice along the batch (each core's rows of the
-// window into zeros, then an OR all-reduce), a copy of a split value, and constants of several
+// with values against the evaluator: a slice or dynamic-slice along the batch (each core's rows of
+// the window into zeros, then an OR all-reduce), a copy of a split value, and constants of several
 // values returned by the entry. Seeded s32 inputs lie in [0, 8).
 #include <gtest/gtest.h>
 
@@ -30,6 +30,22 @@ ENTRY %main (i: s32[], x: f32[64,300]) -> (f32[20,300], f32[5,300], f32[20,300],
   ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
   EXPECT_TRUE(r.nonzero);
   EXPECT_EQ(r.error, 0);  // elements are copied, bit for bit
+}
+
+TEST(BatchSlice, StaticSlicesOfTheBatch) {
+  // slice={[13:33]}: rows of cores 1..4; [0:5]: core 0 only; [56:64]: core 7's rows. Before,
+  // each was taken for a partial sum and all-reduced by addition (timing-only, wrong).
+  testing::ValueRun r = testing::SimulateValues(R"(HloModule m
+ENTRY %main (x: f32[64,300]) -> (f32[20,300], f32[5,300], f32[8,300]) {
+  %x = f32[64,300]{1,0} parameter(0)
+  %a = f32[20,300]{1,0} slice(%x), slice={[13:33], [0:300]}
+  %b = f32[5,300]{1,0} slice(%x), slice={[0:5], [0:300]}
+  %c = f32[8,300]{1,0} slice(%x), slice={[56:64], [0:300]}
+  ROOT %t = (f32[20,300], f32[5,300], f32[8,300]) tuple(%a, %b, %c)
+})");
+  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
+  EXPECT_TRUE(r.nonzero);
+  EXPECT_EQ(r.error, 0);
 }
 
 TEST(BatchSlice, Bf16RowsOfAComputedValue) {
