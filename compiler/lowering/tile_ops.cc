@@ -297,11 +297,14 @@ std::optional<TileOperand> IotaLayout(const HloInstruction& iota, const DimMap& 
   return IotaOperand(iota, map[static_cast<size_t>(dim)], space, p);
 }
 
-bool PlanIota(const HloInstruction& instr, TileProgram& p, std::vector<DimMap>& layouts) {
-  const size_t rank = instr.shape().dims.size();
+// An iota over `space`: its whole shape, or each core's share of it (counting along a
+// dimension other than the split batch, so the share holds the whole's first rows).
+bool PlanIota(const HloInstruction& instr, const hlo::Shape& space, TileProgram& p,
+              std::vector<DimMap>& layouts) {
+  const size_t rank = space.dims.size();
   const int64_t dim = instr.GetInt("iota_dimension").value_or(-1);
   if (rank == 0 || dim < 0) return false;
-  std::optional<TileOperand> o = IotaOperand(instr, dim, instr.shape(), p);
+  std::optional<TileOperand> o = IotaOperand(instr, dim, space, p);
   if (!o) return false;
   p.inputs = {*o};
   layouts.clear();
@@ -347,7 +350,11 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   // has the batch. A reduction over the batch leaves a partial sum (all-reduced after it).
   const hlo::Shape& whole = reduce ? instr.operand(0)->shape() : instr.shape();
   const std::optional<hlo::Shape> share = ShareOf(whole, c.split, c.cores);
-  if (!share || (c.split > 0 && iota)) return "";
+  // An iota along the split batch would need each core's first row number: not taken.
+  auto along_batch = [&](const HloInstruction& i) {
+    return HasDim(i.shape(), c.split) && i.GetInt("iota_dimension").value_or(0) == 0;
+  };
+  if (!share || (c.split > 0 && iota && along_batch(instr))) return "";
   const hlo::Shape& space = *share;
   TileProgram p;
   p.tag = instr.name();
@@ -356,7 +363,7 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   std::vector<const HloInstruction*> loaded;
   std::vector<DimMap> layouts;  // of each loaded value in the result
   if (iota) {
-    if (!PlanIota(instr, p, layouts)) return "";
+    if (!PlanIota(instr, space, p, layouts)) return "";
   } else if (reduce) {
     if (!PlanReduce(instr, space, p)) return "";
     loaded = {instr.operand(0)};
@@ -365,12 +372,14 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
     return "";
   }
   bool ints = false;
-  for (size_t i = 0; i < loaded.size() && c.split > 0; ++i)  // shares line up with the result's
+  for (size_t i = 0; i < loaded.size() && c.split > 0; ++i) {  // shares line up with the result's
+    const bool iota_i = loaded[i]->opcode() == Opcode::kIota;
     if (HasDim(loaded[i]->shape(), c.split) &&
-        (loaded[i]->opcode() == Opcode::kIota || !IsShare(c, loaded[i]) ||
+        ((iota_i ? along_batch(*loaded[i]) : !IsShare(c, loaded[i])) ||
          !ShareOf(loaded[i]->shape(), c.split, c.cores) || space.dims == whole.dims ||
          (!reduce && layouts[i].at(0) != 0)))
       return "";
+  }
   int64_t split = 0;  // > 0: the grouped view (GroupedLayout)
   for (const DimMap& m : layouts)
     if (const int64_t g = GapSplit(m, space.dims.size()); g > 0) {

@@ -158,6 +158,26 @@ ENTRY %main (x: f32[64,256]) -> f32[256] {
 })");
 }
 
+TEST(DataParallel, OneHotLabelsFromAnIotaOnEachCoresRows) {
+  // An iota counting along the classes is the same on every core's rows (before: timing-only
+  // under a split); the s32 one counts along features.
+  ExpectMatch(R"(HloModule m
+ENTRY %main (x: f32[64,256], l: s32[64]) -> (f32[64,256], s32[64,256]) {
+  %x = f32[64,256]{1,0} parameter(0)
+  %l = s32[64]{0} parameter(1)
+  %io = s32[64,256]{1,0} iota(), iota_dimension=1
+  %lb = s32[64,256]{1,0} broadcast(%l), dimensions={0}
+  %eq = pred[64,256]{1,0} compare(%io, %lb), direction=EQ
+  %one = f32[] constant(1)
+  %zero = f32[] constant(0)
+  %o = f32[64,256]{1,0} broadcast(%one), dimensions={}
+  %z = f32[64,256]{1,0} broadcast(%zero), dimensions={}
+  %oh = f32[64,256]{1,0} select(%eq, %o, %z)
+  %r = f32[64,256]{1,0} multiply(%oh, %x)
+  ROOT %t = (f32[64,256]{1,0}, s32[64,256]{1,0}) tuple(%r, %io)
+})");
+}
+
 TEST(DataParallel, AConcatenateAlongTheBatchKeepsTheModuleWhole) {
   const char* text = R"(HloModule m
 ENTRY %main (x: f32[64,256], y: f32[64,256]) -> f32[128,256] {
