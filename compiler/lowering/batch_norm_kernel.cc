@@ -158,18 +158,24 @@ std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, Low
   const hlo::Shape& x = instr.operand(0)->shape();
   const std::optional<int64_t> fi = instr.GetInt("feature_index");
   if (!F32(x) || x.dims.empty() || !fi || *fi != static_cast<int64_t>(x.dims.size()) - 1) return "";
+  // Under a split, inference normalises each core's rows of x with the whole statistics;
+  // training and grad need the whole batch's sums (SplitBatchNormKernels).
+  const bool share = code == Opcode::kBatchNormInference && c.split > 0 &&
+                     IsShare(c, instr.operand(0)) && x.dims[0] == c.split && c.split % c.cores == 0;
   for (const HloInstruction* o : instr.operands())
-    if (!F32(o->shape()) || (c.split > 0 && HasDim(o->shape(), c.split))) return "";
+    if (!F32(o->shape()) ||
+        (c.split > 0 && HasDim(o->shape(), c.split) && !(share && o == instr.operand(0))))
+      return "";
   BatchNorm bn;
   bn.features = x.dims.back();
-  bn.rows = bn.features ? x.ElementCount() / bn.features : 0;
+  bn.rows = bn.features ? x.ElementCount() / bn.features / (share ? c.cores : 1) : 0;
   if (bn.rows <= 0 || bn.features <= 0 || bn.features > kMaxFeatures) return "";
   bn.prologue = {std::string("vmovi ") + kInvRows + ", " + F32Immediate(1.0 / bn.rows),
                  std::string("vmovi ") + kEpsilon + ", " +
                      F32Immediate(instr.GetFloat("epsilon").value_or(0.0)),
                  "vmovi v26, 0.0"};
   bn.tag = instr.name(), bn.mxus = c.mxus;
-  const uint64_t matrix = static_cast<uint64_t>(x.ElementCount()) * 4;
+  const uint64_t matrix = static_cast<uint64_t>(bn.rows * bn.features) * 4;
   const uint64_t vector = static_cast<uint64_t>(bn.features) * 4;
   const bool flat = FlatBatchNorm::Takes(bn.rows, bn.features);
   FlatBatchNorm f(bn.rows, bn.features, instr.GetFloat("epsilon").value_or(0.0), instr.name());

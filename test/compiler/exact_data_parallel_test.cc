@@ -158,6 +158,30 @@ ENTRY %main (x: f32[64,256]) -> f32[256] {
 })");
 }
 
+// batch-norm-inference of each core's rows with `features` features (both were timing-only
+// under a split): 128 stream flat, 100 run on the tiled passes.
+std::string SplitBatchNormInference(const std::string& features) {
+  std::string text = R"(HloModule m
+ENTRY %main (x: f32[16,6,6,F], g: f32[F], b: f32[F], m: f32[F], v: f32[F]) -> f32[16,6,6,F] {
+  %x = f32[16,6,6,F]{3,2,1,0} parameter(0)
+  %g = f32[F]{0} parameter(1)
+  %b = f32[F]{0} parameter(2)
+  %m = f32[F]{0} parameter(3)
+  %v = f32[F]{0} parameter(4)
+  ROOT %y = f32[16,6,6,F]{3,2,1,0} batch-norm-inference(%x, %g, %b, %m, %v), epsilon=0.001, feature_index=3
+})";
+  for (size_t at; (at = text.find('F')) != std::string::npos;) text.replace(at, 1, features);
+  return text;
+}
+
+TEST(DataParallel, BatchNormInferenceFlatOnEachCoresRows) {
+  ExpectMatch(SplitBatchNormInference("128"));
+}
+
+TEST(DataParallel, BatchNormInferenceTiledOnEachCoresRows) {
+  ExpectMatch(SplitBatchNormInference("100"));
+}
+
 TEST(DataParallel, OneHotLabelsFromAnIotaOnEachCoresRows) {
   // An iota counting along the classes is the same on every core's rows (before: timing-only
   // under a split); the s32 one counts along features.
