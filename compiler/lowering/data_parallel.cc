@@ -136,6 +136,9 @@ std::optional<collectives::ReduceOp> CombineOf(const hlo::HloInstruction& i, int
       op = op->operand(static_cast<size_t>(element));
     }
   } else if (element >= 0) {
+    // batch-norm-grad's dgamma and dbeta sum over the batch with the whole statistics given.
+    if (op->opcode() == Opcode::kBatchNormGrad && (element == 1 || element == 2))
+      return collectives::ReduceOp::kSum;
     return std::nullopt;
   }
   switch (op->opcode()) {

@@ -202,6 +202,30 @@ ENTRY %main (x: f32[64,256], l: s32[64]) -> (f32[64,256], s32[64,256]) {
 })");
 }
 
+TEST(DataParallel, BatchNormGradsScaleAndOffsetGradientsAreSummedOverTheCores) {
+  auto parsed = hlo::ParseHlo(R"(HloModule m
+ENTRY %main (x: f32[16,6,6,128], g: f32[128], m: f32[128], v: f32[128], dy: f32[16,6,6,128]) -> (f32[16,6,6,128], f32[128], f32[128]) {
+  %x = f32[16,6,6,128]{3,2,1,0} parameter(0)
+  %g = f32[128]{0} parameter(1)
+  %m = f32[128]{0} parameter(2)
+  %v = f32[128]{0} parameter(3)
+  %dy = f32[16,6,6,128]{3,2,1,0} parameter(4)
+  %r = (f32[16,6,6,128]{3,2,1,0}, f32[128]{0}, f32[128]{0}) batch-norm-grad(%x, %g, %m, %v, %dy), epsilon=0.001, feature_index=3
+  %dx = f32[16,6,6,128]{3,2,1,0} get-tuple-element(%r), index=0
+  %dg = f32[128]{0} get-tuple-element(%r), index=1
+  %db = f32[128]{0} get-tuple-element(%r), index=2
+  ROOT %t = (f32[16,6,6,128]{3,2,1,0}, f32[128]{0}, f32[128]{0}) tuple(%dx, %dg, %db)
+})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const lowering::BatchAnalysis a = lowering::AnalyzeBatch(*parsed->entry(), 8);
+  EXPECT_EQ(a.batch, 16) << a.why_not;
+  ASSERT_EQ(a.reduced.size(), 2u);
+  for (const auto& [value, combine] : a.reduced) {
+    EXPECT_TRUE(value->name() == "dg" || value->name() == "db") << value->name();
+    EXPECT_EQ(combine, collectives::ReduceOp::kSum);
+  }
+}
+
 TEST(DataParallel, AConcatenateAlongTheBatchKeepsTheModuleWhole) {
   const char* text = R"(HloModule m
 ENTRY %main (x: f32[64,256], y: f32[64,256]) -> f32[128,256] {
