@@ -192,10 +192,38 @@ std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, 
 std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var,
                                 uint64_t dy, uint64_t dx, uint64_t dgamma, uint64_t dbeta) {
   Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
+  GradFinish(GradSums(x, dy), x, dy, dx, dgamma, dbeta);
+  return code_;
+}
+
+std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy) {
   Stream({dy, x}, {2}, true,
          {"vadd v30, v30, v0", "vsub v6, v1, v24", "vmul v7, v0, v6", "vadd v31, v31, v7"}, 0, 0);
-  const int sum = features_ < 1024 ? (Fold(0, 5), 5) : 0;
-  const int s = features_ < 1024 ? (Fold(1, 6), 6) : 1;
+  if (features_ >= 1024) return {0, 1};
+  Fold(0, 5), Fold(1, 6);
+  return {5, 6};
+}
+
+std::string FlatBatchNorm::PartialGradSums(uint64_t x, uint64_t mean, uint64_t dy, uint64_t sums) {
+  Expand(mean, 2);
+  const auto [sum, s] = GradSums(x, dy);
+  Store(sum, sums), Store(s, sums + static_cast<uint64_t>(features_) * 4);
+  Flush();
+  return code_;
+}
+
+std::string FlatBatchNorm::GradFromSums(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var,
+                                        uint64_t dy, uint64_t sums, uint64_t dx, uint64_t dgamma,
+                                        uint64_t dbeta) {
+  Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
+  Expand(sums, 5), Expand(sums + static_cast<uint64_t>(features_) * 4, 6);
+  GradFinish({5, 6}, x, dy, dx, dgamma, dbeta);
+  return code_;
+}
+
+void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx,
+                               uint64_t dgamma, uint64_t dbeta) {
+  const auto [sum, s] = sums;
   Math({sum, s, 3, 4},
        {"vadd v6, v3, v25", "vsqrt v7, v6", "vdiv v8, v1, v7", "vdiv v9, v2, v7",
         "vmul v10, v1, v24", "vdiv v11, v10, v6", "vmul v12, v0, v24"},
@@ -205,7 +233,6 @@ std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint6
          {"vsub v6, v0, v24", "vmul v7, v6, v26", "vsub v8, v1, v27", "vsub v9, v8, v7",
           "vmul v10, v25, v9"},
          10, dx);
-  return code_;
 }
 
 }  // namespace tpusim::lowering

@@ -35,6 +35,11 @@ class FlatBatchNorm {
   std::string PartialSums(uint64_t x, uint64_t sums);
   std::string TrainingFromSums(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t sums, uint64_t y,
                                std::optional<uint64_t> mean, std::optional<uint64_t> var);
+  // Grad in two halves the same way: sum(dy) and sum(dy * (x - mean)) to `sums`, then from
+  // the reduced sums dgamma, dbeta and dx.
+  std::string PartialGradSums(uint64_t x, uint64_t mean, uint64_t dy, uint64_t sums);
+  std::string GradFromSums(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
+                           uint64_t sums, uint64_t dx, uint64_t dgamma, uint64_t dbeta);
 
  private:
   int64_t Period() const;
@@ -53,6 +58,11 @@ class FlatBatchNorm {
   // From the sums' areas and gamma (area 2): mean, var and gamma / sqrt(var + eps) into
   // areas 6, 7, 8.
   void Statistics(std::pair<int, int> sums);
+  // One read of dy and x (mean in area 2): the areas of sum(dy) and sum(dy * (x - mean)).
+  std::pair<int, int> GradSums(uint64_t x, uint64_t dy);
+  // From those sums, gamma (area 3) and var (area 4): dbeta and dgamma stored, dx streamed.
+  void GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx, uint64_t dgamma,
+                  uint64_t dbeta);
 
   int64_t rows_, features_, stat_rows_;
   double epsilon_;

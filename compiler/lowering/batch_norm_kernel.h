@@ -21,7 +21,9 @@ std::string BatchNormKernel(const hlo::HloInstruction& instr, const OpContext& c
 
 // batch-norm-training of x split over the cores along its leading dimension (ctx.split):
 // the statistics are over the whole batch, so each core's sums of x and x^2 ([2, features]
-// f32, in the first bytes of y's buffer) are all-reduced between the two kernels.
+// f32, in the first bytes of y's buffer) are all-reduced between the two kernels. A
+// batch-norm-grad likewise all-reduces sum(dy) and sum(dy * (x - mean)) (in dx's buffer);
+// its dgamma and dbeta come out whole.
 struct SplitBatchNorm {
   std::string partial;  // each core's sums into `sums`
   std::string finish;   // from the reduced sums: the statistics (when read) and y

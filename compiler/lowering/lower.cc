@@ -164,7 +164,8 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   AppendKernels(per_core);
   out_.flops_per_step_per_core += op.flops * static_cast<double>(executions);
   out_.ops.push_back(std::move(op));
-  if (entry ? batch_.reduced.count(&i) > 0 : carries && ReducesBatch(i, batch_.batch))
+  const bool whole = i.opcode() == Opcode::kGetTupleElement && whole_grads_.count(i.operand(0));
+  if (!whole && (entry ? batch_.reduced.count(&i) > 0 : carries && ReducesBatch(i, batch_.batch)))
     AllReducePartial(i, executions);
 }
 
@@ -224,6 +225,7 @@ bool Lowerer::LowerSplitBatchNorm(const HloInstruction& i, const OpContext& ctx,
   AppendKernels(std::vector<std::string>(cores, bn->finish));
   out_.ops.push_back(std::move(op));
   out_.ops.push_back(std::move(sums));
+  if (i.opcode() == Opcode::kBatchNormGrad) whole_grads_.insert(&i);
   return true;
 }
 

@@ -78,6 +78,8 @@ class Lowerer {
   BatchAnalysis batch_;
   ValueBuffers buffers_;
   std::set<const hlo::HloComputation*> entered_;  // computations lowered at least once
+  // batch-norm-grads lowered on the split with their sums all-reduced: whole results.
+  std::set<const hlo::HloInstruction*> whole_grads_;
   int conditionals_ = 0, kernels_ = 0, loops_ = 0, loop_depth_ = 0;
   bool in_batch_ = false;
 };

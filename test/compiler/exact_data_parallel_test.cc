@@ -202,6 +202,33 @@ ENTRY %main (x: f32[64,256], l: s32[64]) -> (f32[64,256], s32[64,256]) {
 })");
 }
 
+// batch-norm-grad of each core's rows of x and dy with `features` features: the sums over
+// the batch all-reduced between two kernels, so dx, dgamma and dbeta are whole-batch (before:
+// timing-only, dgamma and dbeta summed after a timing-only kernel).
+std::string SplitBatchNormGrad(const std::string& features) {
+  std::string text = R"(HloModule m
+ENTRY %main (x: f32[16,6,6,F], g: f32[F], m: f32[F], v: f32[F], dy: f32[16,6,6,F]) -> (f32[16,6,6,F], f32[F], f32[F]) {
+  %x = f32[16,6,6,F]{3,2,1,0} parameter(0)
+  %g = f32[F]{0} parameter(1)
+  %m = f32[F]{0} parameter(2)
+  %v = f32[F]{0} parameter(3)
+  %dy = f32[16,6,6,F]{3,2,1,0} parameter(4)
+  %r = (f32[16,6,6,F]{3,2,1,0}, f32[F]{0}, f32[F]{0}) batch-norm-grad(%x, %g, %m, %v, %dy), epsilon=0.001, feature_index=3
+  %dx = f32[16,6,6,F]{3,2,1,0} get-tuple-element(%r), index=0
+  %dg = f32[F]{0} get-tuple-element(%r), index=1
+  %db = f32[F]{0} get-tuple-element(%r), index=2
+  ROOT %t = (f32[16,6,6,F]{3,2,1,0}, f32[F]{0}, f32[F]{0}) tuple(%dx, %dg, %db)
+})";
+  for (size_t at; (at = text.find('F')) != std::string::npos;) text.replace(at, 1, features);
+  return text;
+}
+
+TEST(DataParallel, BatchNormGradOverTheWholeBatch) { ExpectMatch(SplitBatchNormGrad("128")); }
+
+TEST(DataParallel, BatchNormGradOfWideFeaturesOverTheWholeBatch) {
+  ExpectMatch(SplitBatchNormGrad("2048"));
+}
+
 TEST(DataParallel, BatchNormGradsScaleAndOffsetGradientsAreSummedOverTheCores) {
   auto parsed = hlo::ParseHlo(R"(HloModule m
 ENTRY %main (x: f32[16,6,6,128], g: f32[128], m: f32[128], v: f32[128], dy: f32[16,6,6,128]) -> (f32[16,6,6,128], f32[128], f32[128]) {
