@@ -9,7 +9,7 @@
 #include "compiler/lowering/conv_select.h"
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/dynamic_slice_kernel.h"
-#include "compiler/lowering/exact_dot_kernel.h"
+#include "compiler/lowering/exact_dot_op.h"
 #include "compiler/lowering/gather_kernel.h"
 #include "compiler/lowering/move_ops.h"
 #include "compiler/lowering/mxu_ops.h"
@@ -148,119 +148,6 @@ bool UsersRecompute(const HloInstruction& instr) {
   return true;
 }
 
-// Row-major strides of an array shape, in elements.
-std::vector<int64_t> Strides(const hlo::Shape& s) {
-  std::vector<int64_t> st(s.dims.size(), 1);
-  for (size_t i = s.dims.size(); i-- > 1;) st[i - 1] = st[i] * s.dims[i];
-  return st;
-}
-
-// The dimension of a dot operand that is neither contracting nor batch (-1: not exactly one).
-int64_t FreeDim(const hlo::Shape& s, const hlo::IntList& batch, int64_t contracting) {
-  int64_t free = -1;
-  for (int64_t i = 0; i < static_cast<int64_t>(s.dims.size()); ++i) {
-    if (i == contracting || std::find(batch.begin(), batch.end(), i) != batch.end()) continue;
-    if (free >= 0) return -1;
-    free = i;
-  }
-  return free;
-}
-
-// An operand of a dot without batch dimensions seen as a matrix of its row-major memory:
-// the leading dimensions merged into one when they are all free (contracting the minor one:
-// [B, S, H] as [B*S, H]) or all contracting (the weight gradient's [B, S, H] contracting
-// {0, 1} as [B*S, H] contracting 0). Returns the contracting dimension of the matrix, or -1.
-int64_t AsMatrix(hlo::Shape& s, const hlo::IntList& contracting) {
-  const int64_t rank = static_cast<int64_t>(s.dims.size());
-  if (rank <= 2) return contracting.size() == 1 ? contracting[0] : -1;
-  const bool minor = contracting.size() == 1 && contracting[0] == rank - 1;
-  bool leading = static_cast<int64_t>(contracting.size()) == rank - 1;
-  for (size_t i = 0; leading && i < contracting.size(); ++i)
-    leading = contracting[i] == static_cast<int64_t>(i);
-  if (!minor && !leading) return -1;
-  int64_t rows = 1;
-  for (int64_t i = 0; i + 1 < rank; ++i) rows *= s.dims[i];
-  s.dims = {rows, s.dims[rank - 1]};
-  return minor ? 1 : 0;
-}
-
-// A dot at DEFAULT precision on the exact kernel of exact_dot_kernel.h: f32 or bf16 operands
-// with one contracting and one free dimension each (or leading dimensions that merge into
-// one, AsMatrix), either of them the minor one, up to two batch dimensions (attention's
-// [batch, heads] dots), f32 result; empty when it does not take the dot (it then runs on
-// the timing kernel).
-std::string ExactDot(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  const hlo::Shape &lw = instr.operand(0)->shape(), &rw = instr.operand(1)->shape();
-  const hlo::IntList *lc = instr.GetIntList("lhs_contracting_dims"),
-                     *rc = instr.GetIntList("rhs_contracting_dims");
-  const hlo::IntList *lb = instr.GetIntList("lhs_batch_dims"),
-                     *rb = instr.GetIntList("rhs_batch_dims");
-  const hlo::IntList none;
-  const hlo::IntList &lbd = lb ? *lb : none, &rbd = rb ? *rb : none;
-  if (!lc || !rc || lc->empty() || rc->empty() || lbd.size() != rbd.size() || lbd.size() > 2 ||
-      !FloatOrBf16(lw) || !FloatOrBf16(rw) || instr.shape().type != hlo::PrimitiveType::kF32 ||
-      DotWork(instr, 0, 1).passes != 1)
-    return "";
-  // l and r: the operands as the kernel reads them (merged into matrices without batch
-  // dimensions); lw and rw: as the module holds them.
-  hlo::Shape l = lw, r = rw;
-  int64_t lk = lc->size() == 1 ? (*lc)[0] : -1, rk = rc->size() == 1 ? (*rc)[0] : -1;
-  if (lbd.empty()) lk = AsMatrix(l, *lc), rk = AsMatrix(r, *rc);
-  if (lk < 0 || rk < 0) return "";
-  // Under a data-parallel split an operand with the batch holds its share, the batch leading
-  // (data_parallel.h): as M, the lhs's free dimension, or as K in both operands (each core
-  // then computes a partial sum, all-reduced after the dot), or as the outer batch
-  // dimension of both (attention's [batch, heads] dots: each core takes its examples).
-  const bool l_split = IsShare(c, instr.operand(0)), r_split = IsShare(c, instr.operand(1));
-  if ((c.split > 0 && HasDim(lw, c.split) && !l_split) ||
-      (c.split > 0 && HasDim(rw, c.split) && !r_split))
-    return "";  // a whole operand with a batch-sized dimension: the shapes are ambiguous
-  if ((l_split || r_split) && (!ShareOf(lw, c.split, c.cores) || !ShareOf(rw, c.split, c.cores)))
-    return "";
-  const bool split_batch = l_split && r_split && !lbd.empty() && lbd[0] == 0 && rbd[0] == 0;
-  if ((l_split || r_split) && !lbd.empty() && !split_batch) return "";
-  const int64_t fa = FreeDim(l, lbd, lk), fb = FreeDim(r, rbd, rk);
-  const bool split_m = l_split && !r_split && fa == 0,
-             split_k = l_split && r_split && lk == 0 && rk == 0;
-  if ((l_split || r_split) && !split_m && !split_k && !split_batch) return "";
-  const int64_t l_minor = static_cast<int64_t>(l.dims.size()) - 1;
-  const int64_t r_minor = static_cast<int64_t>(r.dims.size()) - 1;
-  if (fa < 0 || fb < 0 || (lk != l_minor && fa != l_minor) || (rk != r_minor && fb != r_minor))
-    return "";
-  const std::vector<int64_t> sl = Strides(l), sr = Strides(r);
-  ExactDotShape d;
-  d.m = l.dims[fa] / (split_m ? c.cores : 1), d.k = l.dims[lk] / (split_k ? c.cores : 1);
-  d.n = r.dims[fb];
-  const bool a_t = fa == l_minor, b_t = rk == r_minor;  // stored as A^T [k, m], B^T [n, k]
-  d.a = {c.address(instr.operand(0)), d.m, d.k, a_t, l.type == hlo::PrimitiveType::kBF16,
-         a_t ? sl[lk] : sl[fa]};
-  d.b = {c.address(instr.operand(1)), d.k, d.n, b_t, r.type == hlo::PrimitiveType::kBF16,
-         b_t ? sr[fb] : sr[rk]};
-  if (!lbd.empty()) {  // the last batch dimension is the inner one
-    const size_t in = lbd.size() - 1;
-    const int64_t share = split_batch ? c.cores : 1;  // the split batch is lbd[0]
-    d.batch.inner = l.dims[lbd[in]] / (in == 0 ? share : 1);
-    d.a.inner_stride = sl[lbd[in]], d.b.inner_stride = sr[rbd[in]];
-    if (in == 1) {
-      d.batch.outer = l.dims[lbd[0]] / share;
-      d.a.outer_stride = sl[lbd[0]], d.b.outer_stride = sr[rbd[0]];
-    }
-  }
-  d.c = c.address(&instr), d.tag = instr.name(), d.mxus = c.mxus;
-  std::string k;
-  try {
-    k = ExactDotKernel(d);
-  } catch (const std::invalid_argument&) {
-    return "";
-  }
-  op.kind = KernelKind::kMxu;
-  op.flops = 2.0 * d.m * d.k * d.n * d.batch.count();
-  op.hbm_bytes = BytesPerCore(lw, c.split, c.cores) + BytesPerCore(rw, c.split, c.cores) +
-                 BytesPerCore(instr.shape(), c.split, c.cores);
-  op.exact = true;
-  return k;
-}
-
 // A 2-D convolution in NHWC form (any kernel layout) on the implicit-GEMM kernel of
 // conv_kernel.h; empty when the shape is not one it takes (conv_select.h).
 std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
@@ -356,7 +243,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
     case Opcode::kDot: {  // the tiled MXU kernel when it is exact, else the packing one
       std::string k = Mxu(DotWork(instr, c.split, c.cores), instr, c, op);
       if (!op.exact)
-        if (std::string e = ExactDot(instr, c, op); !e.empty()) return op.note.clear(), e;
+        if (std::string e = ExactDotOp(instr, c, op); !e.empty()) return op.note.clear(), e;
       return k;
     }
     case Opcode::kConvolution:
