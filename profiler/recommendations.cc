@@ -14,6 +14,13 @@ std::string F1(double x) {
   return buf;
 }
 
+// Three significant digits: 2.03 ms, 0.0144 ms.
+std::string Ms(double ms) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g ms", ms);
+  return buf;
+}
+
 std::string GiB(uint64_t bytes) { return F1(static_cast<double>(bytes) / (1ull << 30)) + " GiB"; }
 
 // Average time per core and step of the op named `name` in the op profile (0 if absent).
@@ -97,6 +104,17 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                          "and 128 (features) to match the TPU's (8,128) tiles.",
                      w, "%", share});
     }
+  }
+  const double all_reduce = Percent(b.all_reduce_ms, b.step_ms);
+  if (b.step_ms > 0 && all_reduce > t.all_reduce_percent) {
+    // Its size is the model's gradients, not the batch: a larger batch per core amortizes it.
+    out.push_back({"all_reduce_bound",
+                   "The cross-replica all-reduce takes " + F1(all_reduce) + "% of the step time (" +
+                       Ms(b.all_reduce_ms) +
+                       "). It moves the gradients, whatever the batch: a larger batch per "
+                       "core amortizes it. tpusim runs it after the backward pass; XLA on a TPU "
+                       "overlaps part of it with the backward pass, so a TPU shows less of it.",
+                   all_reduce, "%", all_reduce});
   }
   const double host = Percent(b.host_overhead_ms, b.step_ms);
   const bool few =

@@ -27,6 +27,7 @@ struct RecommendationThresholds {
   double padding_waste_percent = 10;          // of an op's FLOPs or bytes
   double padding_min_step_share_percent = 1;  // of step time the padding costs, at least
   double host_overhead_percent = 10;          // of step time
+  double all_reduce_percent = 10;             // of step time
   int suggested_steps_per_execution = 50;
   double hbm_high_percent = 90;  // close to out of memory
   double hbm_low_percent = 25;   // room for a larger batch

@@ -143,6 +143,18 @@ TEST(Recommendations, InputBoundAtThreshold) {
   EXPECT_NE(r[0].text.find("10.5%"), std::string::npos);
 }
 
+TEST(Recommendations, AllReduceBoundAboveTenPercentOfTheStep) {
+  RunContext ctx;
+  Metrics m = WithBreakdown(10, 0, 0);
+  m.step_breakdown.all_reduce_ms = 1.0, m.step_breakdown.compute_ms = 9.0;
+  EXPECT_FALSE(Has(Recommend(m, ctx, TestPeaks(), {}), "all_reduce_bound"));
+  m.step_breakdown.all_reduce_ms = 2.4, m.step_breakdown.compute_ms = 7.6;
+  auto r = Recommend(m, ctx, TestPeaks(), {});
+  ASSERT_TRUE(Has(r, "all_reduce_bound"));
+  EXPECT_DOUBLE_EQ(r[0].step_share_percent, 24.0);
+  EXPECT_NE(r[0].text.find("24.0% of the step time (2.4 ms)"), std::string::npos) << r[0].text;
+}
+
 OpProfileEntry OpTime(const std::string& name, double ms) {
   OpProfileEntry e;
   e.name = name;
