@@ -15,33 +15,6 @@
 namespace tpusim::cli {
 namespace {
 
-// Elements [first, first + count) of `v` in the element type of its shape, as bytes.
-std::vector<uint8_t> Encode(const eval::Value& v, int64_t first, int64_t count) {
-  const bool bf16 = v.shape.type == hlo::PrimitiveType::kBF16;
-  const int64_t width = ElementBytes(v.shape.type);
-  std::vector<uint8_t> out(static_cast<size_t>(count * width));
-  for (int64_t i = 0; i < count; ++i) {
-    const double x = v.data[static_cast<size_t>(first + i)];
-    const float f = static_cast<float>(x);
-    if (width != 4 && !bf16) {  // 64-bit integers as their bits
-      const uint64_t bits = eval::ToBits(v.shape.type, x);
-      std::copy_n(reinterpret_cast<const uint8_t*>(&bits), width, out.data() + width * i);
-    } else if (v.shape.type == hlo::PrimitiveType::kU32) {
-      const uint32_t n = static_cast<uint32_t>(eval::ToBits(v.shape.type, x));
-      std::copy_n(reinterpret_cast<const uint8_t*>(&n), 4, out.data() + 4 * i);
-    } else if (bf16) {
-      const uint16_t b = isa::F32ToBf16(f);
-      std::copy_n(reinterpret_cast<const uint8_t*>(&b), 2, out.data() + 2 * i);
-    } else if (v.shape.type == hlo::PrimitiveType::kS32) {  // integers as their bits
-      const int32_t n = static_cast<int32_t>(x);
-      std::copy_n(reinterpret_cast<const uint8_t*>(&n), 4, out.data() + 4 * i);
-    } else {
-      std::copy_n(reinterpret_cast<const uint8_t*>(&f), 4, out.data() + 4 * i);
-    }
-  }
-  return out;
-}
-
 // Optimizer state as `tpusim model` names its parameters (compiler/model/optimizer.cc):
 // momentum, Adam's moments and step count.
 bool IsOptimizerState(const std::string& parameter_name) {
@@ -120,6 +93,32 @@ eval::Value SyntheticInput(const hlo::HloInstruction& p, uint64_t seed, bool tra
 
 }  // namespace
 
+std::vector<uint8_t> EncodeElements(const eval::Value& v, int64_t first, int64_t count) {
+  const bool bf16 = v.shape.type == hlo::PrimitiveType::kBF16;
+  const int64_t width = ElementBytes(v.shape.type);
+  std::vector<uint8_t> out(static_cast<size_t>(count * width));
+  for (int64_t i = 0; i < count; ++i) {
+    const double x = v.data[static_cast<size_t>(first + i)];
+    const float f = static_cast<float>(x);
+    if (width != 4 && !bf16) {  // 64-bit integers as their bits
+      const uint64_t bits = eval::ToBits(v.shape.type, x);
+      std::copy_n(reinterpret_cast<const uint8_t*>(&bits), width, out.data() + width * i);
+    } else if (v.shape.type == hlo::PrimitiveType::kU32) {
+      const uint32_t n = static_cast<uint32_t>(eval::ToBits(v.shape.type, x));
+      std::copy_n(reinterpret_cast<const uint8_t*>(&n), 4, out.data() + 4 * i);
+    } else if (bf16) {
+      const uint16_t b = isa::F32ToBf16(f);
+      std::copy_n(reinterpret_cast<const uint8_t*>(&b), 2, out.data() + 2 * i);
+    } else if (v.shape.type == hlo::PrimitiveType::kS32) {  // integers as their bits
+      const int32_t n = static_cast<int32_t>(x);
+      std::copy_n(reinterpret_cast<const uint8_t*>(&n), 4, out.data() + 4 * i);
+    } else {
+      std::copy_n(reinterpret_cast<const uint8_t*>(&f), 4, out.data() + 4 * i);
+    }
+  }
+  return out;
+}
+
 std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& compiled,
                                     uint64_t seed) {
   const lowering::LoweredModule& low = compiled.lowered;
@@ -139,7 +138,7 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
     const int64_t n = p->shape().ElementCount(), share = split ? n / cores : n;
     std::vector<uint8_t> bytes;  // a replicated argument is encoded once for every core
     for (int c = 0; c < cores; ++c) {
-      if (split || c == 0) bytes = Encode(args[i], split ? c * share : 0, share);
+      if (split || c == 0) bytes = EncodeElements(args[i], split ? c * share : 0, share);
       sim.core(c).hbm().Write(static_cast<uint64_t>(buf->offset), bytes.data(), bytes.size());
     }
   }

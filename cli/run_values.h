@@ -13,6 +13,10 @@
 
 namespace tpusim::cli {
 
+// Elements [first, first + count) of `v` as the simulator holds them: the element type's
+// bytes (s32 and u32 as their bits, bf16 rounded, 64-bit integers as their bits).
+std::vector<uint8_t> EncodeElements(const eval::Value& v, int64_t first, int64_t count);
+
 // Writes seeded random inputs; returns them (the evaluator's arguments).
 std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& compiled,
                                     uint64_t seed);

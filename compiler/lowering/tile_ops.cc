@@ -234,12 +234,10 @@ bool IntsSupported(const std::vector<const HloInstruction*>& computed) {
       const hlo::Shape& s = u->operand(k)->shape();
       if (!IsInt32(s)) continue;
       const Opcode op = u->opcode();
-      const std::string dir = u->GetWord("direction").value_or("");
       const bool ok = op == Opcode::kBroadcast || op == Opcode::kCopy || op == Opcode::kBitcast ||
                       op == Opcode::kAdd || op == Opcode::kSubtract || op == Opcode::kConvert ||
                       (op == Opcode::kSelect && k > 0) ||
-                      (op == Opcode::kCompare &&
-                       (s.type == hlo::PrimitiveType::kS32 || dir == "EQ" || dir == "NE")) ||
+                      op == Opcode::kCompare ||  // s32 and u32 (CompareU32) in any direction
                       HasIntegerForm(op, u->shape().type);
       if (!ok) return false;
     }

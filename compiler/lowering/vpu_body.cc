@@ -157,8 +157,8 @@ class BodyBuilder : public VpuEmitter {
     if (auto c = ScalarConstant(i)) return Constant(*c, Int32(i->shape()));
     auto in = [&](int k) { return Value(i->operand(k), bound); };
     // s32 elements are bit patterns, pred ones 1.0 or 0.0: their ops have integer forms
-    // (vpu_int_ops.cc); others (s32 power; u32 order, divide and remainder) are costed as
-    // the f32 instruction only.
+    // (vpu_int_ops.cc); others (s32 power; u32 divide and remainder) are costed as the f32
+    // instruction only.
     const bool ints = Int32(i->shape()) && i->opcode() != Opcode::kSelect &&
                       i->opcode() != Opcode::kConvert && i->opcode() != Opcode::kBroadcast &&
                       i->opcode() != Opcode::kCopy && i->opcode() != Opcode::kBitcast &&
@@ -217,11 +217,8 @@ class BodyBuilder : public VpuEmitter {
       case Opcode::kCompare: {
         const std::string dir = i->GetWord("direction").value_or("");
         const hlo::PrimitiveType operands = i->operand(0)->shape().type;
-        const bool bit_equality = dir == "EQ" || dir == "NE";  // the same for s32 and u32
-        if (operands == hlo::PrimitiveType::kS32 ||
-            (operands == hlo::PrimitiveType::kU32 && bit_equality))
-          return CompareS32(*this, dir, in(0), in(1));
-        if (operands == hlo::PrimitiveType::kU32) b_.exact = false;  // no unsigned order
+        if (operands == hlo::PrimitiveType::kS32) return CompareS32(*this, dir, in(0), in(1));
+        if (operands == hlo::PrimitiveType::kU32) return CompareU32(*this, dir, in(0), in(1));
         if (dir == "LT") return Emit("vcmp.lt", {in(0), in(1)});
         if (dir == "LE") return Emit("vcmp.le", {in(0), in(1)});
         if (dir == "GT") return Emit("vcmp.lt", {in(1), in(0)});

@@ -104,12 +104,27 @@ int PredicateOp(VpuEmitter& e, Opcode op, const std::vector<int>& srcs) {
 bool HasIntegerForm(Opcode op, PrimitiveType type) {
   if (type == PrimitiveType::kPred)
     return op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor || op == Opcode::kNot;
-  if (type == PrimitiveType::kU32) return BitwiseOrWrapping(op);
+  if (type == PrimitiveType::kU32)
+    return BitwiseOrWrapping(op) || op == Opcode::kMaximum || op == Opcode::kMinimum ||
+           op == Opcode::kClamp;
   return type == PrimitiveType::kS32 && (BitwiseOrWrapping(op) || SignedOnly(op));
 }
 
 int IntegerOp(VpuEmitter& e, Opcode op, PrimitiveType type, const std::vector<int>& srcs) {
   if (type == PrimitiveType::kPred) return PredicateOp(e, op, srcs);
+  if (type == PrimitiveType::kU32 &&
+      (op == Opcode::kMaximum || op == Opcode::kMinimum || op == Opcode::kClamp)) {
+    // Unsigned order is signed order of x ^ 0x80000000: bias, the s32 op, unbias.
+    const int bias = e.S32(INT32_MIN);
+    std::vector<int> biased;
+    for (int s : srcs) biased.push_back(e.Emit("vxor.u32", {s, bias}));
+    const int r = IntegerOp(e, op, PrimitiveType::kS32, biased);
+    e.EmitTo(r, "vxor.u32", {r, bias});
+    for (int b : biased)
+      if (b != r) e.Release(b);
+    e.Release(bias);
+    return r;
+  }
   switch (op) {
     case Opcode::kAnd:
       return e.Emit("vand.u32", {srcs[0], srcs[1]});
@@ -155,6 +170,15 @@ int IntegerOp(VpuEmitter& e, Opcode op, PrimitiveType type, const std::vector<in
     e.Release(one);
   }
   e.Release(zero);
+  return r;
+}
+
+int CompareU32(VpuEmitter& e, const std::string& direction, int a, int b) {
+  if (direction == "EQ" || direction == "NE") return CompareS32(e, direction, a, b);
+  const int bias = e.S32(INT32_MIN);
+  const int x = e.Emit("vxor.u32", {a, bias}), y = e.Emit("vxor.u32", {b, bias});
+  const int r = CompareS32(e, direction, x, y);
+  for (int reg : {x, y, bias}) e.Release(reg);
   return r;
 }
 

@@ -92,5 +92,7 @@ int IntegerOp(VpuEmitter& e, hlo::Opcode op, hlo::PrimitiveType type, const std:
 
 // compare(a, b) in `direction` (LT, LE, GT, GE, EQ, NE) on s32 elements: 1.0 or 0.0.
 int CompareS32(VpuEmitter& e, const std::string& direction, int a, int b);
+// The same on u32 elements (order through the signed order of x ^ 0x80000000).
+int CompareU32(VpuEmitter& e, const std::string& direction, int a, int b);
 
 }  // namespace tpusim::lowering

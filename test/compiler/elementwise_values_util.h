@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/board_target.h"
+#include "cli/run_values.h"
 #include "cli/step_check.h"
 #include "compiler/eval/evaluator.h"
 #include "isa/assembler.h"
@@ -30,22 +31,7 @@ struct ElementwiseRun {
 };
 
 inline std::vector<uint8_t> EncodeArgument(const eval::Value& v) {
-  const hlo::PrimitiveType t = v.shape.type;
-  std::vector<uint8_t> bytes(static_cast<size_t>(v.size() * cli::ElementBytes(t)));
-  for (int64_t i = 0; i < v.size(); ++i) {
-    const double x = v.data[static_cast<size_t>(i)];
-    if (t == hlo::PrimitiveType::kBF16) {
-      const uint16_t b = isa::F32ToBf16(static_cast<float>(x));
-      std::memcpy(&bytes[2 * i], &b, 2);
-    } else if (t == hlo::PrimitiveType::kS32) {
-      const int32_t n = static_cast<int32_t>(x);
-      std::memcpy(&bytes[4 * i], &n, 4);
-    } else {
-      const float f = static_cast<float>(x);
-      std::memcpy(&bytes[4 * i], &f, 4);
-    }
-  }
-  return bytes;
+  return cli::EncodeElements(v, 0, v.size());
 }
 
 // `hlo` must be replicated (replica_count=8): every core computes the whole result.

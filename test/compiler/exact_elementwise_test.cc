@@ -221,6 +221,51 @@ ENTRY %main (a: s32[8,128], b: s32[8,128]) -> (s32[8,128], s32[8,128], s32[8,128
                  args);
 }
 
+// u32 order as XLA's: compares, maximum, minimum and clamp through the signed order of
+// x ^ 0x80000000 (before: timing-only, the f32 instructions on the bit patterns).
+TEST(ExactElementwise, U32OrderComparesMaximumMinimumAndClamp) {
+  auto spread = [](uint32_t salt) {
+    return [salt](int i) {
+      const uint32_t bits = static_cast<uint32_t>(Unit(i, salt) * 4294967296.0);
+      return static_cast<double>(i % 3 ? bits : bits >> (i % 29));
+    };
+  };
+  const std::vector<eval::Value> args = {
+      Values(hlo::PrimitiveType::kU32,
+             {0, 1, 2147483647, 2147483648.0, 4294967295.0, 2147483648.0, 7, 65536, 4294967295.0},
+             spread(17)),
+      Values(hlo::PrimitiveType::kU32,
+             {0, 2147483648.0, 2147483648.0, 2147483647, 0, 4294967295.0, 7, 3, 4294967294.0},
+             spread(19))};
+  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
+%lt (a: u32[8,128], b: u32[8,128]) -> u32[8,128] {
+  %a = u32[8,128]{1,0} parameter(0)
+  %b = u32[8,128]{1,0} parameter(1)
+  %c = pred[8,128]{1,0} compare(%a, %b), direction=LT
+  ROOT %s = u32[8,128]{1,0} select(%c, %a, %b)
+}
+%ge (a: u32[8,128], b: u32[8,128]) -> u32[8,128] {
+  %a = u32[8,128]{1,0} parameter(0)
+  %b = u32[8,128]{1,0} parameter(1)
+  %c = pred[8,128]{1,0} compare(%a, %b), direction=GE
+  ROOT %s = u32[8,128]{1,0} select(%c, %a, %b)
+}
+ENTRY %main (a: u32[8,128], b: u32[8,128]) -> (u32[8,128], u32[8,128], u32[8,128], u32[8,128], u32[8,128]) {
+  %a = u32[8,128]{1,0} parameter(0)
+  %b = u32[8,128]{1,0} parameter(1)
+  %max = u32[8,128]{1,0} maximum(%a, %b)
+  %min = u32[8,128]{1,0} minimum(%a, %b)
+  %lo = u32[] constant(100)
+  %blo = u32[8,128]{1,0} broadcast(%lo), dimensions={}
+  %clamp = u32[8,128]{1,0} clamp(%blo, %a, %b)
+  %sel = u32[8,128]{1,0} fusion(%a, %b), kind=kLoop, calls=%lt
+  %sge = u32[8,128]{1,0} fusion(%a, %b), kind=kLoop, calls=%ge
+  ROOT %t = (u32[8,128], u32[8,128], u32[8,128], u32[8,128], u32[8,128]) tuple(%max, %min, %clamp, %sel, %sge)
+})",
+                                  args),
+                 args);
+}
+
 // pow with an array base: signs of negative bases to integral powers, NaN for non-integral
 // ones, zeros and infinities, x^0 = 1^y = 1 with NaNs. Within 4 ulps plus |y log |x|| ulps of
 // powf (exp of a rounded y log |x| carries its rounding times that).
