@@ -36,56 +36,52 @@ std::vector<std::string> Programs(const RingAllReduceSpec& spec) {
 // order gives the exact sum.
 float Input(int core, uint64_t i) { return static_cast<float>((i * 7 + core * 13) % 101) - 50; }
 
+// Every core's input, Input(core, i), at HBM address 0.
+void WriteInputs(BoardRun& run, uint64_t elems) {
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> x(elems);
+    for (uint64_t i = 0; i < elems; ++i) x[i] = Input(c, i);
+    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
+  }
+}
+
+// Every `step`-th element of core `core`'s result at `address` is the sum of the inputs of
+// the cores in `members`.
+void ExpectSums(BoardRun& run, int core, uint64_t address, uint64_t elems, uint64_t step,
+                const std::vector<int>& members = {0, 1, 2, 3, 4, 5, 6, 7}) {
+  std::vector<float> y(elems);
+  run.sim->core(core).hbm().Read(address, y.data(), y.size() * 4);
+  for (uint64_t i = 0; i < elems; i += step) {
+    float want = 0;
+    for (int k : members) want += Input(k, i);
+    ASSERT_EQ(y[i], want) << "core " << core << " element " << i;
+  }
+}
+
 TEST(AllReduce, SumIsExactOnEveryCore) {
   BoardConfig board = LoadConfig("v3-8");
   RingAllReduceSpec spec = Spec(board, collectives::ReduceOp::kSum);
   BoardRun run(Programs(spec));
-  for (int c = 0; c < 8; ++c) {
-    std::vector<float> x(kElems);
-    for (uint64_t i = 0; i < kElems; ++i) x[i] = Input(c, i);
-    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
-  }
+  WriteInputs(run, kElems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
-  for (int c = 0; c < 8; ++c) {
-    std::vector<float> y(kElems);
-    run.sim->core(c).hbm().Read(0, y.data(), y.size() * 4);
-    for (uint64_t i = 0; i < kElems; i += 997) {
-      float want = 0;
-      for (int k = 0; k < 8; ++k) want += Input(k, i);
-      ASSERT_EQ(y[i], want) << "core " << c << " element " << i;
-    }
-  }
+  for (int c = 0; c < 8; ++c) ExpectSums(run, c, 0, kElems, 997);
 }
 
 TEST(AllReduce, ArraysAbove4MiBGoSegmentBySegment) {
   BoardConfig board = LoadConfig("v3-8");
   const uint64_t elems = 3 << 20;  // 12 MiB: six 2 MiB segments on alternate buffer sets
   BoardRun run(Programs(Spec(board, collectives::ReduceOp::kSum, elems)));
-  for (int c = 0; c < 8; ++c) {
-    std::vector<float> x(elems);
-    for (uint64_t i = 0; i < elems; ++i) x[i] = Input(c, i);
-    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
-  }
+  WriteInputs(run, elems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
-  std::vector<float> y(elems);
-  run.sim->core(3).hbm().Read(0, y.data(), y.size() * 4);
-  for (uint64_t i = 0; i < elems; i += 1009) {
-    float want = 0;
-    for (int k = 0; k < 8; ++k) want += Input(k, i);
-    ASSERT_EQ(y[i], want) << "element " << i;
-  }
+  ExpectSums(run, 3, 0, elems, 1009);
 }
 
 TEST(AllReduce, MaxIsExactOnEveryCore) {
   BoardConfig board = LoadConfig("v3-8");
   BoardRun run(Programs(Spec(board, collectives::ReduceOp::kMax)));
-  for (int c = 0; c < 8; ++c) {
-    std::vector<float> x(kElems);
-    for (uint64_t i = 0; i < kElems; ++i) x[i] = Input(c, i);
-    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
-  }
+  WriteInputs(run, kElems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
   std::vector<float> y(kElems);
@@ -169,22 +165,10 @@ TEST(AllReduce, TupleSegmentsGoInPairsRoundBothWaysExactly) {
   spec.pieces = {{0, a, out}, {a, b, out + a}};
   BoardRun run(Programs(spec));
   const uint64_t elems = spec.bytes / 4;
-  for (int c = 0; c < 8; ++c) {
-    std::vector<float> x(elems);
-    for (uint64_t i = 0; i < elems; ++i) x[i] = Input(c, i);
-    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
-  }
+  WriteInputs(run, elems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
-  for (int c : {0, 5}) {
-    std::vector<float> y(elems);
-    run.sim->core(c).hbm().Read(out, y.data(), y.size() * 4);
-    for (uint64_t i = 0; i < elems; i += 1031) {
-      float want = 0;
-      for (int k = 0; k < 8; ++k) want += Input(k, i);
-      ASSERT_EQ(y[i], want) << "core " << c << " element " << i;
-    }
-  }
+  for (int c : {0, 5}) ExpectSums(run, c, out, elems, 1031);
   // A pair takes about one segment's time: well under the segments one after another.
   const double segment = ModelFs(board, spec.ring, collectives::kRingSegmentBytes);
   std::printf("tuple all-reduce of 16 MiB: %.2f us (one 2 MiB segment's model %.2f us)\n",
@@ -198,22 +182,10 @@ TEST(AllReduce, BidirectionalRingsAreExactAndBeatOneRing) {
   RingAllReduceSpec spec = Spec(board, collectives::ReduceOp::kSum);
   spec.bidirectional = true;
   BoardRun run(Programs(spec));
-  for (int c = 0; c < 8; ++c) {
-    std::vector<float> x(kElems);
-    for (uint64_t i = 0; i < kElems; ++i) x[i] = Input(c, i);
-    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
-  }
+  WriteInputs(run, kElems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
-  for (int c : {0, 3, 6}) {
-    std::vector<float> y(kElems);
-    run.sim->core(c).hbm().Read(0, y.data(), y.size() * 4);
-    for (uint64_t i = 0; i < kElems; i += 1013) {
-      float want = 0;
-      for (int k = 0; k < 8; ++k) want += Input(k, i);
-      ASSERT_EQ(y[i], want) << "core " << c << " element " << i;
-    }
-  }
+  for (int c : {0, 3, 6}) ExpectSums(run, c, 0, kElems, 1013);
   // Each direction carries half the bytes: clearly faster than one ring's model.
   double one_ring = ModelFs(board, spec.ring, kElems * 4);
   std::printf("bidirectional all-reduce f32[1M]: %.2f us (one ring's model %.2f us)\n", r.time_us,
@@ -236,23 +208,11 @@ TEST(AllReduce, EachReplicaGroupReducesOnItsOwn) {
     programs[c] = RingAllReduceProgram(spec, pos);
   }
   BoardRun run(programs);
-  for (int c = 0; c < 8; ++c) {
-    std::vector<float> x(elems);
-    for (uint64_t i = 0; i < elems; ++i) x[i] = Input(c, i);
-    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
-  }
+  WriteInputs(run, elems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
   for (const auto& g : groups.replica_groups) {
-    for (int c : g) {
-      std::vector<float> y(elems);
-      run.sim->core(c).hbm().Read(0, y.data(), y.size() * 4);
-      for (uint64_t i = 0; i < elems; i += 211) {
-        float want = 0;
-        for (int k : g) want += Input(k, i);
-        ASSERT_EQ(y[i], want) << "core " << c << " element " << i;
-      }
-    }
+    for (int c : g) ExpectSums(run, c, 0, elems, 211, g);
   }
 }
 
