@@ -164,25 +164,23 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
     EmitEntryHandshake(s, spec.ring[position], *spec.mailbox, {spec.ring[(position + n - 1) % n]},
                        1);
   ring.EmitRingRegisters();
-  {  // one segment
-    const uint64_t begin = 0;
-    const std::vector<Part> parts = PartsOf(spec.pieces, begin, begin + seg);
-    s << "    li r29, 0\n";
-    for (const Part& p : parts) {
-      ring.Vmem(1, data + (p.lo - begin));
-      s << lowering::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)
-        << "    dma.hv r1, r30, " << descs[p.hi - p.lo] << ", f" << fb + kFlagInput << "\n";
-    }
-    s << "    wait seq, f" << fb + kFlagInput << ", " << parts.size() << "\n";
-    ring.ReduceScatter(data, slots, /*shift=*/0, spec.op);
-    ring.AllGather(data, out, ring.Chunk(position + 1), kFlagAdded);
-    for (const Part& p : parts) {
-      const RingPiece& piece_of = spec.pieces[p.piece];
-      if (!piece_of.output) continue;
-      ring.Vmem(2, out + (p.lo - begin));
-      s << lowering::LoadAddress(26, *piece_of.output + p.in_piece, 18) << "    dma.vh r26, r2, "
-        << descs[p.hi - p.lo] << ", f" << fb + kFlagStored << "\n";
-    }
+  // One segment.
+  const std::vector<Part> parts = PartsOf(spec.pieces, 0, seg);
+  s << "    li r29, 0\n";
+  for (const Part& p : parts) {
+    ring.Vmem(1, data + p.lo);
+    s << lowering::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)
+      << "    dma.hv r1, r30, " << descs[p.hi - p.lo] << ", f" << fb + kFlagInput << "\n";
+  }
+  s << "    wait seq, f" << fb + kFlagInput << ", " << parts.size() << "\n";
+  ring.ReduceScatter(data, slots, /*shift=*/0, spec.op);
+  ring.AllGather(data, out, ring.Chunk(position + 1), kFlagAdded);
+  for (const Part& p : parts) {
+    const RingPiece& piece_of = spec.pieces[p.piece];
+    if (!piece_of.output) continue;
+    ring.Vmem(2, out + p.lo);
+    s << lowering::LoadAddress(26, *piece_of.output + p.in_piece, 18) << "    dma.vh r26, r2, "
+      << descs[p.hi - p.lo] << ", f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";
   return s.str();

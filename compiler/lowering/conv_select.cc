@@ -12,10 +12,6 @@ namespace {
 using hlo::HloInstruction;
 using hlo::PrimitiveType;
 
-bool FloatOrBf16(const hlo::Shape& s) {
-  return s.IsArray() && (s.type == PrimitiveType::kF32 || s.type == PrimitiveType::kBF16);
-}
-
 bool OneGroup(const HloInstruction& conv) {
   return conv.GetInt("feature_group_count").value_or(1) == 1 &&
          conv.GetInt("batch_group_count").value_or(1) == 1;

@@ -14,10 +14,6 @@ namespace {
 
 using hlo::HloInstruction;
 
-bool FloatOrBf16(const hlo::Shape& s) {
-  return s.IsArray() && (s.type == hlo::PrimitiveType::kF32 || s.type == hlo::PrimitiveType::kBF16);
-}
-
 // Row-major strides of an array shape, in elements.
 std::vector<int64_t> Strides(const hlo::Shape& s) {
   std::vector<int64_t> st(s.dims.size(), 1);

@@ -190,13 +190,14 @@ void Lowerer::AllReducePartial(const HloInstruction& i, int64_t executions) {
   op.name = i.name() + ".data-parallel-all-reduce";
   op.opcode = "all-reduce";
   op.executions = executions;
-  const bool slice = IsBatchSlice(i, batch_.batch);
   const auto known = batch_.reduced.find(&i);  // entry values: the analysis's combination
   const collectives::ReduceOp combine = known != batch_.reduced.end() ? known->second
-                                        : slice ? collectives::ReduceOp::kBitOr
-                                                : collectives::ReduceOp::kSum;
+                                        : IsBatchSlice(i, batch_.batch)
+                                            ? collectives::ReduceOp::kBitOr
+                                            : collectives::ReduceOp::kSum;
   op.note = "inserted: %" + i.name() +
-            (slice ? " is a slice of the batch: each core holds its rows of it"
+            (combine == collectives::ReduceOp::kBitOr
+                 ? " is a slice of the batch: each core holds its rows of it"
              : combine == collectives::ReduceOp::kMax
                  ? " is a partial maximum over each core's share of the batch"
                  : " is a partial sum over each core's share of the batch");

@@ -18,6 +18,11 @@ struct MxuWork {
   std::string note;
 };
 
+// An array of f32 or bf16 elements: what the MXU kernels read.
+inline bool FloatOrBf16(const hlo::Shape& s) {
+  return s.IsArray() && (s.type == hlo::PrimitiveType::kF32 || s.type == hlo::PrimitiveType::kBF16);
+}
+
 // `split`: the data-parallel batch size to divide by `cores` wherever it appears (0: none).
 MxuWork DotWork(const hlo::HloInstruction& dot, int64_t split, int cores);
 MxuWork ConvolutionWork(const hlo::HloInstruction& conv, int64_t split, int cores);

@@ -46,10 +46,6 @@ int ElemBytes(const hlo::Shape& s) {
   return std::max(1, hlo::PrimitiveTypeBits(leaf->type) / 8);
 }
 
-bool FloatOrBf16(const hlo::Shape& s) {
-  return s.IsArray() && (s.type == hlo::PrimitiveType::kF32 || s.type == hlo::PrimitiveType::kBF16);
-}
-
 const HloInstruction* FusedContraction(const HloInstruction& fusion) {
   if (!fusion.fused_computation()) return nullptr;
   for (const auto& i : fusion.fused_computation()->instructions())
