@@ -96,7 +96,9 @@ bool AllFullSize(const VpuBody& b, const HloInstruction& instr) {
   if (!FloatOrBf16(instr.shape()) || instr.shape().ElementCount() % kVregElements) return false;
   return std::all_of(b.inputs.begin(), b.inputs.end(), [&](const HloInstruction* in) {
     return IsF32Scalar(in->shape()) ||  // splat into its vreg (vpu_stream.h)
-           (FloatOrBf16(in->shape()) && in->shape().ElementCount() == instr.shape().ElementCount());
+           ((FloatOrBf16(in->shape()) || in->shape().type == hlo::PrimitiveType::kS32 ||
+             in->shape().type == hlo::PrimitiveType::kU32) &&
+            in->shape().ElementCount() == instr.shape().ElementCount());
   });
 }
 

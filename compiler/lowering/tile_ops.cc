@@ -224,10 +224,9 @@ bool LeafLayouts(const HloInstruction& instr, std::map<const HloInstruction*, Di
   return true;
 }
 
-// The VPU holds s32 values as bit patterns: they may be moved (broadcast, select), converted,
-// compared, and combined by the ops with integer forms (vpu_math.h: add, subtract, multiply,
-// logic, order); u32 ones only compared for equality. s32 divide, remainder and power are
-// not computed.
+// The VPU holds s32 and u32 values as bit patterns: they may be moved (broadcast, select),
+// converted, compared, and combined by the ops with integer forms (vpu_math.h: arithmetic,
+// logic, order, divide, remainder, power).
 bool IntsSupported(const std::vector<const HloInstruction*>& computed) {
   for (const HloInstruction* u : computed)
     for (size_t k = 0; k < u->operand_count(); ++k) {

@@ -56,6 +56,13 @@ class BodyBuilder : public VpuEmitter {
     b_.body.push_back(line);
     ++b_.ops;
   }
+  int EmitImm(const std::string& mnemonic, int src, int64_t imm) override {
+    const int d = Temp();
+    b_.body.push_back(mnemonic + " v" + std::to_string(d) + ", v" + std::to_string(src) + ", " +
+                      std::to_string(imm));
+    ++b_.ops;
+    return d;
+  }
   int F32(double v) override { return Constant(v, /*s32=*/false); }
   int S32(int64_t v) override { return Constant(static_cast<double>(v), /*s32=*/true); }
   // Only temps go back to the pool: inputs and the prologue's constants stay.
@@ -126,6 +133,17 @@ class BodyBuilder : public VpuEmitter {
     }
     return c < 0 ? Emit("vsub.s32", {Constant(0, /*s32=*/true), acc}) : acc;
   }
+  // x^c for a constant c >= 0 on s32 or u32 bits: square-and-multiply unrolled at compile
+  // time (wrapping, as the evaluator).
+  int PowerByConstant(int x, uint64_t c) {
+    if (c == 0) return Constant(1, /*s32=*/true);
+    int acc = -1, power = x;
+    for (; c; c >>= 1) {
+      if (c & 1) acc = acc < 0 ? power : Emit("vmul.u32", {acc, power});
+      if (c > 1) power = Emit("vmul.u32", {power, power});
+    }
+    return acc;
+  }
   // pow(c, y) for a scalar constant base c: exp(y * log(c)) with log(c) folded at compile
   // time; within a few f32 ulps of pow times |y log c| (bf16 tolerance for |y| < 10^4).
   // Any other base (or a negative or zero one): FloatPower's composition.
@@ -137,7 +155,6 @@ class BodyBuilder : public VpuEmitter {
       const double log_c = std::log(static_cast<double>(static_cast<float>(*c)));
       return Emit("vexp", {Emit("vmul", {y, Constant(log_c)})});
     }
-    if (Int32(i->shape())) b_.exact = false;  // s32 power: costed as the f32 form
     return FloatPower(*this, Value(i->operand(0), bound), y);
   }
   static std::optional<double> ScalarConstantImpl(const HloInstruction* i) {
@@ -156,9 +173,8 @@ class BodyBuilder : public VpuEmitter {
   int Compute(const HloInstruction* i, const std::map<const HloInstruction*, int>& bound) {
     if (auto c = ScalarConstant(i)) return Constant(*c, Int32(i->shape()));
     auto in = [&](int k) { return Value(i->operand(k), bound); };
-    // s32 elements are bit patterns, pred ones 1.0 or 0.0: their ops have integer forms
-    // (vpu_int_ops.cc); others (s32 power; u32 divide and remainder) are costed as the f32
-    // instruction only.
+    // s32 and u32 elements are bit patterns, pred ones 1.0 or 0.0: their ops have integer
+    // forms (vpu_int_ops.cc, vpu_uint_ops.cc).
     const bool ints = Int32(i->shape()) && i->opcode() != Opcode::kSelect &&
                       i->opcode() != Opcode::kConvert && i->opcode() != Opcode::kBroadcast &&
                       i->opcode() != Opcode::kCopy && i->opcode() != Opcode::kBitcast &&
@@ -169,6 +185,9 @@ class BodyBuilder : public VpuEmitter {
       for (int k : {1, 0})
         if (const std::optional<double> c = KnownScalar(i->operand(k)))
           return MultiplyS32(in(1 - k), static_cast<int64_t>(*c));
+    if (ints && i->opcode() == Opcode::kPower)
+      if (const std::optional<double> c = KnownScalar(i->operand(1)); c && *c >= 0)
+        return PowerByConstant(in(0), static_cast<uint64_t>(*c));
     if ((ints || i->shape().type == hlo::PrimitiveType::kPred) &&
         HasIntegerForm(i->opcode(), i->shape().type)) {
       std::vector<int> srcs;
@@ -234,13 +253,17 @@ class BodyBuilder : public VpuEmitter {
         if (Int32(i->shape()) && Int32(i->operand(0)->shape())) return in(0);    // same bits
         if (from == hlo::PrimitiveType::kS32 && t == hlo::PrimitiveType::kBF16)  // via f32,
           return Emit("vcvt.bf16", {Emit("vcvt.f32.s32", {in(0)})});             // as XLA rounds it
-        if (from == hlo::PrimitiveType::kS32 && t == hlo::PrimitiveType::kPred)
+        if (Int32(i->operand(0)->shape()) && t == hlo::PrimitiveType::kPred)
           return CompareS32(*this, "NE", in(0), S32(0));
         const bool real = from == hlo::PrimitiveType::kF32 || from == hlo::PrimitiveType::kBF16 ||
                           from == hlo::PrimitiveType::kPred;  // pred is 1.0 or 0.0
         if (real && t == hlo::PrimitiveType::kS32) return Emit("vcvt.s32.f32", {in(0)});
         if (real && t == hlo::PrimitiveType::kPred) return Emit("vcmp.ne", {in(0), S32(0)});
-        if (Int32(i->operand(0)->shape())) b_.exact = false;  // u32 -> float: no instruction
+        if (real && t == hlo::PrimitiveType::kU32) return ConvertF32ToU32(*this, in(0));
+        if (from == hlo::PrimitiveType::kU32 && t == hlo::PrimitiveType::kF32)
+          return ConvertU32ToF32(*this, in(0));
+        if (from == hlo::PrimitiveType::kU32 && t == hlo::PrimitiveType::kBF16)  // via f32
+          return Emit("vcvt.bf16", {ConvertU32ToF32(*this, in(0))});
         if (t == hlo::PrimitiveType::kBF16) return Emit("vcvt.bf16", {in(0)});
         if (t == hlo::PrimitiveType::kF32) return in(0);
         b_.exact = false;
@@ -273,8 +296,8 @@ class BodyBuilder : public VpuEmitter {
         return SineOrCosine(*this, in(0), /*cosine=*/false);
       case Opcode::kCos:
         return SineOrCosine(*this, in(0), /*cosine=*/true);
-      case Opcode::kRemainder:  // u32: costed as one ALU op
-        return ints ? Emit("vmax", {in(0), in(1)}) : FloatRemainder(*this, in(0), in(1));
+      case Opcode::kRemainder:
+        return FloatRemainder(*this, in(0), in(1));
       case Opcode::kClamp: {  // clamp(lo, x, hi) = min(max(x, lo), hi); a NaN x stays NaN
         const int x = in(1), r = Emit("vmax", {x, in(0)});
         EmitTo(r, "vmin", {r, in(2)});

@@ -21,8 +21,9 @@ bool SignedOnly(Opcode op) {
          op == Opcode::kRemainder;
 }
 
-// a / b or a % b on s32 with XLA's semantics (truncation; x / 0 = -1, x % 0 = x,
-// INT32_MIN / -1 = INT32_MIN, INT32_MIN % -1 = 0). The magnitudes n, d (up to 2^31, as u32)
+}  // namespace
+
+// The magnitudes n, d (up to 2^31, as u32)
 // divide in f32, q = trunc(n / d) within a few units; one more f32 division of the residual
 // n - q d (wrapping u32 arithmetic, exact) brings it within one; a compare each way finishes.
 // The sequence matched C's / and % on 3.4e8 pairs on the host (edges and powers of two
@@ -81,6 +82,8 @@ int DivideOrRemainderS32(VpuEmitter& e, int a, int b, bool remainder) {
   return result;
 }
 
+namespace {
+
 // Pred elements are 1.0 or 0.0 (as compares leave them): logic is min, max and compares.
 int PredicateOp(VpuEmitter& e, Opcode op, const std::vector<int>& srcs) {
   switch (op) {
@@ -106,8 +109,10 @@ bool HasIntegerForm(Opcode op, PrimitiveType type) {
     return op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor || op == Opcode::kNot;
   if (type == PrimitiveType::kU32)
     return BitwiseOrWrapping(op) || op == Opcode::kMaximum || op == Opcode::kMinimum ||
-           op == Opcode::kClamp;
-  return type == PrimitiveType::kS32 && (BitwiseOrWrapping(op) || SignedOnly(op));
+           op == Opcode::kClamp || op == Opcode::kDivide || op == Opcode::kRemainder ||
+           op == Opcode::kPower;
+  return type == PrimitiveType::kS32 &&
+         (BitwiseOrWrapping(op) || SignedOnly(op) || op == Opcode::kPower);
 }
 
 int IntegerOp(VpuEmitter& e, Opcode op, PrimitiveType type, const std::vector<int>& srcs) {
@@ -125,6 +130,9 @@ int IntegerOp(VpuEmitter& e, Opcode op, PrimitiveType type, const std::vector<in
     e.Release(bias);
     return r;
   }
+  if (op == Opcode::kPower) return IntegerPower(e, srcs[0], srcs[1], type == PrimitiveType::kS32);
+  if (type == PrimitiveType::kU32 && (op == Opcode::kDivide || op == Opcode::kRemainder))
+    return DivideOrRemainderU32(e, srcs[0], srcs[1], op == Opcode::kRemainder);
   switch (op) {
     case Opcode::kAnd:
       return e.Emit("vand.u32", {srcs[0], srcs[1]});

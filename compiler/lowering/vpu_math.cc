@@ -57,6 +57,15 @@ void RegisterPoolEmitter::EmitTo(int dst, const std::string& mnemonic, std::vect
   body.push_back(line);
 }
 
+int RegisterPoolEmitter::EmitImm(const std::string& mnemonic, int src, int64_t imm) {
+  if (free_.empty()) throw std::length_error("no free VPU temp for " + mnemonic);
+  const int d = free_.back();
+  free_.pop_back();
+  body.push_back(mnemonic + " v" + std::to_string(d) + ", v" + std::to_string(src) + ", " +
+                 std::to_string(imm));
+  return d;
+}
+
 int RegisterPoolEmitter::F32(double v) {
   return Constant(std::bit_cast<uint32_t>(static_cast<float>(v)));
 }

@@ -21,6 +21,8 @@ class VpuEmitter {
   virtual int Emit(const std::string& mnemonic, std::vector<int> srcs) = 0;
   // `mnemonic` into `dst` (a temp the caller emitted), which may also be one of `srcs`.
   virtual void EmitTo(int dst, const std::string& mnemonic, std::vector<int> srcs) = 0;
+  // `mnemonic` of `src` and an immediate (vshr.u32: the shift) into a fresh temp.
+  virtual int EmitImm(const std::string& mnemonic, int src, int64_t imm) = 0;
   // A register holding `v` in every element, as an f32 or as an s32 bit pattern.
   virtual int F32(double v) = 0;
   virtual int S32(int64_t v) = 0;
@@ -36,6 +38,7 @@ class RegisterPoolEmitter : public VpuEmitter {
   RegisterPoolEmitter(std::vector<int> temps, std::vector<int> constant_regs);
   int Emit(const std::string& mnemonic, std::vector<int> srcs) override;
   void EmitTo(int dst, const std::string& mnemonic, std::vector<int> srcs) override;
+  int EmitImm(const std::string& mnemonic, int src, int64_t imm) override;
   int F32(double v) override;
   int S32(int64_t v) override;
   void Release(int reg) override;
@@ -89,6 +92,20 @@ int FloatIsFinite(VpuEmitter& e, int x);
 // from the 32-bit instructions: IntegerOp emits it, reading the operands `srcs`.
 bool HasIntegerForm(hlo::Opcode op, hlo::PrimitiveType type);
 int IntegerOp(VpuEmitter& e, hlo::Opcode op, hlo::PrimitiveType type, const std::vector<int>& srcs);
+
+// a / b or a % b on s32 with XLA's semantics (truncation; x / 0 = -1, x % 0 = x,
+// INT32_MIN / -1 = INT32_MIN, INT32_MIN % -1 = 0).
+int DivideOrRemainderS32(VpuEmitter& e, int a, int b, bool remainder);
+
+// vpu_uint_ops.cc. a / b or a % b on u32 (x / 0 = all ones, x % 0 = x).
+int DivideOrRemainderU32(VpuEmitter& e, int a, int b, bool remainder);
+// power(x, y) on s32 or u32, wrapping, by square-and-multiply over the exponent's bits; a
+// negative s32 exponent gives 1 for x = 1, +-1 for x = -1 and 0 otherwise (as the evaluator).
+int IntegerPower(VpuEmitter& e, int x, int y, bool is_signed);
+// convert u32 -> f32, rounded to nearest even; f32 (or bf16, pred held as f32) -> u32,
+// truncated and saturated to [0, 2^32 - 1], NaN -> 0.
+int ConvertU32ToF32(VpuEmitter& e, int x);
+int ConvertF32ToU32(VpuEmitter& e, int x);
 
 // compare(a, b) in `direction` (LT, LE, GT, GE, EQ, NE) on s32 elements: 1.0 or 0.0.
 int CompareS32(VpuEmitter& e, const std::string& direction, int a, int b);

@@ -100,13 +100,16 @@ inline double Unit(int i, uint32_t salt) {
   return h / 4294967296.0;
 }
 
-// Every element of every result equal to the evaluator's (NaN to NaN, zeros by sign).
+// Every element of every result equal to the evaluator's (NaN to NaN, zeros by sign;
+// integers exactly, not through f32).
 inline void ExpectBitExact(const ElementwiseRun& r, const std::vector<eval::Value>& args) {
   ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
   ASSERT_EQ(r.got.size(), r.want.size());
   for (size_t o = 0; o < r.want.size(); ++o)
     for (size_t i = 0; i < r.want[o].data.size(); ++i)
-      ASSERT_EQ(UlpDistance(r.got[o].data[i], r.want[o].data[i]), 0)
+      ASSERT_TRUE(hlo::IsIntegralType(r.want[o].shape.type)
+                      ? r.got[o].data[i] == r.want[o].data[i]
+                      : UlpDistance(r.got[o].data[i], r.want[o].data[i]) == 0)
           << "result " << o << " element " << i << " of argument " << args[0].data[i]
           << (args.size() > 1 ? ", " + std::to_string(args[1].data[i]) : "") << ": simulated "
           << r.got[o].data[i] << ", evaluator " << r.want[o].data[i];
