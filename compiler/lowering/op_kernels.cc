@@ -249,7 +249,9 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
       if (std::string k = ConvolutionKernel(instr, c, op); !k.empty()) return k;
       return Mxu(ConvolutionWork(instr, c.split, c.cores), instr, c, op);
     case Opcode::kFusion:
-      if (const HloInstruction* mm = FusedContraction(instr)) {  // MXU work, then the epilogue
+      // MXU work, then the epilogue, timing only: reached only when lowering runs without the
+      // pipeline, whose contraction-defusion pass inlines these fusions.
+      if (const HloInstruction* mm = FusedContraction(instr)) {
         MxuWork w = mm->opcode() == Opcode::kDot ? DotWork(*mm, c.split, c.cores)
                                                  : ConvolutionWork(*mm, c.split, c.cores);
         std::string k = Mxu(w, instr, c, op);

@@ -21,6 +21,10 @@ bool Int32(const hlo::Shape& s) {
   return s.IsArray() && (s.type == hlo::PrimitiveType::kS32 || s.type == hlo::PrimitiveType::kU32);
 }
 
+bool Word32(const hlo::Shape& s) {
+  return Int32(s) || (s.IsArray() && s.type == hlo::PrimitiveType::kF32);
+}
+
 constexpr int kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, kLastConst = 30;
 
 class BodyBuilder : public VpuEmitter {
@@ -178,6 +182,7 @@ class BodyBuilder : public VpuEmitter {
     const bool ints = Int32(i->shape()) && i->opcode() != Opcode::kSelect &&
                       i->opcode() != Opcode::kConvert && i->opcode() != Opcode::kBroadcast &&
                       i->opcode() != Opcode::kCopy && i->opcode() != Opcode::kBitcast &&
+                      i->opcode() != Opcode::kBitcastConvert &&
                       i->opcode() != Opcode::kReshape;
     if (ints && i->opcode() == Opcode::kAdd) return Emit("vadd.s32", {in(0), in(1)});
     if (ints && i->opcode() == Opcode::kSubtract) return Emit("vsub.s32", {in(0), in(1)});
@@ -272,6 +277,9 @@ class BodyBuilder : public VpuEmitter {
       case Opcode::kCopy:
       case Opcode::kBitcast:
       case Opcode::kReshape:
+        return in(0);
+      case Opcode::kBitcastConvert:  // 32-bit to 32-bit: the same bits (vregs hold words)
+        if (!Word32(i->shape()) || !Word32(i->operand(0)->shape())) b_.exact = false;
         return in(0);
       case Opcode::kBroadcast:  // a scalar fills the vreg; anything else is costed only
         if (!i->operand(0)->shape().IsScalar() && !mapped_) b_.exact = false;

@@ -110,7 +110,7 @@ bool HasIntegerForm(Opcode op, PrimitiveType type) {
   if (type == PrimitiveType::kU32)
     return BitwiseOrWrapping(op) || op == Opcode::kMaximum || op == Opcode::kMinimum ||
            op == Opcode::kClamp || op == Opcode::kDivide || op == Opcode::kRemainder ||
-           op == Opcode::kPower;
+           op == Opcode::kPower || op == Opcode::kAbs || op == Opcode::kSign;
   return type == PrimitiveType::kS32 &&
          (BitwiseOrWrapping(op) || SignedOnly(op) || op == Opcode::kPower);
 }
@@ -131,6 +131,15 @@ int IntegerOp(VpuEmitter& e, Opcode op, PrimitiveType type, const std::vector<in
     return r;
   }
   if (op == Opcode::kPower) return IntegerPower(e, srcs[0], srcs[1], type == PrimitiveType::kS32);
+  if (type == PrimitiveType::kU32 && op == Opcode::kAbs) return e.Emit("vor.u32", {srcs[0], srcs[0]});
+  if (type == PrimitiveType::kU32 && op == Opcode::kSign) {  // 1 for any nonzero x
+    const int zero = e.S32(0), one = e.S32(1);
+    const int r = e.Emit("vcmp.eq.s32", {srcs[0], zero});
+    e.EmitTo(r, "vsel", {r, zero, one});
+    e.Release(zero);
+    e.Release(one);
+    return r;
+  }
   if (type == PrimitiveType::kU32 && (op == Opcode::kDivide || op == Opcode::kRemainder))
     return DivideOrRemainderU32(e, srcs[0], srcs[1], op == Opcode::kRemainder);
   switch (op) {

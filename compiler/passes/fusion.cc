@@ -27,25 +27,6 @@ bool IsFusibleProducer(const HloInstruction& i) {
   return IsElementwise(i) || (i.opcode() == Opcode::kBroadcast && i.shape().IsArray());
 }
 
-// Computations whose instructions run as separate kernels: entry, call, while, conditional.
-std::vector<HloComputation*> FusionTargets(const hlo::HloModule& m) {
-  std::unordered_set<HloComputation*> set;
-  if (m.entry()) set.insert(m.entry());
-  for (const auto& c : m.computations()) {
-    for (const auto& i : c->instructions()) {
-      if (i->opcode() == Opcode::kCall || i->opcode() == Opcode::kWhile ||
-          i->opcode() == Opcode::kConditional) {
-        for (HloComputation* called : i->called_computations()) set.insert(called);
-      }
-    }
-  }
-  std::vector<HloComputation*> out;
-  for (const auto& c : m.computations()) {
-    if (set.count(c.get())) out.push_back(c.get());
-  }
-  return out;
-}
-
 // A broadcast is cheap to recompute: every group that reads it gets its own copy (as XLA
 // duplicates broadcasts into each consumer fusion), so the full-size value never lives in HBM.
 bool IsDuplicable(const HloInstruction& i) {
@@ -142,7 +123,7 @@ void RemoveFullyFused(const HloComputation& c,
 
 hlo::Result<bool> ElementwiseFusionPass::Run(hlo::HloModule& module) {
   ModuleEdits edits;
-  for (HloComputation* c : FusionTargets(module)) {
+  for (HloComputation* c : KernelComputations(module)) {
     UserMap users = ComputeUsers(*c);
     const auto groups = FindGroups(*c, users);
     for (const auto& group : groups) Fuse(module, *c, group, edits);

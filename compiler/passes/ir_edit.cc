@@ -44,6 +44,20 @@ std::unique_ptr<HloInstruction> CloneWithOperands(const HloInstruction& from, st
   return out;
 }
 
+std::vector<HloComputation*> KernelComputations(const hlo::HloModule& m) {
+  std::unordered_set<HloComputation*> set;
+  if (m.entry()) set.insert(m.entry());
+  for (const auto& c : m.computations())
+    for (const auto& i : c->instructions())
+      if (i->opcode() == hlo::Opcode::kCall || i->opcode() == hlo::Opcode::kWhile ||
+          i->opcode() == hlo::Opcode::kConditional)
+        for (HloComputation* called : i->called_computations()) set.insert(called);
+  std::vector<HloComputation*> out;
+  for (const auto& c : m.computations())
+    if (set.count(c.get())) out.push_back(c.get());
+  return out;
+}
+
 HloInstruction* AddNew(HloComputation& c, std::string_view base, hlo::Opcode opcode,
                        hlo::Shape shape, const std::vector<HloInstruction*>& operands) {
   auto instr = std::make_unique<HloInstruction>(UniqueName(c, base), opcode, std::move(shape));

@@ -31,6 +31,10 @@ std::unique_ptr<hlo::HloInstruction> CloneWithOperands(
     const hlo::HloInstruction& from, std::string name,
     const std::vector<hlo::HloInstruction*>& operands);
 
+// Computations whose instructions run as separate kernels: the entry and the computations
+// of call, while and conditional (not fused computations or reducers), in module order.
+std::vector<hlo::HloComputation*> KernelComputations(const hlo::HloModule& m);
+
 // Appends a new instruction to `c` under a unique name derived from `base`.
 hlo::HloInstruction* AddNew(hlo::HloComputation& c, std::string_view base, hlo::Opcode opcode,
                             hlo::Shape shape, const std::vector<hlo::HloInstruction*>& operands);

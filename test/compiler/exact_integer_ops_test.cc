@@ -98,7 +98,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // u32 -> f32 and bf16 (ties to even across 2^24 and 2^31, the largest values) and f32 -> u32
-// (truncation, negatives and NaN to 0, saturation at 2^32 - 1), and u32 -> pred (-> s32).
+// (truncation, negatives and NaN to 0, saturation at 2^32 - 1), u32 -> pred (-> s32); an f32
+// bitcast-convert to s32, u32 abs (itself) and sign (0 or 1).
 TEST(ExactIntegerOps, U32ConvertsToAndFromFloat) {
   const std::vector<eval::Value> args = {
       Values(hlo::PrimitiveType::kU32,
@@ -110,7 +111,7 @@ TEST(ExactIntegerOps, U32ConvertsToAndFromFloat) {
               4294967040.0, 4294967296.0, 1e12, kInf, -kInf, kNaN, 3e9, 16777217.0},
              [](int i) { return (Unit(i, 63) - 0.1) * std::ldexp(1.0, i % 34); })};
   ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
-ENTRY %main (u: u32[8,128], x: f32[8,128]) -> (f32[8,128], bf16[8,128], u32[8,128], s32[8,128]) {
+ENTRY %main (u: u32[8,128], x: f32[8,128]) -> (f32[8,128], bf16[8,128], u32[8,128], s32[8,128], s32[8,128], u32[8,128], u32[8,128]) {
   %u = u32[8,128]{1,0} parameter(0)
   %x = f32[8,128]{1,0} parameter(1)
   %f = f32[8,128]{1,0} convert(%u)
@@ -118,7 +119,10 @@ ENTRY %main (u: u32[8,128], x: f32[8,128]) -> (f32[8,128], bf16[8,128], u32[8,12
   %back = u32[8,128]{1,0} convert(%x)
   %p = pred[8,128]{1,0} convert(%u)
   %pi = s32[8,128]{1,0} convert(%p)
-  ROOT %t = (f32[8,128], bf16[8,128], u32[8,128], s32[8,128]) tuple(%f, %h, %back, %pi)
+  %bits = s32[8,128]{1,0} bitcast-convert(%x)
+  %abs = u32[8,128]{1,0} abs(%u)
+  %sign = u32[8,128]{1,0} sign(%u)
+  ROOT %t = (f32[8,128], bf16[8,128], u32[8,128], s32[8,128], s32[8,128], u32[8,128], u32[8,128]) tuple(%f, %h, %back, %pi, %bits, %abs, %sign)
 })",
                                   args),
                  args);

@@ -43,6 +43,41 @@ ENTRY %main (a: bf16[20,130], b: bf16[130,10]) -> f32[20,10] {
 })");
 }
 
+// As XLA's optimized dumps hold them: a convolution with its bias and ReLU in one kOutput
+// fusion and a dot with a bf16 convert in another (contraction-defusion inlines both).
+TEST(ExactKernels, OutputFusionsOfAConvolutionAndADot) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+%fused_conv (p0: f32[2,8,8,16], p1: f32[3,3,16,32], p2: f32[32]) -> f32[2,8,8,32] {
+  %p0 = f32[2,8,8,16]{3,2,1,0} parameter(0)
+  %p1 = f32[3,3,16,32]{3,2,1,0} parameter(1)
+  %p2 = f32[32]{0} parameter(2)
+  %c = f32[2,8,8,32]{3,2,1,0} convolution(%p0, %p1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %b = f32[2,8,8,32]{3,2,1,0} broadcast(%p2), dimensions={3}
+  %s = f32[2,8,8,32]{3,2,1,0} add(%c, %b)
+  %z = f32[] constant(0)
+  %bz = f32[2,8,8,32]{3,2,1,0} broadcast(%z), dimensions={}
+  ROOT %r = f32[2,8,8,32]{3,2,1,0} maximum(%s, %bz)
+}
+%fused_dot (p0: f32[128,2048], p1: bf16[32,128]) -> bf16[32,2048] {
+  %p0 = f32[128,2048]{1,0} parameter(0)
+  %p1 = bf16[32,128]{1,0} parameter(1)
+  %w = bf16[128,2048]{1,0} convert(%p0)
+  %d = f32[32,2048]{1,0} dot(%p1, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %o = bf16[32,2048]{1,0} convert(%d)
+}
+ENTRY %main (x: f32[2,8,8,16], k: f32[3,3,16,32], bias: f32[32], a: bf16[32,128], w: f32[128,2048]) -> (f32[2,8,8,32], bf16[32,2048]) {
+  %x = f32[2,8,8,16]{3,2,1,0} parameter(0)
+  %k = f32[3,3,16,32]{3,2,1,0} parameter(1)
+  %bias = f32[32]{0} parameter(2)
+  %a = bf16[32,128]{1,0} parameter(3)
+  %w = f32[128,2048]{1,0} parameter(4)
+  %conv = f32[2,8,8,32]{3,2,1,0} fusion(%x, %k, %bias), kind=kOutput, calls=%fused_conv
+  %dot = bf16[32,2048]{1,0} fusion(%w, %a), kind=kOutput, calls=%fused_dot
+  ROOT %t = (f32[2,8,8,32], bf16[32,2048]) tuple(%conv, %dot)
+})",
+              1e-2);
+}
+
 TEST(ExactKernels, ReductionsOverRowsColumnsAndAll) {
   ExpectMatch(R"(HloModule m, replica_count=8
 %sum (x: f32[], y: f32[]) -> f32[] {
