@@ -78,6 +78,24 @@ bool ComputeLanewise(isa::Opcode op, Vreg& d, const Vreg& a, const Vreg& b) {
     case Opcode::kVcmpNeS32:
       MapS32(d, a, b, [](int32_t x, int32_t y) { return x != y; });
       return true;
+    case Opcode::kVshlU32:
+      MapS32(d, a, b, [](int32_t x, int32_t y) {
+        const uint32_t n = static_cast<uint32_t>(y);
+        return static_cast<int32_t>(n >= 32 ? 0u : static_cast<uint32_t>(x) << n);
+      });
+      return true;
+    case Opcode::kVshrlU32:
+      MapS32(d, a, b, [](int32_t x, int32_t y) {
+        const uint32_t n = static_cast<uint32_t>(y);
+        return static_cast<int32_t>(n >= 32 ? 0u : static_cast<uint32_t>(x) >> n);
+      });
+      return true;
+    case Opcode::kVshraS32:
+      MapS32(d, a, b, [](int32_t x, int32_t y) {
+        const uint32_t n = static_cast<uint32_t>(y);
+        return n >= 32 ? (x < 0 ? -1 : 0) : x >> n;  // C++20: >> of a negative is arithmetic
+      });
+      return true;
     default:
       return false;
   }

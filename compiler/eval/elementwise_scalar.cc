@@ -122,6 +122,21 @@ Result<double> BinaryInt(Opcode op, bool is_signed, int bits, double da, double 
       return u(ua | ub);
     case Opcode::kXor:
       return u(ua ^ ub);
+    case Opcode::kShiftLeft:  // XLA: an amount (unsigned) of the bit width or more gives 0
+      return ub >= static_cast<uint64_t>(bits) ? 0.0 : u(ua << ub);
+    case Opcode::kShiftRightLogical: {
+      const uint64_t mask = bits < 64 ? (uint64_t{1} << bits) - 1 : ~uint64_t{0};
+      return ub >= static_cast<uint64_t>(bits) ? 0.0 : u((ua & mask) >> ub);
+    }
+    case Opcode::kShiftRightArithmetic: {  // the sign bit fills (unsigned types too, as XLA)
+      int64_t v = a;
+      if (bits < 64) {
+        const uint64_t mask = (uint64_t{1} << bits) - 1, w = ua & mask;
+        v = static_cast<int64_t>(w >> (bits - 1) ? w | ~mask : w);
+      }
+      return ub >= static_cast<uint64_t>(bits) ? u(static_cast<uint64_t>(v < 0 ? -1 : 0))
+                                               : u(static_cast<uint64_t>(v >> ub));
+    }
     case Opcode::kMaximum:
       return da > db ? da : db;
     case Opcode::kMinimum:

@@ -51,6 +51,11 @@ Status VerifyElementwise(const HloModule&, const HloInstruction& i) {
   if (logical && !IsIntegralType(a.type) && a.type != PrimitiveType::kPred) {
     return Error(i, std::string(OpcodeName(op)) + " needs pred or integer operands, not " + Str(a));
   }
+  const bool shift = op == Opcode::kShiftLeft || op == Opcode::kShiftRightArithmetic ||
+                     op == Opcode::kShiftRightLogical;
+  if (shift && !IsIntegralType(a.type)) {
+    return Error(i, std::string(OpcodeName(op)) + " needs integer operands, not " + Str(a));
+  }
   if (op == Opcode::kCompare) {
     std::optional<std::string> dir = i.GetWord("direction");
     if (!dir) return Error(i, "compare needs direction=EQ|NE|LT|LE|GT|GE");

@@ -12,7 +12,8 @@ using hlo::PrimitiveType;
 // Ops whose result bits do not depend on signedness.
 bool BitwiseOrWrapping(Opcode op) {
   return op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor || op == Opcode::kNot ||
-         op == Opcode::kNegate || op == Opcode::kMultiply;
+         op == Opcode::kNegate || op == Opcode::kMultiply || op == Opcode::kShiftLeft ||
+         op == Opcode::kShiftRightLogical || op == Opcode::kShiftRightArithmetic;
 }
 
 bool SignedOnly(Opcode op) {
@@ -149,6 +150,12 @@ int IntegerOp(VpuEmitter& e, Opcode op, PrimitiveType type, const std::vector<in
       return e.Emit("vor.u32", {srcs[0], srcs[1]});
     case Opcode::kXor:
       return e.Emit("vxor.u32", {srcs[0], srcs[1]});
+    case Opcode::kShiftLeft:
+      return e.Emit("vshl.u32", {srcs[0], srcs[1]});
+    case Opcode::kShiftRightLogical:
+      return e.Emit("vshrl.u32", {srcs[0], srcs[1]});
+    case Opcode::kShiftRightArithmetic:
+      return e.Emit("vshra.s32", {srcs[0], srcs[1]});
     case Opcode::kMultiply:  // the low 32 bits are the same signed or unsigned
       return e.Emit("vmul.u32", {srcs[0], srcs[1]});
     case Opcode::kMaximum:

@@ -1,5 +1,5 @@
-// u32 divide and remainder, integer power and the u32 <-> float converts (vpu_uint_ops.cc),
-// compiled for v3-8 and simulated on edge values and spread ones: every element equal to the
+// u32 divide and remainder, integer power, the u32 <-> float converts (vpu_uint_ops.cc) and
+// the shifts (vshl.u32, vshrl.u32, vshra.s32), compiled for v3-8 and simulated on edge values and spread ones: every element equal to the
 // evaluator's, integers exactly.
 #include <gtest/gtest.h>
 
@@ -123,6 +123,76 @@ ENTRY %main (u: u32[8,128], x: f32[8,128]) -> (f32[8,128], bf16[8,128], u32[8,12
   %abs = u32[8,128]{1,0} abs(%u)
   %sign = u32[8,128]{1,0} sign(%u)
   ROOT %t = (f32[8,128], bf16[8,128], u32[8,128], s32[8,128], s32[8,128], u32[8,128], u32[8,128]) tuple(%f, %h, %back, %pi, %bits, %abs, %sign)
+})",
+                                  args),
+                 args);
+}
+
+// Shifts by per-element amounts (0, 31, 32 and beyond, negative s32 amounts read as
+// unsigned: every bit shifted out, the sign filling an arithmetic shift), on u32 and s32.
+TEST(ExactIntegerOps, ShiftsByAnyAmount) {
+  auto amount = [](int i) { return std::floor(Unit(i, 71) * 40); };
+  const std::vector<eval::Value> args = {
+      Values(hlo::PrimitiveType::kU32, {kU32Max, kU32Max, kU32Max, kU32Max, 1, kTwo31, 12345},
+             SpreadU32(67)),
+      Values(hlo::PrimitiveType::kU32, {0, 31, 32, kU32Max, 31, 31, 33}, amount),
+      Values(hlo::PrimitiveType::kS32, {-1, -2147483648.0, -5, 5, -5, 2147483647, -7},
+             [](int i) { return static_cast<double>(static_cast<int32_t>(SpreadU32(73)(i))); }),
+      Values(hlo::PrimitiveType::kS32, {31, 31, 32, 1, -1, 30, 40}, amount)};
+  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
+ENTRY %main (u: u32[8,128], n: u32[8,128], s: s32[8,128], m: s32[8,128]) -> (u32[8,128], u32[8,128], u32[8,128], s32[8,128], s32[8,128], s32[8,128]) {
+  %u = u32[8,128]{1,0} parameter(0)
+  %n = u32[8,128]{1,0} parameter(1)
+  %s = s32[8,128]{1,0} parameter(2)
+  %m = s32[8,128]{1,0} parameter(3)
+  %ul = u32[8,128]{1,0} shift-left(%u, %n)
+  %ur = u32[8,128]{1,0} shift-right-logical(%u, %n)
+  %ua = u32[8,128]{1,0} shift-right-arithmetic(%u, %n)
+  %sl = s32[8,128]{1,0} shift-left(%s, %m)
+  %sr = s32[8,128]{1,0} shift-right-logical(%s, %m)
+  %sa = s32[8,128]{1,0} shift-right-arithmetic(%s, %m)
+  ROOT %t = (u32[8,128], u32[8,128], u32[8,128], s32[8,128], s32[8,128], s32[8,128]) tuple(%ul, %ur, %ua, %sl, %sr, %sa)
+})",
+                                  args),
+                 args);
+}
+
+// What jax.random writes inside a jitted step: ThreeFry-2x32 rounds (add, rotate by constants
+// as shift-left | shift-right-logical, xor) and uniform floats from the top 23 bits
+// (shift-right-logical by 9, or with the bits of 1.0, bitcast-convert, minus 1).
+TEST(ExactIntegerOps, ThreeFryRoundsAndUniformBits) {
+  const std::vector<eval::Value> args = {
+      Values(hlo::PrimitiveType::kU32, {0, 1, kU32Max, kTwo31}, SpreadU32(81)),
+      Values(hlo::PrimitiveType::kU32, {0, kU32Max, 1, 12345}, SpreadU32(83))};
+  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
+%round (x0: u32[8,128], x1: u32[8,128]) -> u32[8,128] {
+  %x0 = u32[8,128]{1,0} parameter(0)
+  %x1 = u32[8,128]{1,0} parameter(1)
+  %a = u32[8,128]{1,0} add(%x0, %x1)
+  %c13 = u32[] constant(13)
+  %b13 = u32[8,128]{1,0} broadcast(%c13), dimensions={}
+  %c19 = u32[] constant(19)
+  %b19 = u32[8,128]{1,0} broadcast(%c19), dimensions={}
+  %l = u32[8,128]{1,0} shift-left(%x1, %b13)
+  %r = u32[8,128]{1,0} shift-right-logical(%x1, %b19)
+  %rot = u32[8,128]{1,0} or(%l, %r)
+  ROOT %x = u32[8,128]{1,0} xor(%rot, %a)
+}
+ENTRY %main (k: u32[8,128], c: u32[8,128]) -> (u32[8,128], f32[8,128]) {
+  %k = u32[8,128]{1,0} parameter(0)
+  %c = u32[8,128]{1,0} parameter(1)
+  %bits = u32[8,128]{1,0} fusion(%k, %c), kind=kLoop, calls=%round
+  %nine = u32[] constant(9)
+  %b9 = u32[8,128]{1,0} broadcast(%nine), dimensions={}
+  %m = u32[8,128]{1,0} shift-right-logical(%bits, %b9)
+  %one = u32[] constant(1065353216)
+  %b1 = u32[8,128]{1,0} broadcast(%one), dimensions={}
+  %o = u32[8,128]{1,0} or(%m, %b1)
+  %f = f32[8,128]{1,0} bitcast-convert(%o)
+  %fone = f32[] constant(1)
+  %bf = f32[8,128]{1,0} broadcast(%fone), dimensions={}
+  %u = f32[8,128]{1,0} subtract(%f, %bf)
+  ROOT %t = (u32[8,128], f32[8,128]) tuple(%bits, %u)
 })",
                                   args),
                  args);

@@ -126,5 +126,51 @@ TEST(VpuInteger, XorShiftAndMultiplyOnBitPatterns) {
   EXPECT_EQ(vpu_busy, 6 * c.vpu_load_store_cycles + 4 * c.vpu_alu_cycles);
 }
 
+// Shifts by per-element amounts (XLA's shift ops): amounts of 32 or more, negative ones
+// included (read as unsigned), shift every bit out; an arithmetic shift fills with the sign.
+// One ALU operation each.
+TEST(VpuInteger, ShiftsByPerElementAmounts) {
+  SingleCoreRun run(R"(
+    li r1, 0
+    li r2, 4096
+    vld v0, r1
+    vld v1, r2
+    vshl.u32 v2, v0, v1
+    vshrl.u32 v3, v0, v1
+    vshra.s32 v4, v0, v1
+    li r4, 8192
+    vst v2, r4
+    li r4, 12288
+    vst v3, r4
+    li r4, 16384
+    vst v4, r4
+    halt
+)");
+  std::vector<int32_t> a = Values(5), n(1024);
+  const std::vector<int32_t> edges = {0, 1, 31, 32, 33, -1, INT32_MIN, 31};
+  for (int i = 0; i < 1024; ++i) n[i] = i < 8 ? edges[i] : i % 40;
+  run.core->vmem().Write(kA, a.data(), 4096);
+  run.core->vmem().Write(kB, n.data(), 4096);
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  std::vector<uint32_t> shl(1024), shrl(1024), shra(1024);
+  run.core->vmem().Read(kOut, shl.data(), 4096);
+  run.core->vmem().Read(kOut + 4096, shrl.data(), 4096);
+  run.core->vmem().Read(kOut + 8192, shra.data(), 4096);
+  for (int i = 0; i < 1024; ++i) {
+    const uint32_t ua = static_cast<uint32_t>(a[i]), k = static_cast<uint32_t>(n[i]);
+    const uint32_t sign = a[i] < 0 ? ~0u : 0u;
+    ASSERT_EQ(shl[i], k >= 32 ? 0u : ua << k) << "element " << i;
+    ASSERT_EQ(shrl[i], k >= 32 ? 0u : ua >> k) << "element " << i;
+    ASSERT_EQ(shra[i], k >= 32 ? sign : static_cast<uint32_t>(a[i] >> k)) << "element " << i;
+  }
+  EXPECT_EQ(shra[1], 0xc0000000u);  // INT32_MIN >> 1, arithmetic: the sign fills
+  const CoreConfig& c = run.board.core;
+  int64_t vpu_busy = -1;
+  for (const UnitReport& u : r.units)
+    if (u.name == "vpu") vpu_busy = run.Cycles(u.busy_fs);
+  EXPECT_EQ(vpu_busy, 5 * c.vpu_load_store_cycles + 3 * c.vpu_alu_cycles);
+}
+
 }  // namespace
 }  // namespace tpusim::sim
