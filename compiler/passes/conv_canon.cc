@@ -16,7 +16,7 @@ using Rewrite = HloInstruction* (*)(const HloInstruction&, ConvRewriteBuilder&);
 // instructions behind, so each is tried on a scratch computation (operands still point at
 // the real ones) and only then built for real.
 Rewrite ChooseRewrite(const HloInstruction& conv) {
-  for (Rewrite r : {&RewriteWeightGrad, &RewriteInputGrad}) {
+  for (Rewrite r : {&RewriteWeightGrad, &RewriteInputGrad, &RewriteDilatedConv}) {
     hlo::HloComputation scratch("scratch");
     ConvRewriteBuilder trial(scratch, conv);
     if (r(conv, trial)) return r;

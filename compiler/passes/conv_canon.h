@@ -9,6 +9,9 @@
 //   input gradient (b01f_01io/01oi->b01f) with input    -> one stride-1 convolution of dY per
 //     dilation s (the forward stride)                       output phase with that phase's
 //                                                           taps, phases interleaved into dX
+//   forward convolution with window dilation d          -> one undilated convolution per
+//     (atrous, stride 1)                                    output phase of a strided slice
+//                                                           of X, phases interleaved into Y
 //
 // A convolution is rewritten only when every convolution of its rewrite runs on an exact
 // kernel; anything else is left as it is. docs/compiler.md describes the rewrites.
@@ -24,6 +27,7 @@ namespace tpusim::passes {
 // (the form does not match or some part would not run on an exact kernel).
 hlo::HloInstruction* RewriteWeightGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
 hlo::HloInstruction* RewriteInputGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
+hlo::HloInstruction* RewriteDilatedConv(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
 
 class ConvCanonicalizationPass : public HloPass {
  public:

@@ -48,6 +48,15 @@ inline const std::vector<ConvCase>& ConvCases() {
        "size=3x3 pad=1_1x1_1 lhs_dilate=2x2", "b01f_01oi->b01f"},
       {"DgradSevenBySevenStrideTwoPadThree", "f32[2,8,8,18]", "f32[7,7,5,18]", "f32[2,16,16,5]",
        "size=7x7 pad=3_4x3_4 lhs_dilate=2x2", "b01f_01oi->b01f"},
+      // Dilated (atrous) forward convolutions, DeepLab's kind: phases of one size (stacked),
+      // of unequal sizes and different dilations per dimension (padded into place and
+      // added), a 01oi kernel with a dilation wider than the phases' outputs.
+      {"AtrousThreeByThreeDilationTwoSame", "f32[2,8,8,16]", "f32[3,3,16,8]", "f32[2,8,8,8]",
+       "size=3x3 pad=2_2x2_2 rhs_dilate=2x2", "b01f_01io->b01f"},
+      {"AtrousDilationsThreeAndTwoValid", "f32[2,11,10,16]", "f32[3,3,16,8]", "f32[2,5,6,8]",
+       "size=3x3 rhs_dilate=3x2", "b01f_01io->b01f"},
+      {"AtrousDilationFour01oi", "f32[2,7,7,18]", "f32[3,3,8,18]", "f32[2,7,7,8]",
+       "size=3x3 pad=4_4x4_4 rhs_dilate=4x4", "b01f_01oi->b01f"},
   };
   return cases;
 }

@@ -31,6 +31,9 @@ EXACT_CONV_CANON_TEST(DgradThreeByThreeStrideTwoSame)
 EXACT_CONV_CANON_TEST(DgradThreeByThreeStrideTwo01io)
 EXACT_CONV_CANON_TEST(DgradThreeByThreeStrideTwoPadOne)
 EXACT_CONV_CANON_TEST(DgradSevenBySevenStrideTwoPadThree)
+EXACT_CONV_CANON_TEST(AtrousThreeByThreeDilationTwoSame)
+EXACT_CONV_CANON_TEST(AtrousDilationsThreeAndTwoValid)
+EXACT_CONV_CANON_TEST(AtrousDilationFour01oi)
 
 }  // namespace
 }  // namespace tpusim

@@ -192,8 +192,32 @@ TEST(PassConvCanon, ExactConvolutionsAreLeftAlone) {
   }
 }
 
+// A 3x3 convolution dilated 3 x 2 over 11 x 10 positions (outputs 5 x 6): 3 x 2 phases,
+// each an undilated 3x3 convolution of a strided slice of X computing 2 x 3 outputs (one
+// row past the 5 in y), stacked by concatenates and a bitcast, the extra row sliced off.
+TEST(PassConvCanon, DilatedConvolutionIsOneUndilatedConvolutionPerPhase) {
+  Rewritten r = Canonicalize(Case("AtrousDilationsThreeAndTwoValid").Module());
+  EXPECT_TRUE(r.changed);
+  EXPECT_FALSE(r.changed_again);
+  ASSERT_EQ(r.convs.size(), 6u);
+  for (const hlo::HloInstruction* c : r.convs) {
+    EXPECT_EQ(c->shape().dims, (std::vector<int64_t>{2, 2, 3, 8})) << Line(c);
+    for (const hlo::WindowDim& w : c->window()->dims) {
+      EXPECT_EQ(w.rhs_dilate, 1) << Line(c);
+      EXPECT_EQ(w.size, 3) << Line(c);
+    }
+  }
+  EXPECT_EQ(Line(r.convs[1]->operand(0)),
+            "%c.slice.1 = f32[2,4,5,16] slice(f32[2,11,10,16] %x), slice={[0:2], [0:11:3], "
+            "[1:10:2], [0:16]}");
+  EXPECT_EQ(r.ops["concatenate"], 4);  // three rows of two, then the rows
+  EXPECT_EQ(Line(r.module.entry()->root()),
+            "%c.slice.6 = f32[2,5,6,8] slice(f32[2,6,6,8] %c.bitcast.6), "
+            "slice={[0:2], [0:5], [0:6], [0:8]}");
+}
+
 TEST(PassConvCanon, FormsWithoutAnExactRewriteAreLeftAlone) {
-  // Two feature groups, and a forward convolution with window dilation: no rewrite here.
+  // Two feature groups, and a strided forward convolution with window dilation: no rewrite.
   Rewritten groups = Canonicalize(
       "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[3,3,4,8]) -> f32[2,8,8,8] {\n"
       "  %x = f32[2,8,8,8] parameter(0)\n  %k = f32[3,3,4,8] parameter(1)\n"
@@ -201,9 +225,9 @@ TEST(PassConvCanon, FormsWithoutAnExactRewriteAreLeftAlone) {
       "dim_labels=b01f_01io->b01f, feature_group_count=2\n}\n");
   EXPECT_FALSE(groups.changed);
   Rewritten dilated = Canonicalize(
-      "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[3,3,8,8]) -> f32[2,4,4,8] {\n"
+      "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[3,3,8,8]) -> f32[2,2,2,8] {\n"
       "  %x = f32[2,8,8,8] parameter(0)\n  %k = f32[3,3,8,8] parameter(1)\n"
-      "  ROOT %c = f32[2,4,4,8] convolution(%x, %k), window={size=3x3 rhs_dilate=2x2}, "
+      "  ROOT %c = f32[2,2,2,8] convolution(%x, %k), window={size=3x3 stride=2x2 rhs_dilate=2x2}, "
       "dim_labels=b01f_01io->b01f\n}\n");
   EXPECT_FALSE(dilated.changed);
 }
