@@ -1,5 +1,6 @@
 #include "compiler/lowering/move_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -131,6 +132,37 @@ std::string SplitCopy(const HloInstruction& instr, const OpContext& c, LoweredOp
   return k;
 }
 
+// Under a data-parallel split, an op whose result is a share (the batch leading) and that
+// leaves the leading dimension as it is: it moves each core's rows as the whole op moves all.
+bool KeepsBatchLeading(const HloInstruction& instr, const OpContext& c) {
+  if (!IsShare(c, &instr) || instr.shape().dims.empty() || instr.shape().dims[0] != c.split)
+    return false;
+  for (const HloInstruction* o : instr.operands())
+    if (HasDim(o->shape(), c.split) && (!IsShare(c, o) || o->shape().dims[0] != c.split))
+      return false;
+  const std::vector<int64_t>* dims = instr.dimensions();
+  switch (instr.opcode()) {
+    case Opcode::kSlice: {
+      const hlo::SliceDim& b = (*instr.slice())[0];
+      return b.start == 0 && b.limit == c.split && b.stride == 1;
+    }
+    case Opcode::kConcatenate:
+      return (*dims)[0] != 0;
+    case Opcode::kPad: {
+      const hlo::PadDim& p = (*instr.padding())[0];
+      return p.low == 0 && p.high == 0;
+    }
+    case Opcode::kTranspose:
+      return (*dims)[0] == 0;
+    case Opcode::kReverse:
+      return std::find(dims->begin(), dims->end(), 0) == dims->end();
+    case Opcode::kBroadcast:  // the operand's batch, if it has one, stays leading
+      return !HasDim(instr.operand(0)->shape(), c.split) || (!dims->empty() && (*dims)[0] == 0);
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
@@ -142,9 +174,10 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   if (!instr.shape().IsArray() || instr.shape().ElementCount() == 0) return "";
   if (c.split > 0 && code == Opcode::kCopy && HasDim(instr.shape(), c.split))
     return SplitCopy(instr, c, op);
+  const bool shares = c.split > 0 && HasDim(instr.shape(), c.split);
+  if (shares && !KeepsBatchLeading(instr, c)) return "";
   for (const HloInstruction* o : instr.operands())
-    if (!o->shape().IsArray() || (c.split > 0 && HasDim(o->shape(), c.split))) return "";
-  if (c.split > 0 && HasDim(instr.shape(), c.split)) return "";
+    if (!o->shape().IsArray() || (!shares && c.split > 0 && HasDim(o->shape(), c.split))) return "";
   const int64_t elem = ElemBytesOf(instr.shape());
   if (elem != 4 && elem != 2) return "";
   // Constants have no HBM buffer (kernels take them as immediates): a scalar one broadcast
@@ -154,31 +187,41 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
         !(code == Opcode::kBroadcast && elem == 4 &&
           FillImmediate(instr.operand(i), instr.shape().type)))
       return "";
-  std::string k;
+  std::vector<StridedMove> moves;
+  std::optional<MoveFill> fill;
   try {
     if (code == Opcode::kBroadcast && instr.operand(0)->opcode() == Opcode::kConstant) {
-      MoveFill fill{FillImmediate(instr.operand(0), instr.shape().type), 0, c.address(&instr),
-                    instr.shape().ElementCount() * elem, std::nullopt};
-      k = MoveKernel({}, &fill, instr.name());
+      fill = MoveFill{FillImmediate(instr.operand(0), instr.shape().type), 0, c.address(&instr),
+                      instr.shape().ElementCount() * elem, std::nullopt};
     } else if (code == Opcode::kConcatenate) {
-      k = MoveKernel(Concatenate(instr, c, elem), nullptr, instr.name());
+      moves = Concatenate(instr, c, elem);
     } else if (code == Opcode::kPad) {
       if (elem != 4) return "";  // the fill copies whole 4-byte values
-      MoveFill fill{FillImmediate(instr.operand(1), instr.shape().type),
-                    c.address(instr.operand(1)), c.address(&instr),
-                    instr.shape().ElementCount() * elem, std::nullopt};
+      fill = MoveFill{FillImmediate(instr.operand(1), instr.shape().type),
+                      c.address(instr.operand(1)), c.address(&instr),
+                      instr.shape().ElementCount() * elem, std::nullopt};
       // Constants have no HBM buffer (kernels take them as immediates); a vreg writes f32
       // values and an integer zero.
-      if (instr.operand(1)->opcode() == Opcode::kConstant && !fill.immediate) return "";
-      k = MoveKernel({PadInterior(instr, c, elem)}, &fill, instr.name());
+      if (instr.operand(1)->opcode() == Opcode::kConstant && !fill->immediate) return "";
+      moves = {PadInterior(instr, c, elem)};
     } else {
-      k = MoveKernel({Whole(instr, c, elem)}, nullptr, instr.name());
+      moves = {Whole(instr, c, elem)};
     }
   } catch (const std::invalid_argument&) {
     return "";  // the byte-count copy models its timing
   }
+  // Each core's rows: the leading dimension divided, every stride as on the whole.
+  const int64_t cores = shares ? c.cores : 1;
+  for (StridedMove& m : moves) m.dims[0] /= cores;
+  if (fill) fill->bytes /= cores;
+  std::string k;
+  try {
+    k = MoveKernel(moves, fill ? &*fill : nullptr, instr.name());
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
   op.kind = KernelKind::kDma;
-  op.hbm_bytes = 2 * static_cast<uint64_t>(instr.shape().ElementCount() * elem);
+  op.hbm_bytes = 2 * static_cast<uint64_t>(instr.shape().ElementCount() * elem / cores);
   op.exact = true;
   return k;
 }

@@ -16,7 +16,8 @@ using Rewrite = HloInstruction* (*)(const HloInstruction&, ConvRewriteBuilder&);
 // instructions behind, so each is tried on a scratch computation (operands still point at
 // the real ones) and only then built for real.
 Rewrite ChooseRewrite(const HloInstruction& conv) {
-  for (Rewrite r : {&RewriteWeightGrad, &RewriteInputGrad, &RewriteDilatedConv}) {
+  for (Rewrite r :
+       {&RewriteWeightGrad, &RewriteInputGrad, &RewriteDilatedConv, &RewriteGroupedConv}) {
     hlo::HloComputation scratch("scratch");
     ConvRewriteBuilder trial(scratch, conv);
     if (r(conv, trial)) return r;

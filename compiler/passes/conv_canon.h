@@ -12,6 +12,10 @@
 //   forward convolution with window dilation d          -> one undilated convolution per
 //     (atrous, stride 1)                                    output phase of a strided slice
 //                                                           of X, phases interleaved into Y
+//   forward convolution with feature groups             -> one convolution per group (or per
+//     (01io kernel)                                         chunk of depthwise channels, the
+//                                                           kernel expanded block-diagonally),
+//                                                           concatenated along the features
 //
 // A convolution is rewritten only when every convolution of its rewrite runs on an exact
 // kernel; anything else is left as it is. docs/compiler.md describes the rewrites.
@@ -28,6 +32,7 @@ namespace tpusim::passes {
 hlo::HloInstruction* RewriteWeightGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
 hlo::HloInstruction* RewriteInputGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
 hlo::HloInstruction* RewriteDilatedConv(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
+hlo::HloInstruction* RewriteGroupedConv(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
 
 class ConvCanonicalizationPass : public HloPass {
  public:

@@ -1,5 +1,7 @@
 #include "compiler/passes/conv_canon_build.h"
 
+#include <algorithm>
+
 #include "compiler/lowering/conv_select.h"
 #include "compiler/passes/ir_edit.h"
 
@@ -83,6 +85,13 @@ HloInstruction* ConvRewriteBuilder::Conv(HloInstruction* lhs, HloInstruction* rh
       CloneWithOperands(conv_, UniqueName(target_, conv_.name() + ".phase"), {lhs, rhs});
   conv->mutable_shape() = hlo::Shape::Array(conv_.shape().type, std::move(dims));
   conv->SetAttr("window", window);
+  auto& attrs = conv->mutable_attributes();  // the rewrite's convolutions have one group
+  attrs.erase(std::remove_if(attrs.begin(), attrs.end(),
+                             [](const hlo::Attribute& a) {
+                               return a.key == "feature_group_count" ||
+                                      a.key == "batch_group_count";
+                             }),
+              attrs.end());
   if (!lowering::OnExactConvKernel(*conv)) return nullptr;
   return target_.AddInstruction(std::move(conv));
 }

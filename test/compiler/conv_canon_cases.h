@@ -12,11 +12,13 @@ namespace tpusim::testing {
 struct ConvCase {
   std::string name;
   std::string lhs, rhs, out, window, labels;
+  int groups = 1;  // feature_group_count
   std::string Module() const {
     return "HloModule m, replica_count=8\nENTRY %main (x: " + lhs + ", k: " + rhs + ") -> " + out +
            " {\n  %x = " + lhs + " parameter(0)\n  %k = " + rhs +
            " parameter(1)\n  ROOT %c = " + out + " convolution(%x, %k), window={" + window +
-           "}, dim_labels=" + labels + "\n}\n";
+           "}, dim_labels=" + labels +
+           (groups > 1 ? ", feature_group_count=" + std::to_string(groups) : "") + "\n}\n";
   }
 };
 
@@ -57,6 +59,15 @@ inline const std::vector<ConvCase>& ConvCases() {
        "size=3x3 rhs_dilate=3x2", "b01f_01io->b01f"},
       {"AtrousDilationFour01oi", "f32[2,7,7,18]", "f32[3,3,8,18]", "f32[2,7,7,8]",
        "size=3x3 pad=4_4x4_4 rhs_dilate=4x4", "b01f_01oi->b01f"},
+      // Grouped convolutions: four groups of 4 channels (ResNeXt's kind), depthwise with two
+      // outputs per channel, and EfficientNet's stride-2 depthwise over 144 channels (TF's SAME
+      // padding; two chunks of 72).
+      {"GroupedFourGroupsOfFour", "f32[2,8,8,16]", "f32[3,3,4,8]", "f32[2,8,8,8]",
+       "size=3x3 pad=1_1x1_1", "b01f_01io->b01f", 4},
+      {"DepthwiseMultiplierTwo", "f32[2,8,8,16]", "f32[3,3,1,32]", "f32[2,8,8,32]",
+       "size=3x3 pad=1_1x1_1", "b01f_01io->b01f", 16},
+      {"DepthwiseStrideTwo144Channels", "f32[2,8,8,144]", "f32[3,3,1,144]", "f32[2,4,4,144]",
+       "size=3x3 stride=2x2 pad=0_1x0_1", "b01f_01io->b01f", 144},
   };
   return cases;
 }

@@ -34,6 +34,9 @@ EXACT_CONV_CANON_TEST(DgradSevenBySevenStrideTwoPadThree)
 EXACT_CONV_CANON_TEST(AtrousThreeByThreeDilationTwoSame)
 EXACT_CONV_CANON_TEST(AtrousDilationsThreeAndTwoValid)
 EXACT_CONV_CANON_TEST(AtrousDilationFour01oi)
+EXACT_CONV_CANON_TEST(GroupedFourGroupsOfFour)
+EXACT_CONV_CANON_TEST(DepthwiseMultiplierTwo)
+EXACT_CONV_CANON_TEST(DepthwiseStrideTwo144Channels)
 
 }  // namespace
 }  // namespace tpusim

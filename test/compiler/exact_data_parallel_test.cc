@@ -270,5 +270,25 @@ ENTRY %main (x: f32[64,256], y: f32[64,256]) -> f32[128,256] {
   ExpectMatch(text);
 }
 
+// Each core's share through a depthwise convolution (rewritten into dense ones over channel
+// slices, concatenated) and the data movement attention and grouped layers do along the
+// features: slices (a fused QKV projection split), a concatenate, a pad and a transpose that
+// keep the batch leading, on each core's rows.
+TEST(DataParallel, DepthwiseConvolutionAndMovesAlongTheFeatures) {
+  ExpectMatch(R"(HloModule m
+ENTRY %main (k: f32[3,3,1,32], x: f32[16,8,8,32]) -> (f32[16,8,8,32], f32[16,8,8,32], f32[16,10,8,16], f32[16,8,16,8]) {
+  %k = f32[3,3,1,32]{3,2,1,0} parameter(0)
+  %x = f32[16,8,8,32]{3,2,1,0} parameter(1)
+  %c = f32[16,8,8,32]{3,2,1,0} convolution(%x, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=32
+  %lo = f32[16,8,8,16]{3,2,1,0} slice(%c), slice={[0:16], [0:8], [0:8], [0:16]}
+  %hi = f32[16,8,8,16]{3,2,1,0} slice(%c), slice={[0:16], [0:8], [0:8], [16:32]}
+  %swapped = f32[16,8,8,32]{3,2,1,0} concatenate(%hi, %lo), dimensions={3}
+  %zero = f32[] constant(0)
+  %padded = f32[16,10,8,16]{3,2,1,0} pad(%lo, %zero), padding=0_0x1_1x0_0x0_0
+  %t = f32[16,8,16,8]{3,2,1,0} transpose(%hi), dimensions={0,1,3,2}
+  ROOT %r = (f32[16,8,8,32], f32[16,8,8,32], f32[16,10,8,16], f32[16,8,16,8]) tuple(%c, %swapped, %padded, %t)
+})");
+}
+
 }  // namespace
 }  // namespace tpusim

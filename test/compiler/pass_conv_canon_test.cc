@@ -216,13 +216,30 @@ TEST(PassConvCanon, DilatedConvolutionIsOneUndilatedConvolutionPerPhase) {
             "slice={[0:2], [0:5], [0:6], [0:8]}");
 }
 
+// Depthwise over 144 channels: two chunks of 72, each a dense convolution whose kernel
+// [3, 3, 72, 72] is the chunk's taps expanded block-diagonally by data movement alone.
+TEST(PassConvCanon, DepthwiseIsDenseConvolutionsOfExpandedChunks) {
+  Rewritten r = Canonicalize(Case("DepthwiseStrideTwo144Channels").Module());
+  EXPECT_TRUE(r.changed);
+  EXPECT_FALSE(r.changed_again);
+  ASSERT_EQ(r.convs.size(), 2u);
+  for (const hlo::HloInstruction* c : r.convs) {
+    EXPECT_EQ(c->operand(1)->shape().dims, (std::vector<int64_t>{3, 3, 72, 72})) << Line(c);
+    EXPECT_FALSE(c->GetInt("feature_group_count").has_value()) << Line(c);
+  }
+  EXPECT_EQ(r.ops["pad"], 2);
+  EXPECT_EQ(r.ops["concatenate"], 1);
+  EXPECT_EQ(r.ops["multiply"] + r.ops["select"] + r.ops["iota"], 0);  // no mask arithmetic
+}
+
 TEST(PassConvCanon, FormsWithoutAnExactRewriteAreLeftAlone) {
-  // Two feature groups, and a strided forward convolution with window dilation: no rewrite.
+  // Two feature groups of a 01oi kernel, and a strided forward convolution with window
+  // dilation: no rewrite.
   Rewritten groups = Canonicalize(
-      "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[3,3,4,8]) -> f32[2,8,8,8] {\n"
-      "  %x = f32[2,8,8,8] parameter(0)\n  %k = f32[3,3,4,8] parameter(1)\n"
+      "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[3,3,8,4]) -> f32[2,8,8,8] {\n"
+      "  %x = f32[2,8,8,8] parameter(0)\n  %k = f32[3,3,8,4] parameter(1)\n"
       "  ROOT %c = f32[2,8,8,8] convolution(%x, %k), window={size=3x3 pad=1_1x1_1}, "
-      "dim_labels=b01f_01io->b01f, feature_group_count=2\n}\n");
+      "dim_labels=b01f_01oi->b01f, feature_group_count=2\n}\n");
   EXPECT_FALSE(groups.changed);
   Rewritten dilated = Canonicalize(
       "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[3,3,8,8]) -> f32[2,2,2,8] {\n"
