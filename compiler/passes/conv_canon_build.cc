@@ -1,7 +1,5 @@
 #include "compiler/passes/conv_canon_build.h"
 
-#include <algorithm>
-
 #include "compiler/lowering/conv_select.h"
 #include "compiler/passes/ir_edit.h"
 
@@ -79,19 +77,20 @@ HloInstruction* ConvRewriteBuilder::Concatenate(const std::vector<HloInstruction
   return concat;
 }
 
+HloInstruction* ConvRewriteBuilder::Transpose(HloInstruction* x, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> out;
+  for (int64_t d : perm) out.push_back(x->shape().dims[static_cast<size_t>(d)]);
+  HloInstruction* t = New("transpose", Opcode::kTranspose, x->shape().type, out, {x});
+  t->SetAttr("dimensions", hlo::IntList(perm.begin(), perm.end()));
+  return t;
+}
+
 HloInstruction* ConvRewriteBuilder::Conv(HloInstruction* lhs, HloInstruction* rhs,
                                          const hlo::Window& window, std::vector<int64_t> dims) {
   std::unique_ptr<HloInstruction> conv =
       CloneWithOperands(conv_, UniqueName(target_, conv_.name() + ".phase"), {lhs, rhs});
   conv->mutable_shape() = hlo::Shape::Array(conv_.shape().type, std::move(dims));
   conv->SetAttr("window", window);
-  auto& attrs = conv->mutable_attributes();  // the rewrite's convolutions have one group
-  attrs.erase(std::remove_if(attrs.begin(), attrs.end(),
-                             [](const hlo::Attribute& a) {
-                               return a.key == "feature_group_count" ||
-                                      a.key == "batch_group_count";
-                             }),
-              attrs.end());
   if (!lowering::OnExactConvKernel(*conv)) return nullptr;
   return target_.AddInstruction(std::move(conv));
 }

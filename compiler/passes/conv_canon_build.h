@@ -29,10 +29,13 @@ class ConvRewriteBuilder {
   // emits no code for it, never writes).
   hlo::HloInstruction* Bitcast(hlo::HloInstruction* x, std::vector<int64_t> dims);
   hlo::HloInstruction* Concatenate(const std::vector<hlo::HloInstruction*>& parts, int64_t dim);
+  // Output dimension k is operand dimension perm[k].
+  hlo::HloInstruction* Transpose(hlo::HloInstruction* x, const std::vector<int64_t>& perm);
   // A copy of the rewritten convolution over `lhs` and `rhs` with `window` and result
   // dimensions `dims`; nullptr (and nothing emitted) when no exact kernel takes it.
   hlo::HloInstruction* Conv(hlo::HloInstruction* lhs, hlo::HloInstruction* rhs,
                             const hlo::Window& window, std::vector<int64_t> dims);
+  hlo::HloComputation& target() { return target_; }
 
  private:
   // A new instruction of element type `type` (the operand's, for data movement).

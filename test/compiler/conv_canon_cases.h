@@ -12,13 +12,15 @@ namespace tpusim::testing {
 struct ConvCase {
   std::string name;
   std::string lhs, rhs, out, window, labels;
-  int groups = 1;  // feature_group_count
+  int groups = 1, batch_groups = 1;  // feature_group_count, batch_group_count
   std::string Module() const {
     return "HloModule m, replica_count=8\nENTRY %main (x: " + lhs + ", k: " + rhs + ") -> " + out +
            " {\n  %x = " + lhs + " parameter(0)\n  %k = " + rhs +
            " parameter(1)\n  ROOT %c = " + out + " convolution(%x, %k), window={" + window +
            "}, dim_labels=" + labels +
-           (groups > 1 ? ", feature_group_count=" + std::to_string(groups) : "") + "\n}\n";
+           (groups > 1 ? ", feature_group_count=" + std::to_string(groups) : "") +
+           (batch_groups > 1 ? ", batch_group_count=" + std::to_string(batch_groups) : "") +
+           "\n}\n";
   }
 };
 
@@ -68,6 +70,16 @@ inline const std::vector<ConvCase>& ConvCases() {
        "size=3x3 pad=1_1x1_1", "b01f_01io->b01f", 16},
       {"DepthwiseStrideTwo144Channels", "f32[2,8,8,144]", "f32[3,3,1,144]", "f32[2,4,4,144]",
        "size=3x3 stride=2x2 pad=0_1x0_1", "b01f_01io->b01f", 144},
+      // Their gradients as JAX writes them: the kernel's by batch groups (a depthwise layer
+      // with two outputs per channel, and a stride-2 one: padding and window dilation then
+      // go through the weight-gradient rewrites), the input's by feature groups of a 01oi
+      // kernel.
+      {"DepthwiseWeightGradPadOne", "f32[2,8,8,16]", "f32[2,8,8,32]", "f32[3,3,1,32]",
+       "size=8x8 pad=1_1x1_1", "f01b_i01o->01bf", 1, 16},
+      {"DepthwiseWeightGradStrideTwo", "f32[2,8,8,16]", "f32[2,4,4,16]", "f32[3,3,1,16]",
+       "size=4x4 pad=0_1x0_1 rhs_dilate=2x2", "f01b_i01o->01bf", 1, 16},
+      {"GroupedInputGrad01oi", "f32[2,8,8,32]", "f32[3,3,16,2]", "f32[2,8,8,16]",
+       "size=3x3 pad=1_1x1_1", "b01f_01oi->b01f", 16},
   };
   return cases;
 }

@@ -37,6 +37,9 @@ EXACT_CONV_CANON_TEST(AtrousDilationFour01oi)
 EXACT_CONV_CANON_TEST(GroupedFourGroupsOfFour)
 EXACT_CONV_CANON_TEST(DepthwiseMultiplierTwo)
 EXACT_CONV_CANON_TEST(DepthwiseStrideTwo144Channels)
+EXACT_CONV_CANON_TEST(DepthwiseWeightGradPadOne)
+EXACT_CONV_CANON_TEST(DepthwiseWeightGradStrideTwo)
+EXACT_CONV_CANON_TEST(GroupedInputGrad01oi)
 
 }  // namespace
 }  // namespace tpusim

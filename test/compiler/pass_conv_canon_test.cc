@@ -232,14 +232,26 @@ TEST(PassConvCanon, DepthwiseIsDenseConvolutionsOfExpandedChunks) {
   EXPECT_EQ(r.ops["multiply"] + r.ops["select"] + r.ops["iota"], 0);  // no mask arithmetic
 }
 
+// A depthwise layer's weight gradient by 16 batch groups: one dense weight gradient of the
+// 16 channels (its padding rewritten away first: a pad of X), its block diagonal extracted.
+TEST(PassConvCanon, DepthwiseWeightGradIsTheDiagonalOfADenseOne) {
+  Rewritten r = Canonicalize(Case("DepthwiseWeightGradPadOne").Module());
+  EXPECT_TRUE(r.changed);
+  EXPECT_FALSE(r.changed_again);
+  ASSERT_EQ(r.convs.size(), 1u);
+  EXPECT_EQ(r.convs[0]->shape().dims, (std::vector<int64_t>{3, 3, 16, 32})) << Line(r.convs[0]);
+  EXPECT_FALSE(r.convs[0]->GetInt("batch_group_count").has_value());
+  EXPECT_EQ(r.module.entry()->root()->shape().dims, (std::vector<int64_t>{3, 3, 1, 32}));
+}
+
 TEST(PassConvCanon, FormsWithoutAnExactRewriteAreLeftAlone) {
-  // Two feature groups of a 01oi kernel, and a strided forward convolution with window
+  // Two feature groups in NCHW layout, and a strided forward convolution with window
   // dilation: no rewrite.
   Rewritten groups = Canonicalize(
-      "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[3,3,8,4]) -> f32[2,8,8,8] {\n"
-      "  %x = f32[2,8,8,8] parameter(0)\n  %k = f32[3,3,8,4] parameter(1)\n"
+      "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[8,4,3,3]) -> f32[2,8,8,8] {\n"
+      "  %x = f32[2,8,8,8] parameter(0)\n  %k = f32[8,4,3,3] parameter(1)\n"
       "  ROOT %c = f32[2,8,8,8] convolution(%x, %k), window={size=3x3 pad=1_1x1_1}, "
-      "dim_labels=b01f_01oi->b01f, feature_group_count=2\n}\n");
+      "dim_labels=bf01_oi01->bf01, feature_group_count=2\n}\n");
   EXPECT_FALSE(groups.changed);
   Rewritten dilated = Canonicalize(
       "HloModule m\nENTRY %e (x: f32[2,8,8,8], k: f32[3,3,8,8]) -> f32[2,2,2,8] {\n"
