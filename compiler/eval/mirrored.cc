@@ -51,6 +51,9 @@ std::optional<std::string> MirrorObstacle(const hlo::HloModule& module, int64_t 
         case Opcode::kReduceScatter:
           why = Named(instr, "gives each replica a different part");
           break;
+        case Opcode::kReplicaId:
+          why = Named(instr, "gives each replica its own index");
+          break;
         case Opcode::kCollectivePermute:
           why = UntargetedReplica(instr, replicas);
           break;

@@ -1,4 +1,5 @@
-// Tuples and control flow: tuple, get-tuple-element, call, fusion, while, conditional.
+// Tuples and control flow: tuple, get-tuple-element, opt-barrier, call, fusion, while,
+// conditional.
 #include "compiler/eval/interpreter.h"
 
 namespace tpusim::eval {
@@ -15,6 +16,10 @@ std::vector<Value> Copy(Operands ops) {
 
 Result<Value> Tuple(const HloInstruction&, Operands ops, Interpreter&) {
   return Value::Tuple(Copy(ops));
+}
+
+Result<Value> OptimizationBarrier(const HloInstruction&, Operands ops, Interpreter&) {
+  return *ops[0];
 }
 
 Result<Value> GetTupleElement(const HloInstruction& instr, Operands ops, Interpreter&) {
@@ -81,6 +86,7 @@ Result<Value> Conditional(const HloInstruction& instr, Operands ops, Interpreter
 void RegisterControl(OpTable& t) {
   t[static_cast<size_t>(Opcode::kTuple)] = Tuple;
   t[static_cast<size_t>(Opcode::kGetTupleElement)] = GetTupleElement;
+  t[static_cast<size_t>(Opcode::kOptimizationBarrier)] = OptimizationBarrier;
   t[static_cast<size_t>(Opcode::kCall)] = Call;
   t[static_cast<size_t>(Opcode::kFusion)] = Call;
   t[static_cast<size_t>(Opcode::kWhile)] = While;

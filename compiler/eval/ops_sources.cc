@@ -100,9 +100,18 @@ Result<Value> RngBitGenerator(const HloInstruction& instr, Operands ops, Interpr
   return Value::Tuple({std::move(next), std::move(bits)});
 }
 
+// The replica's index (replica-id), or 0: modules run with one partition (partition-id).
+Result<Value> DeviceIndex(const HloInstruction& instr, Operands, Interpreter& interp) {
+  Value v = Value::Zeros(instr.shape());
+  if (instr.opcode() == Opcode::kReplicaId) v.data[0] = static_cast<double>(interp.replica_id());
+  return v;
+}
+
 }  // namespace
 
 void RegisterSources(OpTable& t) {
+  t[static_cast<size_t>(Opcode::kReplicaId)] = DeviceIndex;
+  t[static_cast<size_t>(Opcode::kPartitionId)] = DeviceIndex;
   t[static_cast<size_t>(Opcode::kConstant)] = Constant;
   t[static_cast<size_t>(Opcode::kIota)] = Iota;
   t[static_cast<size_t>(Opcode::kRng)] = Rng;

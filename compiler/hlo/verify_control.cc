@@ -49,6 +49,8 @@ Status VerifyControl(const HloModule&, const HloInstruction& i) {
   switch (i.opcode()) {
     case Opcode::kTuple:
       return ExpectShape(i, Shape::Tuple(OperandShapes(i)));
+    case Opcode::kOptimizationBarrier:
+      return ExpectShape(i, i.operand(0)->shape());
     case Opcode::kGetTupleElement: {
       const Shape& t = i.operand(0)->shape();
       std::optional<int64_t> idx = i.GetInt("index");

@@ -108,6 +108,9 @@ Status VerifyDataMovement(const HloModule& m, const HloInstruction& i) {
   HLO_RETURN_IF_ERROR(ExpectArrayOperands(i));
   if (i.shape().IsTuple()) return Error(i, "result must be an array, not " + Str(i.shape()));
   const Shape& r = i.shape();
+  if (i.opcode() == Opcode::kReplicaId || i.opcode() == Opcode::kPartitionId) {
+    return ExpectShape(i, Shape::Array(PrimitiveType::kU32, {}));
+  }
   if (i.opcode() == Opcode::kIota) {
     std::optional<int64_t> d = i.GetInt("iota_dimension");
     if (!d || *d < 0 || *d >= std::max<int64_t>(r.rank(), 1)) {

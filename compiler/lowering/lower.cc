@@ -10,6 +10,7 @@
 #include "compiler/lowering/batch_slice_kernel.h"
 #include "compiler/lowering/collective_kernels.h"
 #include "compiler/lowering/lowerer.h"
+#include "compiler/lowering/move_ops.h"
 #include "compiler/lowering/op_kernels.h"
 
 namespace tpusim::lowering {
@@ -144,7 +145,9 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   if (carries && LowerSplitBatchNorm(i, ctx, op)) return;
   std::vector<std::string> per_core;
   try {
-    if (hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective) {
+    if (i.opcode() == Opcode::kReplicaId || i.opcode() == Opcode::kPartitionId) {
+      per_core = DeviceIndexKernels(i, ctx, out_.replicas > 1, op);
+    } else if (hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective) {
       per_core = CollectiveKernels(
           i,
           CollectiveContext{[this](const HloInstruction* v) { return Address(v); }, opt_.ring,

@@ -226,4 +226,18 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   return k;
 }
 
+std::vector<std::string> DeviceIndexKernels(const HloInstruction& instr, const OpContext& c,
+                                            bool per_replica, LoweredOp& op) {
+  std::vector<std::string> programs;
+  for (int core = 0; core < c.cores; ++core) {
+    const bool own = per_replica && instr.opcode() == Opcode::kReplicaId;
+    MoveFill fill{std::nullopt, 0, c.address(&instr), 4, static_cast<uint32_t>(own ? core : 0)};
+    programs.push_back(MoveKernel({}, &fill, instr.name()));
+  }
+  op.kind = KernelKind::kDma;
+  op.hbm_bytes = 4;
+  op.exact = true;
+  return programs;
+}
+
 }  // namespace tpusim::lowering

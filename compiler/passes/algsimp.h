@@ -6,6 +6,8 @@
 //   reshape(reshape(x)) -> reshape(x);  transpose(transpose(x)) -> one transpose
 //   identity transpose, reshape, broadcast, convert; full-range slice; one-operand
 //   concatenate; pad with an all-zero config -> the operand
+//   opt-barrier(x) -> x      (jax.checkpoint's barrier: tpusim's kernels run in program
+//                             order, so there is no reordering to prevent)
 //
 // Zeros and ones are constants (every value equal) or broadcasts of such constants. A
 // rewrite to an operand requires the same shape, and the same layout when both have one.

@@ -7,6 +7,31 @@
 namespace tpusim {
 namespace {
 
+// replica-id tells the cores apart (jax.random.fold_in(key, axis_index) under pmap): each
+// core's program fills in its index; the values differ per core and each is compared with
+// its replica's. partition-id is 0 (one partition).
+TEST(ExactCollectives, ReplicaIdIsEachCoresIndex) {
+  testing::ExpectMatch(R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[8,128], key: u32[8,128]) -> (f32[8,128], u32[8,128], u32[]) {
+  %x = f32[8,128]{1,0} parameter(0)
+  %key = u32[8,128]{1,0} parameter(1)
+  %id = u32[] replica-id()
+  %pid = u32[] partition-id()
+  %b = u32[8,128]{1,0} broadcast(%id), dimensions={}
+  %k = u32[8,128]{1,0} xor(%key, %b)
+  %f = f32[] convert(%id)
+  %bf = f32[8,128]{1,0} broadcast(%f), dimensions={}
+  %y = f32[8,128]{1,0} multiply(%x, %bf)
+  %s = f32[8,128]{1,0} all-reduce(%y), replica_groups={}, to_apply=%add
+  ROOT %r = (f32[8,128], u32[8,128], u32[]) tuple(%s, %k, %pid)
+})");
+}
+
 TEST(ExactCollectives, TupleAllReducePadsItsLastSegmentInVmemOnly) {
   // f32[1100,1000] is 4.4 MB: three 2 MiB ring segments, the last one 0.2 MB of data and
   // the rest padding that never reaches HBM (the neighbouring buffer %c would be overwritten).

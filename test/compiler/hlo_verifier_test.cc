@@ -20,6 +20,17 @@ std::string VerifyError(const std::string& body, const std::string& header = "")
   return s.ok() ? "" : s.message();
 }
 
+TEST(Verifier, OptBarrierAndDeviceIndexShapes) {
+  EXPECT_EQ(VerifyError("%x = f32[4] parameter(0)\n%t = (f32[4]) tuple(%x)\n"
+                        "ROOT %b = (f32[4]) opt-barrier(%t)"),
+            "");
+  EXPECT_EQ(VerifyError("%x = f32[4] parameter(0)\nROOT %b = f32[8] opt-barrier(%x)"),
+            "%b: result shape is f32[8] but should be f32[4]");
+  EXPECT_EQ(VerifyError("ROOT %id = u32[] replica-id()"), "");
+  EXPECT_EQ(VerifyError("ROOT %id = s32[] partition-id()"),
+            "%id: result shape is s32[] but should be u32[]");
+}
+
 TEST(Verifier, DotContractingSizeMismatch) {
   EXPECT_EQ(VerifyError("%x = f32[8,64] parameter(0)\n%y = f32[128,32] parameter(1)\n"
                         "ROOT %dot.3 = f32[8,32] dot(%x, %y), lhs_contracting_dims={1}, "

@@ -130,6 +130,16 @@ TEST(PassAlgsimp, LayoutChangingReshapeKept) {
   EXPECT_FALSE(changed);
 }
 
+// jax.checkpoint's barrier orders nothing in tpusim (kernels run in program order).
+TEST(PassAlgsimp, OptBarrierIsItsOperand) {
+  EXPECT_EQ(Root("%p = f32[4] parameter(0)\n%q = s32[2] parameter(1)\n"
+                 "%t = (f32[4], s32[2]) tuple(f32[4] %p, s32[2] %q)\n"
+                 "%b = (f32[4], s32[2]) opt-barrier((f32[4], s32[2]) %t)\n"
+                 "%g = f32[4] get-tuple-element((f32[4], s32[2]) %b), index=0\n"
+                 "ROOT %n = f32[4] negate(f32[4] %g)"),
+            "%n = f32[4] negate(f32[4] %g) #5");
+}
+
 TEST(PassAlgsimp, ChainsSimplifyTogether) {
   EXPECT_EQ(Root("%p = s32[8] parameter(0)\n%r1 = s32[2,4] reshape(s32[8] %p)\n"
                  "%r2 = s32[4,2] reshape(s32[2,4] %r1)\n%r3 = s32[8] reshape(s32[4,2] %r2)\n"
