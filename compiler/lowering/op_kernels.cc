@@ -10,6 +10,7 @@
 #include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/dynamic_slice_kernel.h"
 #include "compiler/lowering/exact_dot_op.h"
+#include "compiler/lowering/line_reduce_kernel.h"
 #include "compiler/lowering/gather_kernel.h"
 #include "compiler/lowering/move_ops.h"
 #include "compiler/lowering/mxu_ops.h"
@@ -286,6 +287,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   }
   if (code == Opcode::kReduce || code == Opcode::kBroadcast || code == Opcode::kIota)
     if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
+  if (std::string r = LineReduceKernel(instr, c, op); !r.empty()) return r;
   if (std::string b = BatchNormKernel(instr, c, op); !b.empty()) return b;
   if (std::string p = ReduceWindowKernel(instr, c, op); !p.empty()) return p;
   if (std::string g = MaxPoolGradKernel(instr, c, op); !g.empty()) return g;

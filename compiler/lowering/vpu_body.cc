@@ -426,6 +426,23 @@ VpuBody BuildVpuBody(const HloInstruction& op, bool mapped_broadcasts, int max_i
   return BuildVpuBodyFrom(op, mapped_broadcasts, max_inputs, kFirstTemp);
 }
 
+ReducerBody BuildReducerBody(const hlo::HloComputation& f, const std::vector<int>& params) {
+  VpuBody b;
+  BodyBuilder builder(b, /*mapped_broadcasts=*/false, kFirstTemp);
+  std::map<const HloInstruction*, int> bound;
+  for (const HloInstruction* p : f.parameters())
+    bound[p] = params.at(static_cast<size_t>(p->parameter_number()));
+  ReducerBody r;
+  const HloInstruction* root = f.root();
+  if (root->opcode() == Opcode::kTuple) {
+    for (const HloInstruction* o : root->operands()) r.results.push_back(builder.Value(o, bound));
+  } else {
+    r.results.push_back(builder.Value(root, bound));
+  }
+  r.prologue = std::move(b.prologue), r.body = std::move(b.body), r.exact = b.exact;
+  return r;
+}
+
 int VpuOpsPerVreg(const HloInstruction& op) {
   switch (op.opcode()) {
     case Opcode::kBatchNormTraining:

@@ -41,4 +41,15 @@ bool InlinedIntoUsers(const hlo::HloInstruction& op);
 // pooling, batch norm, sort, ...), and whether it keeps a value per vreg.
 int VpuOpsPerVreg(const hlo::HloInstruction& op);
 
+// A reducer computation (reduce's to_apply: scalar parameters, a root of elementwise ops or a
+// tuple of them) as VPU instructions over vregs, parameter i read from register params[i];
+// `results` holds the register of each root element. Temps from v6 up (never a parameter's
+// register), constants in v24..v30 (the prologue).
+struct ReducerBody {
+  std::vector<std::string> prologue, body;
+  std::vector<int> results;
+  bool exact = true;
+};
+ReducerBody BuildReducerBody(const hlo::HloComputation& f, const std::vector<int>& params);
+
 }  // namespace tpusim::lowering
