@@ -60,8 +60,7 @@ void EmitBatch(std::ostream& s, const GatherForm& f, int64_t n, const std::strin
   auto load_clamped = [&](int reg, int64_t coord, int max_reg) {
     const std::string l = label + "_" + std::to_string(reg);
     s << "    sld r" << reg << ", r3, " << coord * 4 << "\n    blt r" << reg << ", r14, " << l
-      << "_lo\n    blt r" << max_reg << ", r" << reg << ", " << l << "_hi\n    jmp " << l
-      << "_ok\n"
+      << "_lo\n    blt r" << max_reg << ", r" << reg << ", " << l << "_hi\n    jmp " << l << "_ok\n"
       << l << "_lo:\n    li r" << reg << ", 0\n    jmp " << l << "_ok\n"
       << l << "_hi:\n    mov r" << reg << ", r" << max_reg << "\n"
       << l << "_ok:\n";
@@ -79,8 +78,8 @@ void EmitBatch(std::ostream& s, const GatherForm& f, int64_t n, const std::strin
     s << "    shli r6, r6, 2\n    add r5, r5, r6\n";
   }
   s << "    dma.hh r12, r5, slice, f0\n    addi r12, r12, " << f.width * 4
-    << "\n    addi r18, r18, 1\n    addi r3, r3, " << f.coords * 4 << "\n    blt r3, r4, "
-    << label << "\n    addi r10, r10, " << n * f.coords * 4 << "\n";
+    << "\n    addi r18, r18, 1\n    addi r3, r3, " << f.coords * 4 << "\n    blt r3, r4, " << label
+    << "\n    addi r10, r10, " << n * f.coords * 4 << "\n";
 }
 
 }  // namespace
@@ -104,7 +103,8 @@ std::string GatherKernel(const HloInstruction& instr, const OpContext& c, Lowere
   } else if (c.split > 0 && HasDim(table, c.split)) {
     return "";
   }
-  const int64_t vectors = static_cast<int64_t>(BytesPerCore(idx, c.split, c.cores)) / 4 / form->coords;
+  const int64_t vectors =
+      static_cast<int64_t>(BytesPerCore(idx, c.split, c.cores)) / 4 / form->coords;
   const int64_t slice = form->width * 4, per_batch = kBatchBytes / 4 / form->coords;
   if (vectors == 0 || slice == 0) return "";
   std::ostringstream s;

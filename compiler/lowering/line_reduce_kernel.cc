@@ -93,9 +93,9 @@ std::string Emit(const Plan& p, const std::string& tag) {
        << " (lines in lanes, compiler/lowering/line_reduce_kernel.cc)\n.tag \"" << tag << "\"\n";
   auto desc = [&](int64_t lines, int64_t cols) {
     const std::string name = "in_" + std::to_string(lines) + "_" + std::to_string(cols);
-    head << ".desc " << name << " rows=" << cols << " row_bytes=4 src_stride=4 dst_stride="
-         << kVregBytes << " planes=" << lines << " src_plane_stride=" << p.columns * 4
-         << " dst_plane_stride=4\n";
+    head << ".desc " << name << " rows=" << cols
+         << " row_bytes=4 src_stride=4 dst_stride=" << kVregBytes << " planes=" << lines
+         << " src_plane_stride=" << p.columns * 4 << " dst_plane_stride=4\n";
     return name;
   };
   std::vector<std::string> descs_made;
@@ -152,8 +152,7 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
   p.arrays = static_cast<int64_t>(instr.operand_count() / 2);
   const hlo::Shape& x = instr.operand(0)->shape();
   const int64_t rank = x.rank();
-  if (p.arrays > 2 || rank == 0 || *instr.dimensions() != std::vector<int64_t>{rank - 1})
-    return "";
+  if (p.arrays > 2 || rank == 0 || *instr.dimensions() != std::vector<int64_t>{rank - 1}) return "";
   p.columns = x.dims.back();
   p.lines = x.ElementCount() / std::max<int64_t>(p.columns, 1);
   if (c.split > 0 && HasDim(x, c.split)) {
@@ -167,15 +166,16 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
   std::optional<PrimitiveType> iota_type;
   for (int64_t k = 0; k < p.arrays; ++k) {
     const HloInstruction* in = instr.operand(static_cast<size_t>(k));
-    const std::optional<uint32_t> init = ConstantBits(instr.operand(static_cast<size_t>(p.arrays + k)));
+    const std::optional<uint32_t> init =
+        ConstantBits(instr.operand(static_cast<size_t>(p.arrays + k)));
     if (!Word32(in->shape()) || in->shape().dims != x.dims || !init) return "";
     p.inits.push_back(*init);
     if (in->opcode() == Opcode::kIota && in->GetInt("iota_dimension") == rank - 1) {
       if (iota_type && *iota_type != in->shape().type) return "";
       iota_type = in->shape().type;
       p.inputs.push_back(std::nullopt);
-    } else if (in->opcode() == Opcode::kConstant || (c.split > 0 && HasDim(in->shape(), c.split) &&
-                                                     !IsShare(c, in))) {
+    } else if (in->opcode() == Opcode::kConstant ||
+               (c.split > 0 && HasDim(in->shape(), c.split) && !IsShare(c, in))) {
       return "";  // constants have no HBM buffer
     } else {
       p.inputs.push_back(c.address(in));

@@ -18,7 +18,6 @@ namespace tpusim::lowering {
 // dimension, more than two arrays, elements other than 32-bit, an init that is not a scalar
 // constant, a reducer without an exact VPU form, or a tuple result read other than by
 // get-tuple-element.
-std::string LineReduceKernel(const hlo::HloInstruction& instr, const OpContext& ctx,
-                             LoweredOp& op);
+std::string LineReduceKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
 
 }  // namespace tpusim::lowering

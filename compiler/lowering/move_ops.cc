@@ -197,9 +197,9 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
       moves = Concatenate(instr, c, elem);
     } else if (code == Opcode::kPad) {
       if (elem != 4) return "";  // the fill copies whole 4-byte values
-      fill = MoveFill{FillImmediate(instr.operand(1), instr.shape().type),
-                      c.address(instr.operand(1)), c.address(&instr),
-                      instr.shape().ElementCount() * elem, std::nullopt};
+      fill =
+          MoveFill{FillImmediate(instr.operand(1), instr.shape().type), c.address(instr.operand(1)),
+                   c.address(&instr), instr.shape().ElementCount() * elem, std::nullopt};
       // Constants have no HBM buffer (kernels take them as immediates); a vreg writes f32
       // values and an integer zero.
       if (instr.operand(1)->opcode() == Opcode::kConstant && !fill->immediate) return "";

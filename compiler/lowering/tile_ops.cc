@@ -234,8 +234,8 @@ bool IntsSupported(const std::vector<const HloInstruction*>& computed) {
       if (!IsInt32(s)) continue;
       const Opcode op = u->opcode();
       const bool ok = op == Opcode::kBroadcast || op == Opcode::kCopy || op == Opcode::kBitcast ||
-                      op == Opcode::kBitcastConvert ||
-                      op == Opcode::kAdd || op == Opcode::kSubtract || op == Opcode::kConvert ||
+                      op == Opcode::kBitcastConvert || op == Opcode::kAdd ||
+                      op == Opcode::kSubtract || op == Opcode::kConvert ||
                       (op == Opcode::kSelect && k > 0) ||
                       op == Opcode::kCompare ||  // s32 and u32 (CompareU32) in any direction
                       HasIntegerForm(op, u->shape().type);

@@ -182,8 +182,7 @@ class BodyBuilder : public VpuEmitter {
     const bool ints = Int32(i->shape()) && i->opcode() != Opcode::kSelect &&
                       i->opcode() != Opcode::kConvert && i->opcode() != Opcode::kBroadcast &&
                       i->opcode() != Opcode::kCopy && i->opcode() != Opcode::kBitcast &&
-                      i->opcode() != Opcode::kBitcastConvert &&
-                      i->opcode() != Opcode::kReshape;
+                      i->opcode() != Opcode::kBitcastConvert && i->opcode() != Opcode::kReshape;
     if (ints && i->opcode() == Opcode::kAdd) return Emit("vadd.s32", {in(0), in(1)});
     if (ints && i->opcode() == Opcode::kSubtract) return Emit("vsub.s32", {in(0), in(1)});
     if (ints && i->opcode() == Opcode::kMultiply)

@@ -132,7 +132,8 @@ int IntegerOp(VpuEmitter& e, Opcode op, PrimitiveType type, const std::vector<in
     return r;
   }
   if (op == Opcode::kPower) return IntegerPower(e, srcs[0], srcs[1], type == PrimitiveType::kS32);
-  if (type == PrimitiveType::kU32 && op == Opcode::kAbs) return e.Emit("vor.u32", {srcs[0], srcs[0]});
+  if (type == PrimitiveType::kU32 && op == Opcode::kAbs)
+    return e.Emit("vor.u32", {srcs[0], srcs[0]});
   if (type == PrimitiveType::kU32 && op == Opcode::kSign) {  // 1 for any nonzero x
     const int zero = e.S32(0), one = e.S32(1);
     const int r = e.Emit("vcmp.eq.s32", {srcs[0], zero});

@@ -41,7 +41,8 @@ int DivideOrRemainderU32(VpuEmitter& e, int a, int b, bool remainder) {
   e.EmitTo(t, "vcmp.eq.s32", {b, zero});
   const int by_zero = remainder ? a : e.S32(-1);
   e.EmitTo(result, "vsel", {t, by_zero, result});
-  for (int reg : {zero, one, sign_bit, remainder ? q : r, biased_b, t, scratch, big}) e.Release(reg);
+  for (int reg : {zero, one, sign_bit, remainder ? q : r, biased_b, t, scratch, big})
+    e.Release(reg);
   if (!remainder) e.Release(by_zero);
   return result;
 }

@@ -46,11 +46,8 @@ std::vector<AtrousPhase> Phases(int64_t n, int64_t m, const hlo::WindowDim& w) {
 }  // namespace
 
 HloInstruction* RewriteDilatedConv(const HloInstruction& conv, ConvRewriteBuilder& b) {
-  const hlo::ConvDims* cd = conv.conv_dims();
+  if (!IsNhwc2d(conv)) return nullptr;
   const hlo::Window* win = conv.window();
-  if (!cd || (cd->labels != "b01f_01io->b01f" && cd->labels != "b01f_01oi->b01f") || !win ||
-      win->dims.size() != 2)
-    return nullptr;
   for (const hlo::WindowDim& w : win->dims)
     if (w.stride != 1 || w.lhs_dilate != 1 || w.reversal || w.rhs_dilate < 1) return nullptr;
   if (win->dims[0].rhs_dilate == 1 && win->dims[1].rhs_dilate == 1) return nullptr;

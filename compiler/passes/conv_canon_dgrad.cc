@@ -45,11 +45,8 @@ std::vector<DgradPhase> Phases(int64_t n, int64_t k, int64_t m, const hlo::Windo
 }  // namespace
 
 HloInstruction* RewriteInputGrad(const HloInstruction& conv, ConvRewriteBuilder& b) {
-  const hlo::ConvDims* cd = conv.conv_dims();
+  if (!IsNhwc2d(conv)) return nullptr;
   const hlo::Window* win = conv.window();
-  if (!cd || (cd->labels != "b01f_01io->b01f" && cd->labels != "b01f_01oi->b01f") || !win ||
-      win->dims.size() != 2)
-    return nullptr;
   for (const hlo::WindowDim& w : win->dims)
     if (w.stride != 1 || w.rhs_dilate != 1 || w.reversal) return nullptr;
   if (win->dims[0].lhs_dilate == 1 && win->dims[1].lhs_dilate == 1) return nullptr;
@@ -59,12 +56,12 @@ HloInstruction* RewriteInputGrad(const HloInstruction& conv, ConvRewriteBuilder&
   const std::vector<DgradPhase> xs = Phases(dyd[2], win->dims[1].size, out[2], win->dims[1]);
   HloInstruction *dy = conv.operand(0), *k = conv.operand(1);
   const std::vector<int64_t>& kd = k->shape().dims;
-  return InterleavePhases(b, {ys.begin(), ys.end()}, {xs.begin(), xs.end()}, out,
-                          [&](size_t i, size_t j) {
-                            HloInstruction* taps = b.Slice(
-                                k, {ys[i].kernel, xs[j].kernel, {0, kd[2], 1}, {0, kd[3], 1}});
-                            return PhaseConvolution(b, dy, taps, ys[i], xs[j], out[3]);
-                          });
+  return InterleavePhases(
+      b, {ys.begin(), ys.end()}, {xs.begin(), xs.end()}, out, [&](size_t i, size_t j) {
+        HloInstruction* taps =
+            b.Slice(k, {ys[i].kernel, xs[j].kernel, {0, kd[2], 1}, {0, kd[3], 1}});
+        return PhaseConvolution(b, dy, taps, ys[i], xs[j], out[3]);
+      });
 }
 
 }  // namespace tpusim::passes

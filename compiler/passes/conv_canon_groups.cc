@@ -27,8 +27,8 @@ constexpr int64_t kMxuDepth = 128;  // rows of an MXU weight tile (sim/configs: 
 // In row-major [B, B M] (input c, output o = c' M + m) the block diagonal c = c' sits at
 // c (B M + M) + m: B runs of M values B M apart.
 // K's taps of B depthwise channels ([kh, kw, B, M]) as the dense [kh, kw, B, B M] kernel.
-HloInstruction* ExpandDiagonal(ConvRewriteBuilder& b, HloInstruction* taps, int64_t kh,
-                               int64_t kw, int64_t chunk, int64_t m) {
+HloInstruction* ExpandDiagonal(ConvRewriteBuilder& b, HloInstruction* taps, int64_t kh, int64_t kw,
+                               int64_t chunk, int64_t m) {
   taps = b.Pad(taps, {{}, {}, {}, {0, chunk * m, 0}});
   taps = b.Bitcast(taps, {kh, kw, chunk * (m + chunk * m)});
   taps = b.Slice(taps, {{0, kh, 1}, {0, kw, 1}, {0, chunk * chunk * m, 1}});
@@ -42,6 +42,12 @@ HloInstruction* ExtractDiagonal(ConvRewriteBuilder& b, HloInstruction* dense, in
   d = b.Pad(d, {{}, {}, {0, chunk * m, 0}});
   d = b.Bitcast(d, {kh, kw, chunk, chunk * m + m});
   return b.Slice(d, {{0, kh, 1}, {0, kw, 1}, {0, chunk, 1}, {0, m, 1}});
+}
+
+// Channels [lo, hi) of an NHWC value (its last dimension).
+HloInstruction* Channels(ConvRewriteBuilder& b, HloInstruction* v, int64_t lo, int64_t hi) {
+  const std::vector<int64_t>& d = v->shape().dims;
+  return b.Slice(v, {{0, d[0], 1}, {0, d[1], 1}, {0, d[2], 1}, {lo, hi, 1}});
 }
 
 // The largest divisor of `groups` up to one MXU tile.
@@ -99,8 +105,7 @@ HloInstruction* FeatureGroups(const HloInstruction& conv, ConvRewriteBuilder& b,
   const int64_t outs = in_per == 1 ? per * out_per : out_per, parts = xd[3] / per;
   std::vector<HloInstruction*> results;
   for (int64_t p = 0; p < parts; ++p) {
-    HloInstruction* xp =
-        b.Slice(x, {{0, xd[0], 1}, {0, xd[1], 1}, {0, xd[2], 1}, {p * per, (p + 1) * per, 1}});
+    HloInstruction* xp = Channels(b, x, p * per, (p + 1) * per);
     const hlo::SliceDim o{p * outs, (p + 1) * outs, 1}, i{0, in_per, 1};
     HloInstruction* kp = b.Slice(k, {{0, kd[0], 1}, {0, kd[1], 1}, oi ? o : i, oi ? i : o});
     if (in_per == 1)  // [kh, kw, B M] in either layout: channel c's taps at c M + m
@@ -126,10 +131,8 @@ HloInstruction* BatchGroups(const HloInstruction& conv, ConvRewriteBuilder& b, i
   const int64_t outs = in_per == 1 ? per * out_per : out_per, parts = xd[3] / per;
   std::vector<HloInstruction*> results;
   for (int64_t p = 0; p < parts; ++p) {
-    HloInstruction* xp =
-        b.Slice(x, {{0, xd[0], 1}, {0, xd[1], 1}, {0, xd[2], 1}, {p * per, (p + 1) * per, 1}});
-    HloInstruction* dyp = b.Slice(
-        dy, {{0, dyd[0], 1}, {0, dyd[1], 1}, {0, dyd[2], 1}, {p * outs, (p + 1) * outs, 1}});
+    HloInstruction* xp = Channels(b, x, p * per, (p + 1) * per);
+    HloInstruction* dyp = Channels(b, dy, p * outs, (p + 1) * outs);
     HloInstruction* part = PartConv(conv, b, xp, dyp, {out[0], out[1], per, outs});
     if (!part) return nullptr;
     if (in_per == 1)  // the chunk's gradients: [kh, kw, 1, B M], channel c's at c M + m

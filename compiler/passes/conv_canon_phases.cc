@@ -6,9 +6,15 @@ namespace tpusim::passes {
 
 using hlo::HloInstruction;
 
-HloInstruction* PhaseConvolution(ConvRewriteBuilder& b, HloInstruction* lhs,
-                                 HloInstruction* kernel, const ConvPhase& py,
-                                 const ConvPhase& px, int64_t features) {
+bool IsNhwc2d(const HloInstruction& conv) {
+  const hlo::ConvDims* cd = conv.conv_dims();
+  const hlo::Window* win = conv.window();
+  return cd && (cd->labels == "b01f_01io->b01f" || cd->labels == "b01f_01oi->b01f") && win &&
+         win->dims.size() == 2;
+}
+
+HloInstruction* PhaseConvolution(ConvRewriteBuilder& b, HloInstruction* lhs, HloInstruction* kernel,
+                                 const ConvPhase& py, const ConvPhase& px, int64_t features) {
   const std::vector<int64_t>& d = lhs->shape().dims;
   const std::vector<int64_t> dims = {d[0], py.outputs, px.outputs, features};
   hlo::Window win;

@@ -11,6 +11,10 @@
 
 namespace tpusim::passes {
 
+// An NHWC convolution (`b01f_01io->b01f` or `b01f_01oi->b01f`) over two spatial dimensions:
+// the form the phase rewrites take.
+bool IsNhwc2d(const hlo::HloInstruction& conv);
+
 // One output phase along one spatial dimension.
 struct ConvPhase {
   int64_t outputs = 0;                // its output positions

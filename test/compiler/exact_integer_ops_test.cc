@@ -1,6 +1,6 @@
 // u32 divide and remainder, integer power, the u32 <-> float converts (vpu_uint_ops.cc) and
-// the shifts (vshl.u32, vshrl.u32, vshra.s32), compiled for v3-8 and simulated on edge values and spread ones: every element equal to the
-// evaluator's, integers exactly.
+// the shifts (vshl.u32, vshrl.u32, vshra.s32), compiled for v3-8 and simulated on edge values and
+// spread ones: every element equal to the evaluator's, integers exactly.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,17 +33,19 @@ auto SpreadU32(uint32_t salt) {
 TEST(ExactIntegerOps, U32DivideAndRemainder) {
   const std::vector<eval::Value> args = {
       Values(hlo::PrimitiveType::kU32,
-             {7, 7, kU32Max, kU32Max, kU32Max, kU32Max, kTwo31, kTwo31 - 1, kTwo31, kTwo31 + 1,
-              kU32Max - 1, 0, 3e9, 3e9, 1e9, 16777217, 4e9, 12345, kU32Max, 2},
+             {7,          7,        kU32Max,    kU32Max,     kU32Max, kU32Max, kTwo31,
+              kTwo31 - 1, kTwo31,   kTwo31 + 1, kU32Max - 1, 0,       3e9,     3e9,
+              1e9,        16777217, 4e9,        12345,       kU32Max, 2},
              SpreadU32(41), 512),
-      Values(hlo::PrimitiveType::kU32,
-             {2, 0, 1, kU32Max, kTwo31, kTwo31 - 1, kTwo31 + 1, kTwo31, kTwo31 - 1, kTwo31,
-              kU32Max, 5, 3, 1.5e9, 3e9, 16777216, 2, 12345, 2, kU32Max},
-             [](int i) {
-               const double d = SpreadU32(43)(i);
-               return d == 0 ? 7 : d;
-             },
-             512)};
+      Values(
+          hlo::PrimitiveType::kU32,
+          {2,       0, 1, kU32Max, kTwo31, kTwo31 - 1, kTwo31 + 1, kTwo31, kTwo31 - 1, kTwo31,
+           kU32Max, 5, 3, 1.5e9,   3e9,    16777216,   2,          12345,  2,          kU32Max},
+          [](int i) {
+            const double d = SpreadU32(43)(i);
+            return d == 0 ? 7 : d;
+          },
+          512)};
   ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
 ENTRY %main (a: u32[512,128], b: u32[512,128]) -> (u32[512,128], u32[512,128]) {
   %a = u32[512,128]{1,0} parameter(0)
@@ -72,8 +74,7 @@ TEST(ExactIntegerOps, PowerOfS32AndU32) {
              [](int i) { return std::floor(Unit(i, 53) * 80) - 16; }),
       Values(hlo::PrimitiveType::kU32, {3, 2, 0, kU32Max, kU32Max, 1, 0},
              [](int i) { return std::floor(Unit(i, 55) * 1000); }),
-      Values(hlo::PrimitiveType::kU32, {kU32Max, 31, 0, 2, kTwo31 + 1, kU32Max, 5},
-             SpreadU32(57))};
+      Values(hlo::PrimitiveType::kU32, {kU32Max, 31, 0, 2, kTwo31 + 1, kU32Max, 5}, SpreadU32(57))};
   ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
 ENTRY %main (x: s32[8,128], y: s32[8,128], u: u32[8,128], v: u32[8,128]) -> (s32[8,128], s32[8,128], s32[8,128], u32[8,128]) {
   %x = s32[8,128]{1,0} parameter(0)

@@ -90,11 +90,11 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{
-                       "00-input.hlo", "01-contraction-defusion.hlo", "02-dce.hlo",
-                       "03-algsimp.hlo", "04-dce.hlo", "05-conv-canonicalization.hlo",
-                       "06-layout-assignment.hlo", "07-elementwise-fusion.hlo", "08-dce.hlo",
-                       "09-memory-planning.hlo"}));
+  EXPECT_EQ(files,
+            (std::vector<std::string>{
+                "00-input.hlo", "01-contraction-defusion.hlo", "02-dce.hlo", "03-algsimp.hlo",
+                "04-dce.hlo", "05-conv-canonicalization.hlo", "06-layout-assignment.hlo",
+                "07-elementwise-fusion.hlo", "08-dce.hlo", "09-memory-planning.hlo"}));
   std::ifstream in(dir / "09-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
