@@ -266,6 +266,8 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
     default:
       break;
   }
+  if (code == Opcode::kFusion)  // XLA's kInput fusion: a reduce of elementwise producers
+    if (std::string r = LineReduceKernel(instr, c, op); !r.empty()) return r;
   if (InlinedIntoUsers(instr) && UsersRecompute(instr)) {
     op.exact = true;
     op.note = "pred: recomputed inside each user (the VPU stores 32-bit elements)";

@@ -425,18 +425,30 @@ VpuBody BuildVpuBody(const HloInstruction& op, bool mapped_broadcasts, int max_i
   return BuildVpuBodyFrom(op, mapped_broadcasts, max_inputs, kFirstTemp);
 }
 
-ReducerBody BuildReducerBody(const hlo::HloComputation& f, const std::vector<int>& params) {
+ReducerBody BuildReducerBody(
+    const std::map<const HloInstruction*, int>& regs,
+    const std::map<const HloInstruction*, const HloInstruction*>& constants,
+    const std::vector<const HloInstruction*>& values, const std::vector<int>& accs,
+    const hlo::HloComputation& f, int first_temp) {
   VpuBody b;
-  BodyBuilder builder(b, /*mapped_broadcasts=*/false, kFirstTemp);
-  std::map<const HloInstruction*, int> bound;
-  for (const HloInstruction* p : f.parameters())
-    bound[p] = params.at(static_cast<size_t>(p->parameter_number()));
+  BodyBuilder builder(b, /*mapped_broadcasts=*/true, first_temp);
+  std::map<const HloInstruction*, int> bound = regs;
+  for (const auto& [local, outside] : constants)
+    if (auto c = BodyBuilder::ConstantValue(outside))
+      bound[local] = builder.ConstantReg(*c, Int32(outside->shape()), local);
+  std::vector<int> value_regs;
+  for (const HloInstruction* v : values) value_regs.push_back(builder.Value(v, bound));
+  std::map<const HloInstruction*, int> reducer;
+  for (const HloInstruction* p : f.parameters()) {
+    const size_t k = static_cast<size_t>(p->parameter_number());
+    reducer[p] = k < accs.size() ? accs[k] : value_regs.at(k - accs.size());
+  }
   ReducerBody r;
   const HloInstruction* root = f.root();
   if (root->opcode() == Opcode::kTuple) {
-    for (const HloInstruction* o : root->operands()) r.results.push_back(builder.Value(o, bound));
+    for (const HloInstruction* o : root->operands()) r.results.push_back(builder.Value(o, reducer));
   } else {
-    r.results.push_back(builder.Value(root, bound));
+    r.results.push_back(builder.Value(root, reducer));
   }
   r.prologue = std::move(b.prologue), r.body = std::move(b.body), r.exact = b.exact;
   return r;

@@ -4,6 +4,7 @@
 // seven, in a temp set in the body).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,15 +42,23 @@ bool InlinedIntoUsers(const hlo::HloInstruction& op);
 // pooling, batch norm, sort, ...), and whether it keeps a value per vreg.
 int VpuOpsPerVreg(const hlo::HloInstruction& op);
 
-// A reducer computation (reduce's to_apply: scalar parameters, a root of elementwise ops or a
-// tuple of them) as VPU instructions over vregs, parameter i read from register params[i];
-// `results` holds the register of each root element. Temps from v6 up (never a parameter's
-// register), constants in v24..v30 (the prologue).
+// The values a reduce folds, then its reducer (to_apply: scalar parameters, a root of
+// elementwise ops or a tuple of them), as VPU instructions over vregs. `values` are computed
+// from instructions already in registers (`regs`: the reduce's operands, or a fused
+// computation's parameters and iota) and scalar constants (`constants`: a fused parameter
+// and the constant outside it stands for); broadcasts are taken as laid out already (the
+// caller checks they are). The reducer reads accumulator k from accs[k] and value k from
+// values[k]'s register; `results` holds the register of each root element. Temps from
+// `first_temp` up, constants in v24..v30 (the prologue).
 struct ReducerBody {
   std::vector<std::string> prologue, body;
   std::vector<int> results;
   bool exact = true;
 };
-ReducerBody BuildReducerBody(const hlo::HloComputation& f, const std::vector<int>& params);
+ReducerBody BuildReducerBody(
+    const std::map<const hlo::HloInstruction*, int>& regs,
+    const std::map<const hlo::HloInstruction*, const hlo::HloInstruction*>& constants,
+    const std::vector<const hlo::HloInstruction*>& values, const std::vector<int>& accs,
+    const hlo::HloComputation& f, int first_temp);
 
 }  // namespace tpusim::lowering
