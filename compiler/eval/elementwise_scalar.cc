@@ -2,6 +2,7 @@
 // and f16 in float, f64 in double), integers in 64-bit two's complement. Callers round the
 // result to the result type.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -164,10 +165,19 @@ Result<double> BinaryInt(Opcode op, bool is_signed, int bits, double da, double 
   }
 }
 
-Result<double> Compare(PrimitiveType t, double a, double b, const std::string& dir) {
-  if (t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) {
-    a = static_cast<float>(a), b = static_cast<float>(b);
+// A float's place in IEEE 754's total order as an integer: negative values' magnitude bits
+// flipped, so the integers order as -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
+int64_t TotalOrderKey(PrimitiveType t, double v) {
+  if (t == PrimitiveType::kF64) {
+    const int64_t b = std::bit_cast<int64_t>(v);
+    return b < 0 ? b ^ INT64_MAX : b;
   }
+  const int32_t b = std::bit_cast<int32_t>(static_cast<float>(v));
+  return b < 0 ? b ^ INT32_MAX : b;
+}
+
+template <typename T>
+Result<double> CompareAs(T a, T b, const std::string& dir) {
   if (dir == "EQ") return a == b ? 1.0 : 0.0;
   if (dir == "NE") return a != b ? 1.0 : 0.0;
   if (dir == "LT") return a < b ? 1.0 : 0.0;
@@ -175,6 +185,16 @@ Result<double> Compare(PrimitiveType t, double a, double b, const std::string& d
   if (dir == "GT") return a > b ? 1.0 : 0.0;
   if (dir == "GE") return a >= b ? 1.0 : 0.0;
   return Status::Error("unknown comparison direction '" + dir + "'");
+}
+
+Result<double> Compare(PrimitiveType t, double a, double b, const std::string& dir,
+                       bool total_order) {
+  if (total_order && hlo::IsFloatingType(t) && t != PrimitiveType::kC64)
+    return CompareAs(TotalOrderKey(t, a), TotalOrderKey(t, b), dir);
+  if (t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) {
+    a = static_cast<float>(a), b = static_cast<float>(b);
+  }
+  return CompareAs(a, b, dir);
 }
 
 }  // namespace
@@ -205,8 +225,8 @@ Result<double> UnaryScalar(Opcode op, PrimitiveType type, double x) {
 }
 
 Result<double> BinaryScalar(Opcode op, PrimitiveType type, double a, double b,
-                            const std::string& direction) {
-  if (op == Opcode::kCompare) return Compare(type, a, b, direction);
+                            const std::string& direction, bool total_order) {
+  if (op == Opcode::kCompare) return Compare(type, a, b, direction, total_order);
   Result<double> r = Status::Error("");
   if (type == PrimitiveType::kF64) {
     r = BinaryFloat<double>(op, a, b);

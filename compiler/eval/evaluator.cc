@@ -161,8 +161,9 @@ Status Interpreter::CallScalar(const hlo::HloComputation& comp, std::span<const 
     const std::string dir = root->opcode() == hlo::Opcode::kCompare
                                 ? root->GetWord("direction").value_or("")
                                 : std::string();
-    Result<double> r =
-        BinaryScalar(root->opcode(), root->operand(0)->shape().type, args[p0], args[p1], dir);
+    const bool total_order = root->GetWord("type").value_or("") == "TOTALORDER";
+    Result<double> r = BinaryScalar(root->opcode(), root->operand(0)->shape().type, args[p0],
+                                    args[p1], dir, total_order);
     if (!r.ok()) return InstrError(*root, r.status().message());
     results[0] = RoundTo(root->shape().type, *r);
     return Status::Ok();

@@ -77,8 +77,10 @@ class Interpreter {
 
 // Scalar kernels shared by families (ops_elementwise.cc). `type` is the operand type.
 Result<double> UnaryScalar(hlo::Opcode op, PrimitiveType type, double x);
-// For kCompare, `direction` is "EQ", "NE", "LT", "LE", "GT" or "GE".
+// For kCompare, `direction` is "EQ", "NE", "LT", "LE", "GT" or "GE"; `total_order`
+// (compare's type=TOTALORDER, what JAX's sort comparators use) orders floating-point values
+// -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
 Result<double> BinaryScalar(hlo::Opcode op, PrimitiveType type, double a, double b,
-                            const std::string& direction = "");
+                            const std::string& direction = "", bool total_order = false);
 
 }  // namespace tpusim::eval

@@ -22,9 +22,11 @@ Result<Value> Binary(const HloInstruction& instr, Operands ops, Interpreter&) {
   const Value &a = *ops[0], &b = *ops[1];
   if (a.size() != b.size()) return InstrError(instr, "operand shapes differ");
   std::string dir = instr.GetWord("direction").value_or("");
+  const bool total_order = instr.GetWord("type").value_or("") == "TOTALORDER";
   Value out = Value::Zeros(instr.shape());
   for (int64_t i = 0; i < a.size(); ++i) {
-    Result<double> r = BinaryScalar(instr.opcode(), a.type(), a.data[i], b.data[i], dir);
+    Result<double> r =
+        BinaryScalar(instr.opcode(), a.type(), a.data[i], b.data[i], dir, total_order);
     if (!r.ok()) return InstrError(instr, r.status().message());
     out.data[i] = RoundTo(out.type(), *r);
   }

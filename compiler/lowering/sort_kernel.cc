@@ -25,6 +25,7 @@ constexpr int kGroup = 29, kGroups = 30;  // the group loop
 struct Comparator {
   size_t key = 0;
   bool descending = false;
+  bool total_order = false;  // type=TOTALORDER (JAX's comparators): f32 keys as s32 keys
 };
 
 // compare(p[2k], p[2k+1]) LT or GT, or the same with the parameters swapped.
@@ -35,7 +36,8 @@ std::optional<Comparator> ComparatorOf(const hlo::HloComputation* f) {
   const int64_t p = l->parameter_number(), q = r->parameter_number();
   const std::string dir = f->root()->GetWord("direction").value_or("");
   if ((dir != "LT" && dir != "GT") || p / 2 != q / 2 || p == q) return std::nullopt;
-  return Comparator{static_cast<size_t>(p / 2), (dir == "GT") == (p % 2 == 0)};
+  return Comparator{static_cast<size_t>(p / 2), (dir == "GT") == (p % 2 == 0),
+                    f->root()->GetWord("type").value_or("") == "TOTALORDER"};
 }
 
 bool Is32Bit(PrimitiveType t) {
@@ -44,6 +46,7 @@ bool Is32Bit(PrimitiveType t) {
 
 struct Sort {
   int64_t rows = 0, n = 0, group = 0;  // lines, their elements, lines sorted at once
+  bool total_order = false;  // f32 keys turned into total-order s32 keys and back in VMEM
   std::vector<uint64_t> inputs;
   std::vector<std::optional<uint64_t>> outputs;  // nullopt: nothing reads that result
   SortNetworkPlan plan;
@@ -141,6 +144,18 @@ class Emitter {
     return o.str();
   }
 
+  // Total order: every key vreg through x ^ ((x >> 31) & 0x7fffffff), its own inverse
+  // (vpu_math.h's TotalOrderKey), before the network and after it.
+  std::string KeyTransform() const {
+    if (!s_.total_order) return "";
+    std::ostringstream o;
+    o << "    vmovi v1, f32:0x1f\n    vmovi v2, f32:0x7fffffff\n    li r1, "
+      << s_.plan.arrays[s_.plan.key] << "\n    li r3, " << s_.vregs()
+      << "\n    vloop r3, 5\n    vlds v0, r1, 4096\n    vshra.s32 v3, v0, v1\n"
+      << "    vand.u32 v3, v3, v2\n    vxor.u32 v0, v0, v3\n    vsts v0, r1, 4096\n";
+    return o.str();
+  }
+
   // One group of `lines` lines: wait until the last group's results left, fill, fetch,
   // sort, write back, and advance the HBM pointers.
   std::string Group(int64_t lines, const std::string& name) {
@@ -158,7 +173,8 @@ class Emitter {
     o << "    wait vpu, f0, " << s_.inputs.size() * pieces.size() << "\n";
     SortNetworkPlan plan = s_.plan;
     plan.labels = name + "_";
-    o << SortNetwork(plan) << "    signal vpu, f1, 1\n    wait dma, f1, 1\n";
+    o << KeyTransform() << SortNetwork(plan) << KeyTransform()
+      << "    signal vpu, f1, 1\n    wait dma, f1, 1\n";
     const int64_t advance = lines * s_.n * 4;
     for (size_t x = 0; x < s_.outputs.size(); ++x) {
       if (s_.outputs[x]) {
@@ -212,9 +228,11 @@ std::string SortKernel(const HloInstruction& instr, const OpContext& c, LoweredO
   if (!TupleResultAddresses(instr, c, s.outputs)) return "";
   for (const HloInstruction* o : instr.operands()) s.inputs.push_back(c.address(o));
   s.plan.key = cmp->key, s.plan.descending = cmp->descending;
-  s.plan.s32 = key == PrimitiveType::kS32;
+  s.total_order = cmp->total_order && key == PrimitiveType::kF32;
+  s.plan.s32 = key == PrimitiveType::kS32 || s.total_order;
   s.pad_key = s.plan.s32 ? (cmp->descending ? 0x80000000u : 0x7fffffffu)
                          : (cmp->descending ? 0xff800000u : 0x7f800000u);
+  if (s.total_order && cmp->descending) s.pad_key = 0xffffffffu;  // INT32_MIN once transformed
   // Each layout that fits VMEM; the one with less VPU work over all groups.
   int64_t best = -1;
   const Sort base = s;

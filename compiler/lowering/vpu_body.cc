@@ -240,6 +240,14 @@ class BodyBuilder : public VpuEmitter {
       case Opcode::kCompare: {
         const std::string dir = i->GetWord("direction").value_or("");
         const hlo::PrimitiveType operands = i->operand(0)->shape().type;
+        if (i->GetWord("type").value_or("") == "TOTALORDER" &&
+            (operands == hlo::PrimitiveType::kF32 || operands == hlo::PrimitiveType::kBF16)) {  // as s32 keys (vpu_uint_ops.cc)
+          const int a = TotalOrderKey(*this, in(0)), b = TotalOrderKey(*this, in(1));
+          const int r = CompareS32(*this, dir, a, b);
+          Release(a);
+          Release(b);
+          return r;
+        }
         if (operands == hlo::PrimitiveType::kS32) return CompareS32(*this, dir, in(0), in(1));
         if (operands == hlo::PrimitiveType::kU32) return CompareU32(*this, dir, in(0), in(1));
         if (dir == "LT") return Emit("vcmp.lt", {in(0), in(1)});

@@ -111,5 +111,8 @@ int ConvertF32ToU32(VpuEmitter& e, int x);
 int CompareS32(VpuEmitter& e, const std::string& direction, int a, int b);
 // The same on u32 elements (order through the signed order of x ^ 0x80000000).
 int CompareU32(VpuEmitter& e, const std::string& direction, int a, int b);
+// f32 elements' place in IEEE 754's total order as an s32 (type=TOTALORDER): negative
+// values' magnitude bits flipped, x ^ ((x >> 31) & 0x7fffffff); its own inverse.
+int TotalOrderKey(VpuEmitter& e, int x);
 
 }  // namespace tpusim::lowering

@@ -117,4 +117,14 @@ int ConvertF32ToU32(VpuEmitter& e, int x) {
   return low;
 }
 
+int TotalOrderKey(VpuEmitter& e, int x) {
+  const int shift = e.S32(31), magnitude = e.S32(INT32_MAX);
+  const int key = e.Emit("vshra.s32", {x, shift});
+  e.EmitTo(key, "vand.u32", {key, magnitude});
+  e.EmitTo(key, "vxor.u32", {key, x});
+  e.Release(shift);
+  e.Release(magnitude);
+  return key;
+}
+
 }  // namespace tpusim::lowering
