@@ -198,11 +198,17 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
   p.arrays = static_cast<int64_t>(r.operand_count() / 2);
   const hlo::Shape& x = r.operand(0)->shape();
   const int64_t rank = x.rank();
-  if (p.arrays > 2 || rank == 0 || *r.dimensions() != std::vector<int64_t>{rank - 1}) return "";
-  p.columns = x.dims.back();
+  std::vector<int64_t> all(static_cast<size_t>(rank));
+  for (int64_t k = 0; k < rank; ++k) all[static_cast<size_t>(k)] = k;
+  // Over the last dimension, or over all of them: one line of every element, row-major.
+  const bool whole = rank > 1 && *r.dimensions() == all;
+  if (p.arrays > 2 || rank == 0 || (*r.dimensions() != std::vector<int64_t>{rank - 1} && !whole))
+    return "";
+  p.columns = whole ? x.ElementCount() : x.dims.back();
   p.lines = x.ElementCount() / std::max<int64_t>(p.columns, 1);
   const bool split = c.split > 0 && HasDim(x, c.split);
   if (split) {
+    if (whole) return "";  // the data-parallel split reduces over the batch itself
     if (rank < 2 || x.dims[0] != c.split) return "";
     p.lines /= c.cores;
   }
@@ -238,18 +244,19 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
                (split && !IsShare(c, outside))) {
       return "";  // constants have no HBM buffer; pred arrays are bytes
     } else if (outside->shape().dims == x.dims ||
-               (fused && !split && outside->shape().ElementCount() == x.ElementCount())) {
+               ((fused || whole) && !split &&
+                outside->shape().ElementCount() == x.ElementCount())) {
       // (a fused reshape keeps the row-major order: the same elements, line by line)
       column_locals.push_back(local), p.column_inputs.push_back(c.address(outside));
-    } else if (fused && outside->shape().dims ==
-                            std::vector<int64_t>(x.dims.begin(), x.dims.end() - 1)) {
+    } else if (fused && !whole &&
+               outside->shape().dims == std::vector<int64_t>(x.dims.begin(), x.dims.end() - 1)) {
       line_locals.push_back(local), p.line_inputs.push_back(c.address(outside));
     } else {
       return "";
     }
   }
   for (const HloInstruction* i : iotas)
-    if (i->GetInt("iota_dimension") != rank - 1 || i->shape().dims != x.dims ||
+    if (whole || i->GetInt("iota_dimension") != rank - 1 || i->shape().dims != x.dims ||
         i->shape().type == PrimitiveType::kF32 || (!iotas.empty() && i->shape() != iotas[0]->shape()))
       return "";
   if (fused && !BroadcastsInPlace(*fused, rank, line_locals)) return "";

@@ -33,6 +33,16 @@ bool IsDuplicable(const HloInstruction& i) {
   return i.opcode() == Opcode::kBroadcast && i.shape().IsArray();
 }
 
+// A reduce whose reducer is not a plain add or max (argmax, min, product, logical and/or):
+// its elementwise producers fuse into it (kind=kInput), as XLA fuses them, so that a
+// predicate such as is-finite never needs storing. Add and max reductions keep their
+// producers apart (the tiled kernel reads the reduced operand from HBM).
+bool IsFusibleReduce(const HloInstruction& i) {
+  if (i.opcode() != Opcode::kReduce || !i.to_apply()) return false;
+  const Opcode r = i.to_apply()->root()->opcode();
+  return i.operand_count() > 2 || (r != Opcode::kAdd && r != Opcode::kMaximum);
+}
+
 // Groups of `c` to fuse, each listed in instruction order (root last). Duplicable producers
 // may sit in several groups and are never assigned to one.
 std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c, UserMap& users) {
@@ -42,7 +52,7 @@ std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c, Us
   for (auto it = instrs.rbegin(); it != instrs.rend(); ++it) {
     HloInstruction* i = it->get();
     if (!group_of.count(i)) {
-      if (!IsElementwise(*i)) continue;
+      if (!IsElementwise(*i) && !IsFusibleReduce(*i)) continue;
       group_of[i] = groups.size();
       groups.push_back({i});
     }
@@ -97,7 +107,7 @@ void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction
   HloInstruction* root = group.back();
   fused->set_root(inside.at(root));
   HloInstruction* fusion = AddNew(c, "fusion", Opcode::kFusion, root->shape(), inputs);
-  fusion->SetAttr("kind", hlo::Word{"kLoop"});
+  fusion->SetAttr("kind", hlo::Word{root->opcode() == Opcode::kReduce ? "kInput" : "kLoop"});
   fusion->SetAttr("calls", hlo::ComputationRefs{{fused->name()}, {fused}, false});
   edits.replace[root] = fusion;
   for (HloInstruction* i : group) {  // duplicated broadcasts: see RemoveFullyFused

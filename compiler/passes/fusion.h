@@ -1,6 +1,8 @@
 // Elementwise (loop) fusion: chains of elementwise ops, with the broadcasts and converts that
 // feed them, become one `fusion` instruction (kind=kLoop) calling a fused computation, so the
-// intermediate values never go to HBM.
+// intermediate values never go to HBM. A reduce whose reducer is not a plain add or max
+// (argmax, min, product, and, or) takes its elementwise producers in the same way
+// (kind=kInput): jnp.all(jnp.isfinite(g)) then never stores a predicate.
 //
 // Fusion goes producer into consumer: a group starts at an elementwise op and pulls in each
 // operand that is elementwise or a broadcast and has that group member as its only user, so

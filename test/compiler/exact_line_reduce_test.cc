@@ -128,6 +128,41 @@ ENTRY %main (x: f32[1030,520], y: f32[1030,520], z: s32[1030,520]) -> (f32[1030]
                  args);
 }
 
+// What the fusion pass makes of a step's checks (pre-optimization HLO): jmp's
+// all(isfinite(x * y)) over the whole, x holding NaN (a pred result, no predicate stored),
+// and min(|x|) per line; the producers run inside the reduce's trip.
+TEST(ExactLineReduce, ProducersFusedIntoAllFiniteAndMin) {
+  const std::vector<eval::Value> args = {
+      Logits(101, 40), Lines(hlo::PrimitiveType::kF32, [](int i) { return Unit(i, 103) - 0.5; }, 40)};
+  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
+%and (a: pred[], b: pred[]) -> pred[] {
+  %a = pred[] parameter(0)
+  %b = pred[] parameter(1)
+  ROOT %r = pred[] and(%a, %b)
+}
+%min (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] minimum(%a, %b)
+}
+ENTRY %main (x: f32[40,520], y: f32[40,520]) -> (pred[], pred[], f32[40]) {
+  %x = f32[40,520]{1,0} parameter(0)
+  %y = f32[40,520]{1,0} parameter(1)
+  %p = f32[40,520]{1,0} multiply(%x, %y)
+  %f = pred[40,520]{1,0} is-finite(%p)
+  %t = pred[] constant(true)
+  %x_ok = pred[] reduce(%f, %t), dimensions={0,1}, to_apply=%and
+  %fy = pred[40,520]{1,0} is-finite(%y)
+  %y_ok = pred[] reduce(%fy, %t), dimensions={0,1}, to_apply=%and
+  %a = f32[40,520]{1,0} abs(%x)
+  %inf = f32[] constant(inf)
+  %mn = f32[40]{0} reduce(%a, %inf), dimensions={1}, to_apply=%min
+  ROOT %r = (pred[], pred[], f32[40]) tuple(%x_ok, %y_ok, %mn)
+})",
+                                  args),
+                 args);
+}
+
 // XLA's kInput fusions as an optimized dump holds them: a softmax denominator (the row
 // maximum broadcast along the columns: one vreg per group of lines), an argmax with its
 // iota inside, and jmp's all-finite check over the reshaped whole (a pred result; x holds a

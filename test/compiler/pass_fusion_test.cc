@@ -195,5 +195,41 @@ ENTRY %main {
   EXPECT_EQ(CountOps(*m.Find("cond"), hlo::Opcode::kFusion), 0);  // compare alone
 }
 
+// A reduce by `and` (or min, argmax, ...) takes its elementwise producers as XLA does
+// (kInput), so jnp.all(jnp.isfinite(g)) stores no predicate; an add reduction keeps them apart.
+TEST(PassFusion, NonAddReductionsTakeTheirProducers) {
+  bool changed = false;
+  hlo::HloModule m = Fuse(R"(HloModule t
+%and (a: pred[], b: pred[]) -> pred[] {
+  %a = pred[] parameter(0)
+  %b = pred[] parameter(1)
+  ROOT %r = pred[] and(pred[] %a, pred[] %b)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %e (p: f32[8,128]) -> (pred[], f32[]) {
+  %p = f32[8,128] parameter(0)
+  %f = pred[8,128] is-finite(f32[8,128] %p)
+  %t = pred[] constant(true)
+  %all = pred[] reduce(pred[8,128] %f, pred[] %t), dimensions={0,1}, to_apply=%and
+  %sq = f32[8,128] multiply(f32[8,128] %p, f32[8,128] %p)
+  %z = f32[] constant(0)
+  %sum = f32[] reduce(f32[8,128] %sq, f32[] %z), dimensions={0,1}, to_apply=%add
+  ROOT %r = (pred[], f32[]) tuple(pred[] %all, f32[] %sum)
+})",
+                          &changed);
+  EXPECT_TRUE(changed);
+  const hlo::HloInstruction& root = *m.entry()->root();
+  const hlo::HloInstruction& all = *root.operand(0);
+  EXPECT_EQ(all.opcode(), hlo::Opcode::kFusion);
+  EXPECT_EQ(all.GetWord("kind"), "kInput");
+  EXPECT_EQ(all.fused_computation()->root()->opcode(), hlo::Opcode::kReduce);
+  EXPECT_EQ(root.operand(1)->opcode(), hlo::Opcode::kReduce);  // the sum is not fused
+  EXPECT_EQ(root.operand(1)->operand(0)->opcode(), hlo::Opcode::kMultiply);
+}
+
 }  // namespace
 }  // namespace tpusim::passes
