@@ -55,10 +55,13 @@ std::optional<std::string> MirrorObstacle(const hlo::HloModule& module, int64_t 
           why = Named(instr, "gives each replica its own index");
           break;
         case Opcode::kCollectivePermute:
+        case Opcode::kCollectivePermuteStart:
           why = UntargetedReplica(instr, replicas);
           break;
         case Opcode::kAllReduce:
         case Opcode::kAllGather:
+        case Opcode::kAllReduceStart:
+        case Opcode::kAllGatherStart:
           why = UnevenGroups(instr, replicas);
           break;
         default:

@@ -108,14 +108,16 @@ void CopyBlock(Value& part, Value& big, int64_t dim, int64_t k, bool into_big) {
   }
 }
 
-Result<Value> AllGather(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+// The gathered value of shape `shape` (all-gather's result, or all-gather-start's element 1).
+Result<Value> GatherInto(const HloInstruction& instr, Operands ops, Interpreter& interp,
+                         const hlo::Shape& shape) {
   Result<std::vector<int64_t>> group = Group(instr, interp);
   if (!group.ok()) return group.status();
   Result<Exchanged> all = interp.Exchange(instr, Pack(ops));
   if (!all.ok()) return all.status();
   std::vector<Value> outs;
   for (size_t j = 0; j < ops.size(); ++j) {
-    const hlo::Shape& s = ops.size() == 1 ? instr.shape() : instr.shape().tuple_shapes.at(j);
+    const hlo::Shape& s = ops.size() == 1 ? shape : shape.tuple_shapes.at(j);
     Value out = Value::Zeros(s);
     for (size_t g = 0; g < group->size(); ++g) {
       Value part = Part(**all, (*group)[g], j, ops.size());
@@ -124,6 +126,10 @@ Result<Value> AllGather(const HloInstruction& instr, Operands ops, Interpreter& 
     outs.push_back(std::move(out));
   }
   return Unpack(std::move(outs));
+}
+
+Result<Value> AllGather(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  return GatherInto(instr, ops, interp, instr.shape());
 }
 
 Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpreter& interp) {
@@ -146,7 +152,8 @@ Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpret
 
 // Replica t receives the operand of the replica s with (s, t) in source_target_pairs, or
 // zeros when no pair targets it.
-Result<Value> CollectivePermute(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+Result<Value> PermuteInto(const HloInstruction& instr, Operands ops, Interpreter& interp,
+                          const hlo::Shape& shape) {
   Result<Exchanged> all = interp.Exchange(instr, *ops[0]);
   if (!all.ok()) return all.status();
   if (const hlo::PairList* pairs = instr.source_target_pairs()) {
@@ -158,7 +165,40 @@ Result<Value> CollectivePermute(const HloInstruction& instr, Operands ops, Inter
       if (t == interp.replica_id()) return Of(**all, s);
     }
   }
-  return Value::Zeros(instr.shape());
+  return Value::Zeros(shape);
+}
+
+Result<Value> CollectivePermute(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  return PermuteInto(instr, ops, interp, instr.shape());
+}
+
+// An async start's tuple: the operand(s), the result, then a u32[] 0 for each context.
+Value StartTuple(const HloInstruction& instr, Operands ops, Value result) {
+  std::vector<Value> operands;
+  for (const Value* o : ops) operands.push_back(*o);
+  std::vector<Value> elements = {Unpack(std::move(operands)), std::move(result)};
+  for (size_t k = 2; k < instr.shape().tuple_shapes.size(); ++k)
+    elements.push_back(Value::Zeros(instr.shape().tuple_shapes[k]));
+  return Value::Tuple(std::move(elements));
+}
+
+Result<Value> AllGatherStart(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  Result<Value> r = GatherInto(instr, ops, interp, instr.shape().tuple_shapes.at(1));
+  if (!r.ok()) return r.status();
+  return StartTuple(instr, ops, std::move(*r));
+}
+
+Result<Value> CollectivePermuteStart(const HloInstruction& instr, Operands ops,
+                                     Interpreter& interp) {
+  Result<Value> r = PermuteInto(instr, ops, interp, instr.shape().tuple_shapes.at(1));
+  if (!r.ok()) return r.status();
+  return StartTuple(instr, ops, std::move(*r));
+}
+
+// A done: the start's result (all-reduce) or its element 1.
+Result<Value> Done(const HloInstruction& instr, Operands ops, Interpreter&) {
+  if (instr.opcode() == Opcode::kAllReduceDone) return *ops[0];
+  return ops[0]->elements.at(1);
 }
 
 }  // namespace
@@ -168,6 +208,12 @@ void RegisterCollectives(OpTable& t) {
   t[static_cast<size_t>(Opcode::kAllGather)] = AllGather;
   t[static_cast<size_t>(Opcode::kReduceScatter)] = ReduceScatter;
   t[static_cast<size_t>(Opcode::kCollectivePermute)] = CollectivePermute;
+  t[static_cast<size_t>(Opcode::kAllReduceStart)] = AllReduce;
+  t[static_cast<size_t>(Opcode::kAllGatherStart)] = AllGatherStart;
+  t[static_cast<size_t>(Opcode::kCollectivePermuteStart)] = CollectivePermuteStart;
+  t[static_cast<size_t>(Opcode::kAllReduceDone)] = Done;
+  t[static_cast<size_t>(Opcode::kAllGatherDone)] = Done;
+  t[static_cast<size_t>(Opcode::kCollectivePermuteDone)] = Done;
 }
 
 }  // namespace tpusim::eval

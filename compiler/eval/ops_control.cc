@@ -22,6 +22,18 @@ Result<Value> OptimizationBarrier(const HloInstruction&, Operands ops, Interpret
   return *ops[0];
 }
 
+// copy-start: (destination, source, context); copy-done: the destination.
+Result<Value> CopyStart(const HloInstruction& instr, Operands ops, Interpreter&) {
+  std::vector<Value> elements = {*ops[0], *ops[0]};
+  for (size_t k = 2; k < instr.shape().tuple_shapes.size(); ++k)
+    elements.push_back(Value::Zeros(instr.shape().tuple_shapes[k]));
+  return Value::Tuple(std::move(elements));
+}
+
+Result<Value> CopyDone(const HloInstruction&, Operands ops, Interpreter&) {
+  return ops[0]->elements.at(0);
+}
+
 Result<Value> GetTupleElement(const HloInstruction& instr, Operands ops, Interpreter&) {
   int64_t i = instr.GetInt("index").value_or(-1);
   if (!ops[0]->IsTuple() || i < 0 || i >= static_cast<int64_t>(ops[0]->elements.size())) {
@@ -87,6 +99,8 @@ void RegisterControl(OpTable& t) {
   t[static_cast<size_t>(Opcode::kTuple)] = Tuple;
   t[static_cast<size_t>(Opcode::kGetTupleElement)] = GetTupleElement;
   t[static_cast<size_t>(Opcode::kOptimizationBarrier)] = OptimizationBarrier;
+  t[static_cast<size_t>(Opcode::kCopyStart)] = CopyStart;
+  t[static_cast<size_t>(Opcode::kCopyDone)] = CopyDone;
   t[static_cast<size_t>(Opcode::kCall)] = Call;
   t[static_cast<size_t>(Opcode::kFusion)] = Call;
   t[static_cast<size_t>(Opcode::kWhile)] = While;

@@ -43,6 +43,30 @@ std::optional<int64_t> GroupSize(const HloModule& m, const HloInstruction& i) {
   return std::nullopt;
 }
 
+// A done's operand must be its start; returns element `element` of the start's result
+// (-1: the whole result).
+Status VerifyDone(const HloInstruction& i, Opcode start, int element) {
+  const HloInstruction* s = i.operand(0);
+  if (s->opcode() != start)
+    return Error(i, "operand must be a " + std::string(OpcodeName(start)) + ", not %" + s->name());
+  if (element < 0) return ExpectShape(i, s->shape());
+  if (!s->shape().IsTuple() || s->shape().tuple_shapes.size() <= static_cast<size_t>(element))
+    return Error(i, "operand's result is not a tuple of its start's form");
+  return ExpectShape(i, s->shape().tuple_shapes[element]);
+}
+
+// A start whose result is a tuple (operand, result, then optional u32[] contexts).
+Status ExpectStartTuple(const HloInstruction& i, const Shape& operand, const Shape& result) {
+  const Shape& r = i.shape();
+  bool ok = r.IsTuple() && r.tuple_shapes.size() >= 2 && r.tuple_shapes[0].Compatible(operand) &&
+            r.tuple_shapes[1].Compatible(result);
+  for (size_t k = 2; ok && k < r.tuple_shapes.size(); ++k)
+    ok = r.tuple_shapes[k].Compatible(Shape::Array(PrimitiveType::kU32, {}));
+  if (ok) return Status::Ok();
+  return Error(i, "result shape is " + Str(r) + " but should be (" + Str(operand) + ", " +
+                      Str(result) + "[, u32[]...])");
+}
+
 }  // namespace
 
 Status VerifyControl(const HloModule&, const HloInstruction& i) {
@@ -51,6 +75,11 @@ Status VerifyControl(const HloModule&, const HloInstruction& i) {
       return ExpectShape(i, Shape::Tuple(OperandShapes(i)));
     case Opcode::kOptimizationBarrier:
       return ExpectShape(i, i.operand(0)->shape());
+    case Opcode::kCopyStart:
+      HLO_RETURN_IF_ERROR(ExpectArrayOperands(i));
+      return ExpectStartTuple(i, i.operand(0)->shape(), i.operand(0)->shape());
+    case Opcode::kCopyDone:
+      return VerifyDone(i, Opcode::kCopyStart, 0);
     case Opcode::kGetTupleElement: {
       const Shape& t = i.operand(0)->shape();
       std::optional<int64_t> idx = i.GetInt("index");
@@ -102,6 +131,16 @@ Status VerifyControl(const HloModule&, const HloInstruction& i) {
 }
 
 Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
+  switch (i.opcode()) {
+    case Opcode::kAllReduceDone:
+      return VerifyDone(i, Opcode::kAllReduceStart, -1);
+    case Opcode::kAllGatherDone:
+      return VerifyDone(i, Opcode::kAllGatherStart, 1);
+    case Opcode::kCollectivePermuteDone:
+      return VerifyDone(i, Opcode::kCollectivePermuteStart, 1);
+    default:
+      break;
+  }
   HLO_RETURN_IF_ERROR(ExpectArrayOperands(i));
   if (i.operand_count() == 0) return Error(i, "a collective needs operands");
   if (const ReplicaGroups* g = i.replica_groups()) {
@@ -124,7 +163,8 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
   }
   std::vector<Shape> ins = OperandShapes(i);
   switch (i.opcode()) {
-    case Opcode::kAllReduce: {
+    case Opcode::kAllReduce:
+    case Opcode::kAllReduceStart: {
       std::vector<Shape> params;
       for (const Shape& s : ins) params.push_back(Shape::Array(s.type, {}));
       Shape root = params.front();
@@ -137,6 +177,7 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
       return ExpectShape(i, MaybeTuple(ins));
     }
     case Opcode::kAllGather:
+    case Opcode::kAllGatherStart:
     case Opcode::kReduceScatter: {
       const IntList* dims;
       HLO_RETURN_IF_ERROR(RequireIntList(i, "dimensions", &dims));
@@ -149,7 +190,7 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
         s.layout.reset();
         if (s.rank() <= (*dims)[0]) return Error(i, "operands have different ranks");
         int64_t& d = s.dims[(*dims)[0]];
-        if (i.opcode() == Opcode::kAllGather) {
+        if (i.opcode() != Opcode::kReduceScatter) {
           if (Wide(d) * *n > (Wide(1) << 62)) return Error(i, "gathered size overflows");
           d *= *n;
         } else if (d % *n != 0) {
@@ -159,8 +200,12 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
           d /= *n;
         }
       }
+      if (i.opcode() == Opcode::kAllGatherStart)
+        return ExpectStartTuple(i, MaybeTuple(ins), MaybeTuple(outs));
       return ExpectShape(i, MaybeTuple(outs));
     }
+    case Opcode::kCollectivePermuteStart:
+      return ExpectStartTuple(i, ins[0], ins[0]);
     default:
       return ExpectShape(i, MaybeTuple(ins));  // collective-permute
   }

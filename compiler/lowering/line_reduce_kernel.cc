@@ -21,9 +21,9 @@ using hlo::PrimitiveType;
 constexpr int64_t kSlots = 1024;        // lines per group: elements of a vreg
 constexpr int64_t kChunkColumns = 512;  // columns per transposing DMA: 2 MiB per operand
 constexpr int64_t kVregBytes = 4096;
-constexpr int64_t kMaxBlocks = 4096;    // groups x chunks: the kernel is unrolled over them
-constexpr int kMaxColumnLoads = 3;      // operands read per column: 6 MiB of VMEM
-constexpr uint64_t kLineVmem = 6 << 20;  // VMEM: per-line operands, then the results
+constexpr int64_t kMaxBlocks = 4096;          // groups x chunks: the kernel is unrolled over them
+constexpr int kMaxColumnLoads = 3;            // operands read per column: 6 MiB of VMEM
+constexpr uint64_t kLineVmem = 6 << 20;       // VMEM: per-line operands, then the results
 constexpr int kFirstTemp = 6, kMaxRegs = 12;  // registers the kernel binds, from v0
 
 bool Word32(const hlo::Shape& s) {
@@ -55,7 +55,7 @@ std::optional<uint32_t> ConstantBits(const HloInstruction* v) {
 struct Plan {
   int64_t arrays = 1, lines = 0, columns = 0;
   std::vector<uint64_t> column_inputs, line_inputs;  // HBM
-  bool counts = false;                                // an iota: v(step) holds its step
+  bool counts = false;                               // an iota: v(step) holds its step
   std::vector<uint32_t> inits;
   std::vector<std::optional<uint64_t>> outputs;
   ReducerBody body;
@@ -126,9 +126,9 @@ std::string Emit(const Plan& p, const std::string& tag) {
   if (p.counts) s << "    vmovi v" << p.step_reg << ", " << Hex(1) << "\n";
   for (int64_t line0 = 0; line0 < p.lines; line0 += kSlots) {
     const int64_t lines = std::min(kSlots, p.lines - line0);
-    const std::string row = descs.Get("row_" + std::to_string(lines),
-                                      "rows=1 row_bytes=" + std::to_string(lines * 4) +
-                                          " src_stride=0 dst_stride=0");
+    const std::string row =
+        descs.Get("row_" + std::to_string(lines),
+                  "rows=1 row_bytes=" + std::to_string(lines * 4) + " src_stride=0 dst_stride=0");
     for (size_t k = 0; k < p.line_inputs.size(); ++k)  // one value per line, in its slot
       s << "    li r1, " << kLineVmem + k * kVregBytes << "\n"
         << LoadAddress(2, p.line_inputs[k] + static_cast<uint64_t>(line0 * 4), 3)
@@ -137,7 +137,8 @@ std::string Emit(const Plan& p, const std::string& tag) {
     for (size_t k = 0; k < p.line_inputs.size(); ++k)
       s << "    li r1, " << kLineVmem + k * kVregBytes << "\n    vld v" << p.line_reg + k
         << ", r1\n";
-    for (int64_t k = 0; k < p.arrays; ++k) s << "    vmovi v" << k << ", " << Hex(p.inits[k]) << "\n";
+    for (int64_t k = 0; k < p.arrays; ++k)
+      s << "    vmovi v" << k << ", " << Hex(p.inits[k]) << "\n";
     if (p.counts) s << "    vmovi v" << p.counter_reg << ", " << Hex(0) << "\n";
     for (int64_t col0 = 0; col0 < p.columns; col0 += kChunkColumns) {
       const int64_t cols = std::min(kChunkColumns, p.columns - col0);
@@ -153,8 +154,8 @@ std::string Emit(const Plan& p, const std::string& tag) {
     int stored = 0;
     for (int64_t k = 0; k < p.arrays; ++k)
       if (p.outputs[k])
-        s << "    li r1, " << out_vmem + static_cast<uint64_t>(k * kVregBytes) << "\n    vst v"
-          << k << ", r1\n",
+        s << "    li r1, " << out_vmem + static_cast<uint64_t>(k * kVregBytes) << "\n    vst v" << k
+          << ", r1\n",
             ++stored;
     if (!stored) continue;
     s << "    signal vpu, f2, 1\n    wait dma, f2, 1\n";
@@ -257,7 +258,8 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
   }
   for (const HloInstruction* i : iotas)
     if (whole || i->GetInt("iota_dimension") != rank - 1 || i->shape().dims != x.dims ||
-        i->shape().type == PrimitiveType::kF32 || (!iotas.empty() && i->shape() != iotas[0]->shape()))
+        i->shape().type == PrimitiveType::kF32 ||
+        (!iotas.empty() && i->shape() != iotas[0]->shape()))
       return "";
   if (fused && !BroadcastsInPlace(*fused, rank, line_locals)) return "";
   if (static_cast<int>(column_locals.size()) > kMaxColumnLoads) return "";
@@ -285,7 +287,8 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
   }
   std::vector<int> accs;
   for (int64_t k = 0; k < p.arrays; ++k) accs.push_back(static_cast<int>(k));
-  p.body = BuildReducerBody(regs, constants, values, accs, *r.to_apply(), std::max(kFirstTemp, next));
+  p.body =
+      BuildReducerBody(regs, constants, values, accs, *r.to_apply(), std::max(kFirstTemp, next));
   if (!p.body.exact || static_cast<int64_t>(p.body.results.size()) != p.arrays) return "";
   for (int64_t k = 0; k < p.arrays; ++k)  // a result in another bound register
     if (p.body.results[k] < next && p.body.results[k] != k) return "";

@@ -46,7 +46,7 @@ bool Is32Bit(PrimitiveType t) {
 
 struct Sort {
   int64_t rows = 0, n = 0, group = 0;  // lines, their elements, lines sorted at once
-  bool total_order = false;  // f32 keys turned into total-order s32 keys and back in VMEM
+  bool total_order = false;            // f32 keys turned into total-order s32 keys and back in VMEM
   std::vector<uint64_t> inputs;
   std::vector<std::optional<uint64_t>> outputs;  // nullopt: nothing reads that result
   SortNetworkPlan plan;

@@ -9,6 +9,7 @@
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/passes/algsimp.h"
+#include "compiler/passes/async_conversion.h"
 #include "compiler/passes/contraction_defusion.h"
 #include "compiler/passes/conv_canon.h"
 #include "compiler/passes/dce.h"
@@ -75,6 +76,7 @@ hlo::Result<bool> PassPipeline::Run(hlo::HloModule& module) {
 
 PassPipeline DefaultPipeline(const CompileOptions& options) {
   PassPipeline p("default");
+  p.AddPass<AsyncConversionPass>();
   p.AddPass<ContractionDefusionPass>();
   p.AddPass<DcePass>();
   p.AddPass<AlgebraicSimplifierPass>();

@@ -32,6 +32,31 @@ ENTRY %main (x: f32[8,128], key: u32[8,128]) -> (f32[8,128], u32[8,128], u32[]) 
 })");
 }
 
+// The async pairs of an optimized dump (all-reduce, all-gather and collective-permute
+// starts and dones, a copy-start into another memory space) run as their synchronous ops.
+TEST(ExactCollectives, AsyncPairsOfAnOptimizedDump) {
+  testing::ExpectMatch(R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[1024], y: f32[256], z: f32[512]) -> (f32[1024], f32[2048], f32[512], f32[512]) {
+  %x = f32[1024]{0} parameter(0)
+  %y = f32[256]{0} parameter(1)
+  %z = f32[512]{0} parameter(2)
+  %ars = f32[1024]{0} all-reduce-start(%x), replica_groups={}, to_apply=%add
+  %ard = f32[1024]{0} all-reduce-done(%ars)
+  %ags = (f32[256]{0}, f32[2048]{0}) all-gather-start(%y), dimensions={0}, replica_groups={}
+  %agd = f32[2048]{0} all-gather-done(%ags)
+  %cps = (f32[512]{0}, f32[512]{0}, u32[], u32[]) collective-permute-start(%z), source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}
+  %cpd = f32[512]{0} collective-permute-done(%cps)
+  %cs = (f32[512]{0:S(1)}, f32[512]{0}, u32[]) copy-start(%z)
+  %cd = f32[512]{0:S(1)} copy-done(%cs)
+  ROOT %t = (f32[1024], f32[2048], f32[512], f32[512]) tuple(%ard, %agd, %cpd, %cd)
+})");
+}
+
 TEST(ExactCollectives, TupleAllReducePadsItsLastSegmentInVmemOnly) {
   // f32[1100,1000] is 4.4 MB: three 2 MiB ring segments, the last one 0.2 MB of data and
   // the rest padding that never reaches HBM (the neighbouring buffer %c would be overwritten).

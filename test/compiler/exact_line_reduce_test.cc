@@ -133,7 +133,8 @@ ENTRY %main (x: f32[1030,520], y: f32[1030,520], z: s32[1030,520]) -> (f32[1030]
 // and min(|x|) per line; the producers run inside the reduce's trip.
 TEST(ExactLineReduce, ProducersFusedIntoAllFiniteAndMin) {
   const std::vector<eval::Value> args = {
-      Logits(101, 40), Lines(hlo::PrimitiveType::kF32, [](int i) { return Unit(i, 103) - 0.5; }, 40)};
+      Logits(101, 40), Lines(
+                           hlo::PrimitiveType::kF32, [](int i) { return Unit(i, 103) - 0.5; }, 40)};
   ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
 %and (a: pred[], b: pred[]) -> pred[] {
   %a = pred[] parameter(0)
@@ -169,7 +170,9 @@ ENTRY %main (x: f32[40,520], y: f32[40,520]) -> (pred[], pred[], f32[40]) {
 // NaN, y does not); 40 lines of 520 (two chunks), and the whole as one line of 20,800.
 TEST(ExactLineReduce, FusedReductionsOfAnOptimizedDump) {
   const std::vector<eval::Value> args = {
-      Logits(97, 40), Lines(hlo::PrimitiveType::kF32, [](int i) { return Unit(i, 99) * 4 - 2; }, 40),
+      Logits(97, 40),
+      Lines(
+          hlo::PrimitiveType::kF32, [](int i) { return Unit(i, 99) * 4 - 2; }, 40),
       eval::Value::FromVector(hlo::PrimitiveType::kF32, {40}, std::vector<double>(40, 4.0))};
   ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
 %add (a: f32[], b: f32[]) -> f32[] {

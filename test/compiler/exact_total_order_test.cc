@@ -24,9 +24,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 TEST(ExactTotalOrder, SortAscendingAndDescendingAndCompare) {
   const std::vector<eval::Value> args = {
-      Values(hlo::PrimitiveType::kF32,
-             {kNaN, -kNaN, -kInf, kInf, -0.0, 0.0, 0.0, -0.0, 1.0, -1.0, 1.0, kNaN, -0.0, 2.5},
-             [](int i) { return i % 5 == 0 ? (i % 2 ? -0.0 : 0.0) : std::floor(Unit(i, 7) * 7) - 3; }),
+      Values(
+          hlo::PrimitiveType::kF32,
+          {kNaN, -kNaN, -kInf, kInf, -0.0, 0.0, 0.0, -0.0, 1.0, -1.0, 1.0, kNaN, -0.0, 2.5},
+          [](int i) { return i % 5 == 0 ? (i % 2 ? -0.0 : 0.0) : std::floor(Unit(i, 7) * 7) - 3; }),
       Values(hlo::PrimitiveType::kS32, {}, [](int i) { return static_cast<double>(i); }),
       Values(hlo::PrimitiveType::kF32, {-0.0, 0.0, kNaN, -kNaN, 1.0, -kInf},
              [](int i) { return i % 3 ? 0.0 : -0.0; })};

@@ -31,6 +31,19 @@ TEST(Verifier, OptBarrierAndDeviceIndexShapes) {
             "%id: result shape is s32[] but should be u32[]");
 }
 
+TEST(Verifier, AsyncPairsNeedTheirStartAndItsShape) {
+  EXPECT_EQ(VerifyError("%x = f32[8] parameter(0)\nROOT %d = f32[8] all-reduce-done(%x)"),
+            "%d: operand must be a all-reduce-start, not %x");
+  EXPECT_EQ(VerifyError("%y = f32[8] parameter(0)\n"
+                        "ROOT %s = (f32[8], f32[32]) all-gather-start(%y), dimensions={0}, "
+                        "replica_groups={{0,1,2,3}}"),
+            "");
+  EXPECT_EQ(VerifyError("%y = f32[8] parameter(0)\n"
+                        "ROOT %s = (f32[8], f32[16]) all-gather-start(%y), dimensions={0}, "
+                        "replica_groups={{0,1,2,3}}"),
+            "%s: result shape is (f32[8], f32[16]) but should be (f32[8], f32[32][, u32[]...])");
+}
+
 TEST(Verifier, DotContractingSizeMismatch) {
   EXPECT_EQ(VerifyError("%x = f32[8,64] parameter(0)\n%y = f32[128,32] parameter(1)\n"
                         "ROOT %dot.3 = f32[8,32] dot(%x, %y), lhs_contracting_dims={1}, "

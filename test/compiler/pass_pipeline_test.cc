@@ -90,12 +90,12 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files,
-            (std::vector<std::string>{
-                "00-input.hlo", "01-contraction-defusion.hlo", "02-dce.hlo", "03-algsimp.hlo",
-                "04-dce.hlo", "05-conv-canonicalization.hlo", "06-layout-assignment.hlo",
-                "07-elementwise-fusion.hlo", "08-dce.hlo", "09-memory-planning.hlo"}));
-  std::ifstream in(dir / "09-memory-planning.hlo");
+  EXPECT_EQ(files, (std::vector<std::string>{
+                       "00-input.hlo", "01-async-conversion.hlo", "02-contraction-defusion.hlo",
+                       "03-dce.hlo", "04-algsimp.hlo", "05-dce.hlo", "06-conv-canonicalization.hlo",
+                       "07-layout-assignment.hlo", "08-elementwise-fusion.hlo", "09-dce.hlo",
+                       "10-memory-planning.hlo"}));
+  std::ifstream in(dir / "10-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -109,13 +109,15 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"contraction-defusion", "dce", "algsimp", "dce",
-                                             "conv-canonicalization", "layout-assignment",
-                                             "elementwise-fusion", "dce", "memory-planning"}));
-  EXPECT_FALSE(rep.passes[0].changed);  // no fusion holds a dot
-  EXPECT_TRUE(rep.passes[1].changed);   // %unused
-  EXPECT_TRUE(rep.passes[2].changed);   // multiply by one
-  EXPECT_FALSE(rep.passes[7].changed);  // analysis only
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"async-conversion", "contraction-defusion", "dce", "algsimp",
+                                      "dce", "conv-canonicalization", "layout-assignment",
+                                      "elementwise-fusion", "dce", "memory-planning"}));
+  EXPECT_FALSE(rep.passes[0].changed);  // no async pair
+  EXPECT_FALSE(rep.passes[1].changed);  // no fusion holds a dot
+  EXPECT_TRUE(rep.passes[2].changed);   // %unused
+  EXPECT_TRUE(rep.passes[3].changed);   // multiply by one
+  EXPECT_FALSE(rep.passes[8].changed);  // analysis only
   // The optimized module: dot, then one loop fusion of bias-add + relu.
   hlo::HloModule out = Parse(rep.hlo);
   EXPECT_TRUE(hlo::VerifyModule(out).ok());
