@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "test/compiler/elementwise_values_util.h"
@@ -20,6 +21,39 @@ using testing::RunWithArguments;
 using testing::Unit;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The reducers the modules share: jnp.argmax's (the larger value, NaN first, ties to the
+// lower index), a sum and a logical and.
+constexpr const char* kArgmax =
+    R"(%argmax (a0: f32[], a1: s32[], b0: f32[], b1: s32[]) -> (f32[], s32[]) {
+  %a0 = f32[] parameter(0)
+  %a1 = s32[] parameter(1)
+  %b0 = f32[] parameter(2)
+  %b1 = s32[] parameter(3)
+  %gt = pred[] compare(%a0, %b0), direction=GT
+  %nan = pred[] compare(%a0, %a0), direction=NE
+  %or = pred[] or(%gt, %nan)
+  %eq = pred[] compare(%a0, %b0), direction=EQ
+  %lt = pred[] compare(%a1, %b1), direction=LT
+  %and = pred[] and(%eq, %lt)
+  %pick = pred[] or(%or, %and)
+  %v = f32[] select(%pick, %a0, %b0)
+  %i = s32[] select(%pick, %a1, %b1)
+  ROOT %t = (f32[], s32[]) tuple(%v, %i)
+}
+)";
+constexpr const char* kAdd = R"(%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+)";
+constexpr const char* kAnd = R"(%and (a: pred[], b: pred[]) -> pred[] {
+  %a = pred[] parameter(0)
+  %b = pred[] parameter(1)
+  ROOT %r = pred[] and(%a, %b)
+}
+)";
 
 // A [rows, 520] argument of `type`, element i being f(i).
 template <typename F>
@@ -43,24 +77,8 @@ eval::Value Logits(uint32_t salt, int64_t rows = 1030) {
 
 TEST(ExactLineReduce, ArgmaxAndArgminWithTiesAndNaN) {
   const std::vector<eval::Value> args = {Logits(91)};
-  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
-%argmax (a0: f32[], a1: s32[], b0: f32[], b1: s32[]) -> (f32[], s32[]) {
-  %a0 = f32[] parameter(0)
-  %a1 = s32[] parameter(1)
-  %b0 = f32[] parameter(2)
-  %b1 = s32[] parameter(3)
-  %gt = pred[] compare(%a0, %b0), direction=GT
-  %nan = pred[] compare(%a0, %a0), direction=NE
-  %or = pred[] or(%gt, %nan)
-  %eq = pred[] compare(%a0, %b0), direction=EQ
-  %lt = pred[] compare(%a1, %b1), direction=LT
-  %and = pred[] and(%eq, %lt)
-  %pick = pred[] or(%or, %and)
-  %v = f32[] select(%pick, %a0, %b0)
-  %i = s32[] select(%pick, %a1, %b1)
-  ROOT %t = (f32[], s32[]) tuple(%v, %i)
-}
-%argmin (a0: f32[], a1: s32[], b0: f32[], b1: s32[]) -> (f32[], s32[]) {
+  ExpectBitExact(RunWithArguments(std::string(R"(HloModule m, replica_count=8
+)") + kArgmax + R"(%argmin (a0: f32[], a1: s32[], b0: f32[], b1: s32[]) -> (f32[], s32[]) {
   %a0 = f32[] parameter(0)
   %a1 = s32[] parameter(1)
   %b0 = f32[] parameter(2)
@@ -135,13 +153,8 @@ TEST(ExactLineReduce, ProducersFusedIntoAllFiniteAndMin) {
   const std::vector<eval::Value> args = {
       Logits(101, 40), Lines(
                            hlo::PrimitiveType::kF32, [](int i) { return Unit(i, 103) - 0.5; }, 40)};
-  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
-%and (a: pred[], b: pred[]) -> pred[] {
-  %a = pred[] parameter(0)
-  %b = pred[] parameter(1)
-  ROOT %r = pred[] and(%a, %b)
-}
-%min (a: f32[], b: f32[]) -> f32[] {
+  ExpectBitExact(RunWithArguments(std::string(R"(HloModule m, replica_count=8
+)") + kAnd + R"(%min (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
   ROOT %m = f32[] minimum(%a, %b)
@@ -174,32 +187,8 @@ TEST(ExactLineReduce, FusedReductionsOfAnOptimizedDump) {
       Lines(
           hlo::PrimitiveType::kF32, [](int i) { return Unit(i, 99) * 4 - 2; }, 40),
       eval::Value::FromVector(hlo::PrimitiveType::kF32, {40}, std::vector<double>(40, 4.0))};
-  ExpectBitExact(RunWithArguments(R"(HloModule m, replica_count=8
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%and (a: pred[], b: pred[]) -> pred[] {
-  %a = pred[] parameter(0)
-  %b = pred[] parameter(1)
-  ROOT %r = pred[] and(%a, %b)
-}
-%argmax (a0: f32[], a1: s32[], b0: f32[], b1: s32[]) -> (f32[], s32[]) {
-  %a0 = f32[] parameter(0)
-  %a1 = s32[] parameter(1)
-  %b0 = f32[] parameter(2)
-  %b1 = s32[] parameter(3)
-  %gt = pred[] compare(%a0, %b0), direction=GT
-  %eq = pred[] compare(%a0, %b0), direction=EQ
-  %lt = pred[] compare(%a1, %b1), direction=LT
-  %tie = pred[] and(%eq, %lt)
-  %pick = pred[] or(%gt, %tie)
-  %v = f32[] select(%pick, %a0, %b0)
-  %i = s32[] select(%pick, %a1, %b1)
-  ROOT %t = (f32[], s32[]) tuple(%v, %i)
-}
-%softmax_sum (p0: f32[40,520], p1: f32[40]) -> f32[40] {
+  ExpectBitExact(RunWithArguments(std::string(R"(HloModule m, replica_count=8
+)") + kAdd + kAnd + kArgmax + R"(%softmax_sum (p0: f32[40,520], p1: f32[40]) -> f32[40] {
   %p0 = f32[40,520]{1,0} parameter(0)
   %p1 = f32[40]{0} parameter(1)
   %b = f32[40,520]{1,0} broadcast(%p1), dimensions={0}
