@@ -26,11 +26,6 @@ constexpr int kMaxColumnLoads = 3;            // operands read per column: 6 MiB
 constexpr uint64_t kLineVmem = 6 << 20;       // VMEM: per-line operands, then the results
 constexpr int kFirstTemp = 6, kMaxRegs = 12;  // registers the kernel binds, from v0
 
-bool Word32(const hlo::Shape& s) {
-  return s.IsArray() && (s.type == PrimitiveType::kF32 || s.type == PrimitiveType::kS32 ||
-                         s.type == PrimitiveType::kU32);
-}
-
 // The bits of a scalar constant as the VPU holds it (a pred as 1.0 or 0.0).
 std::optional<uint32_t> ConstantBits(const HloInstruction* v) {
   if (v->opcode() != Opcode::kConstant || !v->shape().IsScalar()) return std::nullopt;
@@ -241,7 +236,7 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
     if (ConstantBits(outside) || outside->shape().IsScalar()) {
       if (!ConstantBits(outside)) return "";  // a scalar with an HBM buffer: not read per line
       constants[local] = outside;
-    } else if (outside->opcode() == Opcode::kConstant || !Word32(outside->shape()) ||
+    } else if (outside->opcode() == Opcode::kConstant || !IsWord32(outside->shape()) ||
                (split && !IsShare(c, outside))) {
       return "";  // constants have no HBM buffer; pred arrays are bytes
     } else if (outside->shape().dims == x.dims ||
@@ -296,7 +291,7 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
   // to 128 elements (tile_ops.cc's StoredPred).
   const hlo::Shape& result = fused ? instr.shape() : r.shape();
   for (const hlo::Shape& s : result.IsTuple() ? result.tuple_shapes : std::vector{result})
-    if (!Word32(s) && !(s.type == PrimitiveType::kPred && s.ElementCount() <= 128)) return "";
+    if (!IsWord32(s) && !(s.type == PrimitiveType::kPred && s.ElementCount() <= 128)) return "";
   if (p.arrays == 1) {
     p.outputs = {c.address(&instr)};
   } else if (!TupleResultAddresses(instr, c, p.outputs)) {

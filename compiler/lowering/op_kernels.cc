@@ -204,6 +204,11 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
 
 }  // namespace
 
+bool IsWord32(const hlo::Shape& s) {
+  return s.IsArray() && (s.type == hlo::PrimitiveType::kF32 || s.type == hlo::PrimitiveType::kS32 ||
+                         s.type == hlo::PrimitiveType::kU32);
+}
+
 bool IsShare(const OpContext& c, const HloInstruction* v) {
   return c.split > 0 && HasDim(v->shape(), c.split) && (!c.is_share || c.is_share(v));
 }

@@ -24,6 +24,8 @@ struct OpContext {
 
 // Whether `v` holds each core's share under ctx's split (OpContext::is_share).
 bool IsShare(const OpContext& ctx, const hlo::HloInstruction* v);
+// An array of 32-bit words the VPU holds as they are: f32, s32 or u32.
+bool IsWord32(const hlo::Shape& s);
 
 // Bytes of `shape` per core (a tuple: all leaves); `split` as in OpContext.
 uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores);

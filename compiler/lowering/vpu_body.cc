@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "compiler/hlo/opcode.h"
+#include "compiler/lowering/op_kernels.h"
 #include "compiler/lowering/vpu_math.h"
 
 namespace tpusim::lowering {
@@ -19,10 +20,6 @@ using hlo::Opcode;
 
 bool Int32(const hlo::Shape& s) {
   return s.IsArray() && (s.type == hlo::PrimitiveType::kS32 || s.type == hlo::PrimitiveType::kU32);
-}
-
-bool Word32(const hlo::Shape& s) {
-  return Int32(s) || (s.IsArray() && s.type == hlo::PrimitiveType::kF32);
 }
 
 constexpr int kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, kLastConst = 30;
@@ -287,7 +284,7 @@ class BodyBuilder : public VpuEmitter {
       case Opcode::kReshape:
         return in(0);
       case Opcode::kBitcastConvert:  // 32-bit to 32-bit: the same bits (vregs hold words)
-        if (!Word32(i->shape()) || !Word32(i->operand(0)->shape())) b_.exact = false;
+        if (!IsWord32(i->shape()) || !IsWord32(i->operand(0)->shape())) b_.exact = false;
         return in(0);
       case Opcode::kBroadcast:  // a scalar fills the vreg; anything else is costed only
         if (!i->operand(0)->shape().IsScalar() && !mapped_) b_.exact = false;

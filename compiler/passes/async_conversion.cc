@@ -57,7 +57,6 @@ HloInstruction* Convert(HloComputation& c, HloInstruction& start, const Form& f,
   }
   // (operand, result, contexts) for all-gather and collective-permute; (result, operand,
   // context) for copy.
-  std::vector<HloInstruction*> elements;
   HloInstruction* operand = start.operand(0);
   if (start.operand_count() > 1) {
     std::vector<hlo::Shape> shapes;
@@ -65,8 +64,9 @@ HloInstruction* Convert(HloComputation& c, HloInstruction& start, const Form& f,
     operand = AddNew(c, start.name() + ".operands", Opcode::kTuple, hlo::Shape::Tuple(shapes),
                      start.operands());
   }
-  elements = f.sync == Opcode::kCopy ? std::vector<HloInstruction*>{sync, operand}
-                                     : std::vector<HloInstruction*>{operand, sync};
+  std::vector<HloInstruction*> elements = f.sync == Opcode::kCopy
+                                              ? std::vector<HloInstruction*>{sync, operand}
+                                              : std::vector<HloInstruction*>{operand, sync};
   for (size_t k = 2; k < start.shape().tuple_shapes.size(); ++k) {
     HloInstruction* zero =
         AddNew(c, start.name() + ".context", Opcode::kConstant, start.shape().tuple_shapes[k], {});
