@@ -58,6 +58,8 @@ class Interpreter {
   const EvalOptions& options() const { return options_; }
   int64_t replica_id() const { return replica_id_; }
   int64_t replica_count() const { return replica_count_; }
+  // Devices are numbered replica * num_partitions + partition (XLA's global device ids).
+  int64_t num_partitions() const { return module_.num_partitions; }
   // How many times `rng` ran before in this evaluation (its draw's key, counter_rng.h).
   uint64_t RngExecution(const hlo::HloInstruction& rng) { return rng_executions_[&rng]++; }
 

@@ -1,4 +1,5 @@
 // Values from nothing: constant, iota, rng, rng-bit-generator.
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/eval/counter_rng.h"
@@ -100,10 +101,14 @@ Result<Value> RngBitGenerator(const HloInstruction& instr, Operands ops, Interpr
   return Value::Tuple({std::move(next), std::move(bits)});
 }
 
-// The replica's index (replica-id), or 0: modules run with one partition (partition-id).
+// The device's replica (replica-id) or partition (partition-id): the interpreter's index is
+// the global device id, replica * num_partitions + partition.
 Result<Value> DeviceIndex(const HloInstruction& instr, Operands, Interpreter& interp) {
   Value v = Value::Zeros(instr.shape());
-  if (instr.opcode() == Opcode::kReplicaId) v.data[0] = static_cast<double>(interp.replica_id());
+  const int64_t parts = std::max<int64_t>(1, interp.num_partitions());
+  const int64_t device = interp.replica_id();
+  v.data[0] = static_cast<double>(instr.opcode() == Opcode::kReplicaId ? device / parts
+                                                                        : device % parts);
   return v;
 }
 

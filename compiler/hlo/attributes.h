@@ -46,11 +46,13 @@ struct ConvDims {
   bool operator==(const ConvDims&) const = default;
 };
 
-// replica_groups={{0,1},{2,3}} or the iota form [2,4]<=[4,2]T(1,0), always expanded.
+// replica_groups={{0,1},{2,3}}, the iota form [2,4]<=[4,2]T(1,0) or Shardy's mesh form
+// mesh['x'=2,'y'=4] {'y'}, always expanded.
 struct ReplicaGroups {
   std::vector<std::vector<int64_t>> groups;
   bool iota = false;  // written in iota form; the fields below say how
   std::vector<int64_t> iota_group_dims, iota_reshape_dims, iota_transpose;
+  std::string mesh;  // the mesh form as written, printed back verbatim; empty otherwise
   bool operator==(const ReplicaGroups&) const = default;
 };
 

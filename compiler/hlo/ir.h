@@ -14,6 +14,7 @@
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/opcode.h"
 #include "compiler/hlo/shape.h"
+#include "compiler/hlo/stack_frames.h"
 
 namespace tpusim::hlo {
 
@@ -146,6 +147,7 @@ class HloModule {
   std::string entry_computation_layout;  // verbatim, without the outer braces
   std::string input_output_alias;        // verbatim, without the outer braces
   std::vector<Attribute> header;
+  StackFrameIndex stack_frames;  // source locations metadata refers to; empty if none
 
   const std::vector<std::unique_ptr<HloComputation>>& computations() const { return comps_; }
   HloComputation* AddComputation(std::unique_ptr<HloComputation> c);

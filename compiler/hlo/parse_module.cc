@@ -1,6 +1,7 @@
 // Module structure of the HLO parser: header, computations, instructions, operands.
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/parser_impl.h"
+#include "compiler/hlo/sharding.h"
 
 namespace tpusim::hlo {
 
@@ -24,6 +25,11 @@ bool Parser::ParseModule() {
   while (TryEat(',')) {
     if (!ParseHeaderAttr()) return false;
   }
+  size_t tables_pos = (SkipSpace(), pos_);
+  while (AtStackFrameTable()) {
+    if (!ParseStackFrameTable()) return false;
+  }
+  if (!CheckStackFrames(tables_pos)) return false;
   while (Peek() != '\0') {
     if (!ParseComputation()) return false;
   }
@@ -123,7 +129,21 @@ bool Parser::ParseInstruction(HloComputation* comp) {
   while (TryEat(',')) {
     if (!ParseAttribute(instr)) return false;
   }
-  return true;
+  return instr->opcode() != Opcode::kCustomCall || CheckCustomCall(*instr, name_pos);
+}
+
+// The custom-calls of sharding annotations are read (the SPMD partitioner consumes them);
+// any other target is a custom kernel tpusim has no model of.
+bool Parser::CheckCustomCall(const HloInstruction& instr, size_t pos) {
+  const Attribute* a = instr.FindAttr("custom_call_target");
+  const RawText* raw = a ? std::get_if<RawText>(&a->value) : nullptr;
+  std::string target = raw ? raw->text : "";
+  if (target.size() >= 2 && target.front() == '"') target = target.substr(1, target.size() - 2);
+  if (IsShardingCustomCall(target)) return true;
+  return Fail(pos, "unsupported op 'custom-call' (target \"" + target + "\") at " + Where(pos) +
+                       ": tpusim reads only the sharding annotations (Sharding, "
+                       "SPMDFullToShardShape, SPMDShardToFullShape, xla.sdy.*); it has no model "
+                       "of custom kernels");
 }
 
 std::string Parser::UniqueName(std::string_view base) {
@@ -209,22 +229,8 @@ bool Parser::ParseOperands(HloComputation* comp, HloInstruction* instr) {
 }
 
 bool Parser::RejectOpcode(Opcode op, size_t pos) {
-  std::string msg = "unsupported op '" + std::string(OpcodeName(op)) + "'";
-  if (op == Opcode::kCustomCall) {  // name the target, found later on the same line
-    size_t eol = text_.find('\n', pos);
-    std::string_view line = text_.substr(pos, eol == std::string_view::npos ? eol : eol - pos);
-    constexpr std::string_view kKey = "custom_call_target=\"";
-    size_t k = line.find(kKey);
-    if (k != std::string_view::npos) {
-      size_t b = k + kKey.size();
-      size_t e = line.find('"', b);
-      if (e != std::string_view::npos) {
-        msg += " (target \"" + std::string(line.substr(b, e - b)) + "\")";
-      }
-    }
-  }
-  msg += " at " + Where(pos) + ": " + std::string(GetOpcodeInfo(op).reason);
-  return Fail(pos, msg);
+  return Fail(pos, "unsupported op '" + std::string(OpcodeName(op)) + "' at " + Where(pos) + ": " +
+                       std::string(GetOpcodeInfo(op).reason));
 }
 
 bool Parser::ResolveComputations() {

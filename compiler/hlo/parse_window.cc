@@ -157,6 +157,7 @@ bool Parser::ParseDimLabels(ConvDims* out) {
 
 bool Parser::ParseReplicaGroups(ReplicaGroups* out) {
   size_t start = (SkipSpace(), pos_);
+  if (PeekIdent() == "mesh") return ParseMeshReplicaGroups(out);
   if (PeekRaw() != '[') {
     if (!Expect('{', "to start replica_groups")) return false;
     if (TryEat('}')) return true;

@@ -62,6 +62,12 @@ class Parser {
   bool RejectOpcode(Opcode op, size_t pos);
   bool ResolveComputations();
   std::string UniqueName(std::string_view base);
+  bool CheckCustomCall(const HloInstruction& instr, size_t pos);
+
+  // Stack-frame tables between the header and the computations (parse_stack_frames.cc).
+  bool AtStackFrameTable();
+  bool ParseStackFrameTable();
+  bool CheckStackFrames(size_t pos);
 
   // Attributes (parse_attrs.cc).
   bool ParseAttribute(HloInstruction* instr);
@@ -71,6 +77,7 @@ class Parser {
   bool ParseWindow(Window* out);
   bool ParseDimLabels(ConvDims* out);
   bool ParseReplicaGroups(ReplicaGroups* out);
+  bool ParseMeshReplicaGroups(ReplicaGroups* out);  // parse_mesh_groups.cc
   bool ParsePairs(PairList* out);
   bool ParseComputationRefs(ComputationRefs* out);
   bool ParseWordList(WordList* out);

@@ -82,6 +82,7 @@ struct ValuePrinter {
   std::string operator()(const Window& w) const { return PrintWindow(w); }
   std::string operator()(const ConvDims& c) const { return c.labels; }
   std::string operator()(const ReplicaGroups& g) const {
+    if (!g.mesh.empty()) return g.mesh;
     if (g.iota) {
       std::string out =
           "[" + Join(g.iota_group_dims, ",") + "]<=[" + Join(g.iota_reshape_dims, ",") + "]";

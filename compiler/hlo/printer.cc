@@ -67,6 +67,7 @@ std::string PrintModule(const HloModule& module) {
     out += ", num_partitions=" + std::to_string(module.num_partitions);
   }
   out += "\n";
+  out += PrintStackFrames(module.stack_frames);
   for (const auto& comp : module.computations()) out += "\n" + PrintComputation(*comp);
   return out;
 }

@@ -50,10 +50,13 @@ Lowerer::Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const 
 
 LoweredModule Lowerer::Run() {
   const HloComputation& entry = *module_.entry();
-  out_.replicas = static_cast<int>(module_.replica_count);
+  // Each device (replica x partition) of a module runs on its own core.
+  out_.replicas = static_cast<int>(module_.replica_count * module_.num_partitions);
   if (out_.replicas > 1 && out_.replicas != opt_.cores)
-    throw std::invalid_argument("replica_count=" + std::to_string(out_.replicas) +
-                                " but the board has " + std::to_string(opt_.cores) + " cores");
+    throw std::invalid_argument("replica_count=" + std::to_string(module_.replica_count) +
+                                " x num_partitions=" + std::to_string(module_.num_partitions) +
+                                " devices but the board has " + std::to_string(opt_.cores) +
+                                " cores");
   if (out_.replicas == 1 && opt_.cores > 1) {
     batch_ = AnalyzeBatch(entry, opt_.cores);
     out_.data_parallel = batch_.batch > 0;
@@ -146,7 +149,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   std::vector<std::string> per_core;
   try {
     if (i.opcode() == Opcode::kReplicaId || i.opcode() == Opcode::kPartitionId) {
-      per_core = DeviceIndexKernels(i, ctx, out_.replicas > 1, op);
+      per_core = DeviceIndexKernels(i, ctx, out_.replicas > 1, module_.num_partitions, op);
     } else if (hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective) {
       per_core = CollectiveKernels(
           i,

@@ -59,7 +59,7 @@ struct OutputBuffer {  // one leaf of the entry's result
 struct LoweredModule {
   std::vector<std::string> programs;  // assembly, one per core
   std::vector<LoweredOp> ops;
-  int replicas = 1;              // the module's replica_count
+  int replicas = 1;              // devices: the module's replica_count x num_partitions
   bool data_parallel = false;    // single-replica module split over the cores
   std::string not_split_reason;  // single-replica module run whole on every core: why
   int64_t global_batch = 0, batch_per_core = 0;

@@ -212,7 +212,8 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   }
   // Each core's rows: the leading dimension divided, every stride as on the whole.
   const int64_t cores = shares ? c.cores : 1;
-  for (StridedMove& m : moves) m.dims[0] /= cores;
+  for (StridedMove& m : moves)
+    if (!m.dims.empty()) m.dims[0] /= cores;
   if (fill) fill->bytes /= cores;
   std::string k;
   try {
@@ -227,11 +228,15 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
 }
 
 std::vector<std::string> DeviceIndexKernels(const HloInstruction& instr, const OpContext& c,
-                                            bool per_replica, LoweredOp& op) {
+                                            bool per_device, int64_t partitions, LoweredOp& op) {
   std::vector<std::string> programs;
+  partitions = std::max<int64_t>(1, partitions);
   for (int core = 0; core < c.cores; ++core) {
-    const bool own = per_replica && instr.opcode() == Opcode::kReplicaId;
-    MoveFill fill{std::nullopt, 0, c.address(&instr), 4, static_cast<uint32_t>(own ? core : 0)};
+    // Core k is global device k: replica k / partitions, partition k % partitions.
+    const int64_t index =
+        instr.opcode() == Opcode::kReplicaId ? core / partitions : core % partitions;
+    MoveFill fill{std::nullopt, 0, c.address(&instr), 4,
+                  static_cast<uint32_t>(per_device ? index : 0)};
     programs.push_back(MoveKernel({}, &fill, instr.name()));
   }
   op.kind = KernelKind::kDma;

@@ -15,9 +15,11 @@ namespace tpusim::lowering {
 std::string MoveOpKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
 
 // replica-id or partition-id: each core's program fills the u32[] result with its index
-// (`per_replica`: a module of one replica per core) or 0 (one partition; a data-parallel
-// split of a single-replica module, whose one replica is 0). One program per core.
+// (`per_device`: a module of one device per core, core k being global device k = replica x
+// `partitions` + partition) or 0 (a data-parallel split of a single-device module, whose one
+// replica and partition are 0). One program per core.
 std::vector<std::string> DeviceIndexKernels(const hlo::HloInstruction& instr, const OpContext& c,
-                                            bool per_replica, LoweredOp& op);
+                                            bool per_device, int64_t partitions,
+                                            LoweredOp& op);
 
 }  // namespace tpusim::lowering

@@ -321,6 +321,7 @@ class BodyBuilder : public VpuEmitter {
       }
       default: {  // sine, floor, clamp, bitwise, ...: one or two ALU operations' cost
         b_.exact = false;
+        if (i->operand_count() == 0) return Constant(0.0);  // an iota or rng fused in: its cost
         int r = in(0);
         for (size_t k = 1; k < i->operand_count(); ++k)
           r = Emit("vmax", {r, in(static_cast<int>(k))});
