@@ -8,7 +8,7 @@ namespace tpusim::collectives {
 namespace {
 
 constexpr uint64_t kVreg = 4096;
-constexpr uint64_t kMaxBytes = 4 << 20;
+constexpr uint64_t kMaxBytes = kRingCollectiveMaxBytes;
 
 void Header(std::ostringstream& s, const char* what, uint64_t part, uint64_t whole,
             const std::string& tag) {
@@ -84,7 +84,8 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   const uint64_t data = 0, slots = spec.input_bytes;
   for (int k = 0; k < n; ++k) {
     e.Vmem(1, data + k * part);
-    s << "    li r2, " << spec.input_address + index_of(ring[k]) * part << "\n"
+    const uint64_t stride = spec.member_stride ? spec.member_stride : part;
+    s << "    li r2, " << spec.input_address + index_of(ring[k]) * stride << "\n"
       << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
   }
   s << "    wait seq, f" << fb + kFlagInput << ", " << n << "\n";
@@ -128,7 +129,8 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
     uint64_t index =
         static_cast<uint64_t>(std::find(group.begin(), group.end(), ring[k]) - group.begin());
     e.Vmem(2, out + k * part);
-    s << "    li r1, " << spec.output_address + index * row << "\n"
+    const uint64_t stride = spec.member_stride ? spec.member_stride : row;
+    s << "    li r1, " << spec.output_address + index * stride << "\n"
       << "    dma.vh r1, r2, part, f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";

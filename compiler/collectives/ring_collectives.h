@@ -25,6 +25,10 @@ struct RingCollectiveSpec {
   // product of the dimensions before the gathered one) and the output interleaves them, row
   // r of member g at output + (r n + g) x row bytes. 1: the parts are contiguous.
   uint64_t part_rows = 1;
+  // All-gather: where member g's rows start in the output, output + g x member_stride (0: one
+  // row, as above); reduce-scatter: where part g starts in the input (0: one part). A round
+  // of a larger collective moves a piece of each part (collective_kernels.cc).
+  uint64_t member_stride = 0;
   ReduceOp op = ReduceOp::kSum;
   std::string tag;
   int flag_base = 0;                // the programs use flags flag_base..flag_base+5
@@ -34,7 +38,8 @@ struct RingCollectiveSpec {
 // The program of `core`. Throws std::invalid_argument when the core is in no group, the
 // groups overlap, or sizes are not whole parts (reduce-scatter: multiples of 4096 bytes, the
 // VPU folds whole vregs; all-gather, which only copies: rows of a multiple of 4 bytes), or
-// exceed 4 MiB.
+// exceed 4 MiB (kRingCollectiveMaxBytes: the ring stages the gathered data in VMEM).
+inline constexpr uint64_t kRingCollectiveMaxBytes = 4 << 20;
 std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core);
 std::string AllGatherProgram(const RingCollectiveSpec& spec, int core);
 

@@ -1,4 +1,5 @@
-// Collectives across replicas: all-reduce, all-gather, reduce-scatter, collective-permute.
+// Collectives across replicas: all-reduce, all-gather, reduce-scatter, collective-permute,
+// all-to-all.
 // Every replica hands its operands to the rendezvous (Interpreter::Exchange) and computes
 // its own result from its group's values; reductions fold in replica-group order.
 #include <algorithm>
@@ -150,6 +151,40 @@ Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpret
   return Unpack(std::move(outs));
 }
 
+// Member m of the group receives chunk m of every member's operand (split along
+// `dimensions`, concatenated in member order along it), or in the tuple form operand m of
+// every member, one per result element.
+Result<Value> AllToAll(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  Result<std::vector<int64_t>> group = Group(instr, interp);
+  if (!group.ok()) return group.status();
+  Result<Exchanged> all = interp.Exchange(instr, Pack(ops));
+  if (!all.ok()) return all.status();
+  const int64_t n = static_cast<int64_t>(group->size());
+  const int64_t me = std::find(group->begin(), group->end(), interp.replica_id()) - group->begin();
+  if (ops.size() > 1 || !instr.dimensions()) {  // tuple form
+    if (static_cast<int64_t>(ops.size()) != n) {
+      return InstrError(instr, "the tuple form needs one operand per group member");
+    }
+    std::vector<Value> outs;
+    for (int64_t m = 0; m < n; ++m) outs.push_back(Part(**all, (*group)[m], me, ops.size()));
+    return Value::Tuple(std::move(outs));
+  }
+  const int64_t d = Dim(instr);
+  if (d < 0 || d >= instr.shape().rank() || instr.shape().dims[d] % n) {
+    return InstrError(instr, "split dimension does not divide into the group's members");
+  }
+  hlo::Shape chunk_shape = instr.shape();
+  chunk_shape.dims[d] /= n;
+  Value out = Value::Zeros(instr.shape());
+  for (int64_t m = 0; m < n; ++m) {
+    Value chunk = Value::Zeros(chunk_shape);
+    Value from = Of(**all, (*group)[m]);
+    CopyBlock(chunk, from, d, me, false);
+    CopyBlock(chunk, out, d, m, true);
+  }
+  return out;
+}
+
 // Replica t receives the operand of the replica s with (s, t) in source_target_pairs, or
 // zeros when no pair targets it.
 Result<Value> PermuteInto(const HloInstruction& instr, Operands ops, Interpreter& interp,
@@ -208,6 +243,7 @@ void RegisterCollectives(OpTable& t) {
   t[static_cast<size_t>(Opcode::kAllGather)] = AllGather;
   t[static_cast<size_t>(Opcode::kReduceScatter)] = ReduceScatter;
   t[static_cast<size_t>(Opcode::kCollectivePermute)] = CollectivePermute;
+  t[static_cast<size_t>(Opcode::kAllToAll)] = AllToAll;
   t[static_cast<size_t>(Opcode::kAllReduceStart)] = AllReduce;
   t[static_cast<size_t>(Opcode::kAllGatherStart)] = AllGatherStart;
   t[static_cast<size_t>(Opcode::kCollectivePermuteStart)] = CollectivePermuteStart;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "compiler/collectives/all_to_all.h"
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/collectives/ring_collectives.h"
 #include "compiler/lowering/asm_util.h"
@@ -159,9 +160,130 @@ uint64_t GatherRows(const HloInstruction& instr) {
   return rows;
 }
 
+constexpr uint64_t kRingMax = collectives::kRingCollectiveMaxBytes;
+
+// An all-gather larger than the ring stages in VMEM, as rounds that each gather a piece of
+// every part, one after the other between drain barriers: whole rows of the part when a row
+// of every member fits, else (a part of one row) a column piece of it.
+std::vector<std::string> AllGatherRounds(const collectives::RingCollectiveSpec& whole, size_t n,
+                                         const CollectiveContext& ctx) {
+  const uint64_t part = whole.input_bytes, rows = whole.part_rows, row = part / rows;
+  std::vector<collectives::RingCollectiveSpec> rounds;
+  if (row * n <= kRingMax) {
+    const uint64_t per = kRingMax / (row * n);
+    for (uint64_t a = 0; a < rows; a += per) {
+      collectives::RingCollectiveSpec r = whole;
+      r.part_rows = std::min(per, rows - a);
+      r.input_bytes = r.part_rows * row;
+      r.input_address = whole.input_address + a * row;
+      r.output_address = whole.output_address + a * row * n;
+      r.member_stride = row;
+      rounds.push_back(r);
+    }
+  } else if (rows == 1) {
+    const uint64_t piece = kRingMax / n / 4096 * 4096;
+    for (uint64_t a = 0; a < part; a += piece) {
+      collectives::RingCollectiveSpec r = whole;
+      r.input_bytes = std::min(piece, part - a);
+      r.input_address = whole.input_address + a;
+      r.output_address = whole.output_address + a;
+      r.member_stride = part;
+      rounds.push_back(r);
+    }
+  } else {
+    throw std::invalid_argument("all-gather rows of " + std::to_string(row) +
+                                " bytes exceed the ring's VMEM staging for " + std::to_string(n) +
+                                " members");
+  }
+  std::vector<std::string> programs(static_cast<size_t>(ctx.cores));
+  for (size_t k = 0; k < rounds.size(); ++k) {
+    for (int c = 0; c < ctx.cores; ++c) {
+      if (k > 0) programs[c] += DrainBarrier(ctx.mxus);
+      programs[c] += ScopeKernel(collectives::AllGatherProgram(rounds[k], c),
+                                 "round" + std::to_string(k) + "_");
+    }
+  }
+  return programs;
+}
+
+// A reduce-scatter larger than the ring stages in VMEM, as rounds that each reduce a piece
+// of every part (whole vregs), between drain barriers.
+std::vector<std::string> ReduceScatterRounds(const collectives::RingCollectiveSpec& whole, size_t n,
+                                             const CollectiveContext& ctx) {
+  const uint64_t part = whole.input_bytes / n;
+  const uint64_t piece = kRingMax / n / kVreg * kVreg;
+  std::vector<std::string> programs(static_cast<size_t>(ctx.cores));
+  int k = 0;
+  for (uint64_t a = 0; a < part; a += piece, ++k) {
+    collectives::RingCollectiveSpec r = whole;
+    r.input_bytes = std::min(piece, part - a) * n;
+    r.input_address = whole.input_address + a;
+    r.output_address = whole.output_address + a;
+    r.member_stride = part;
+    for (int c = 0; c < ctx.cores; ++c) {
+      if (k > 0) programs[c] += DrainBarrier(ctx.mxus);
+      programs[c] +=
+          ScopeKernel(collectives::ReduceScatterProgram(r, c), "round" + std::to_string(k) + "_");
+    }
+  }
+  return programs;
+}
+
 bool IsMaxReduction(const HloInstruction& instr) {
   const hlo::HloComputation* f = instr.to_apply();
   return f && f->root()->opcode() == Opcode::kMaximum;
+}
+
+// all-to-all: core c at position p of its group sends chunk j (its operand j in the tuple
+// form, else block j of its operand along the split dimension) to member j, where it lands
+// at slot p of the member's result. Exact when each chunk is contiguous: the split
+// dimension has only dimensions of size 1 before it (else the same bytes, timing-only).
+std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const CollectiveContext& ctx,
+                                         const std::vector<std::vector<int>>& groups,
+                                         LoweredOp& op) {
+  const bool tuple = instr.operand_count() > 1 || !instr.dimensions();
+  const hlo::Shape& in = instr.operand(0)->shape();
+  uint64_t chunk = 0;
+  op.exact = true;
+  std::vector<std::string> programs;
+  for (int c = 0; c < ctx.cores; ++c) {
+    std::vector<int> group;
+    for (const auto& g : groups)
+      if (std::find(g.begin(), g.end(), c) != g.end()) group = g;
+    const size_t n = group.size();
+    const size_t p = std::find(group.begin(), group.end(), c) - group.begin();
+    std::vector<collectives::ChunkSend> sends;
+    int incoming = 0;
+    if (tuple) {
+      if (instr.operand_count() != n)
+        throw std::invalid_argument("all-to-all: the tuple form needs one operand per member");
+      chunk = BytesPerCore(in, 0, 1);
+      // Element p of every member's result (the same address on every core) receives this
+      // core's operand for it; an element nothing reads is neither sent nor awaited.
+      const std::optional<uint64_t> dest = ElementAddress(instr, static_cast<int64_t>(p), ctx);
+      for (size_t j = 0; j < n; ++j) {
+        if (dest) sends.push_back({group[j], ctx.address(instr.operand(j)), *dest});
+        if (ElementAddress(instr, static_cast<int64_t>(j), ctx)) ++incoming;
+      }
+    } else {
+      const int64_t d = (*instr.dimensions())[0];
+      int64_t before = 1;
+      for (int64_t k = 0; k < d; ++k) before *= in.dims[k];
+      op.exact = op.exact && before == 1;
+      chunk = BytesPerCore(in, 0, 1) / n;
+      const uint64_t src = ctx.address(instr.operand(0)), out = ctx.address(&instr);
+      for (size_t j = 0; j < n; ++j) sends.push_back({group[j], src + j * chunk, out + p * chunk});
+      incoming = static_cast<int>(n);
+    }
+    std::vector<int> writers;
+    for (int m : group)
+      if (m != c) writers.push_back(m);
+    programs.push_back(collectives::AllToAllProgram(
+        sends, chunk, incoming, writers, c, instr.name(), kCollectiveFlagBase, ctx.mailbox));
+  }
+  if (!op.exact) op.note = "chunks strided along the split dimension: timed by their bytes";
+  op.hbm_bytes = 2 * BytesPerCore(instr.shape().IsTuple() ? in : instr.shape(), 0, 1);
+  return programs;
 }
 
 }  // namespace
@@ -238,6 +360,10 @@ std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
       spec.flag_base = kCollectiveFlagBase;
       spec.mailbox = ctx.mailbox;
       op.hbm_bytes = in_bytes + out_bytes;
+      if (gather && op.exact && groups[0].size() * spec.input_bytes > kRingMax)
+        return AllGatherRounds(spec, groups[0].size(), ctx);
+      if (!gather && spec.input_bytes > kRingMax)
+        return ReduceScatterRounds(spec, groups[0].size(), ctx);
       std::vector<std::string> programs;
       for (int c = 0; c < ctx.cores; ++c)
         programs.push_back(gather ? collectives::AllGatherProgram(spec, c)
@@ -257,6 +383,8 @@ std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
             pairs, in, out, bytes, c, instr.name(), kCollectiveFlagBase, ctx.mailbox));
       return programs;
     }
+    case Opcode::kAllToAll:
+      return AllToAllKernels(instr, ctx, groups, op);
     default:
       throw std::invalid_argument("not a collective");
   }

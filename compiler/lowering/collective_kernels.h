@@ -19,6 +19,7 @@ struct CollectiveContext {
   std::vector<int> ring;  // every core in torus ring order
   int cores = 8;
   std::optional<uint64_t> mailbox;  // CollectiveMailbox: the entry handshake
+  int mxus = 2;                     // per core: drain barriers between a collective's rounds
 };
 
 // One program per core for an all-reduce, all-gather, reduce-scatter or
