@@ -27,7 +27,7 @@ int CompileCommand(const std::vector<std::string>& argv) {
                                                  "ir (optimized HLO, default) or isa")(
       "dump-passes", po::value(&dump_dir), "write the IR after every pass into DIR")(
       "output,o", po::value(&out_path), "write to FILE instead of standard output")(
-      "config", po::value(&config), "board for --emit isa (default v3-8)");
+      "config", po::value(&config), "board: its cores partition a sharded module (default v3-8)");
   po::variables_map vm;
   if (!ParseCommandLine(argv, opts, "compile", &module_path, &vm)) return 0;
   if (module_path.empty()) throw CliError("missing MODULE.hlo (see tpusim compile --help)", 2);
@@ -52,6 +52,10 @@ int CompileCommand(const std::vector<std::string>& argv) {
   } else {
     passes::CompileOptions options;
     options.dump_dir = dump_dir;
+    // A sharded global program is partitioned over the board's cores, as `run` does.
+    const CompileTarget target = TargetFor(sim::LoadConfig(config));
+    options.devices = target.lowering.cores;
+    options.hbm_capacity_bytes = target.hbm_bytes_per_core;
     auto compiled = passes::CompileToHlo(parsed.value(), options);
     if (!compiled.ok()) throw CliError(compiled.status().message());
     text = compiled->hlo;

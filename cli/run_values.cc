@@ -10,6 +10,7 @@
 #include "cli/step_check.h"
 #include "compiler/eval/evaluator.h"
 #include "compiler/lowering/data_parallel.h"
+#include "compiler/spmd/tiles.h"
 #include "isa/bf16.h"
 
 namespace tpusim::cli {
@@ -129,10 +130,20 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
   for (const hlo::HloInstruction* p : entry.parameters())
     args.push_back(SyntheticInput(*p, seed + args.size(), training, roles));
   const int cores = static_cast<int>(low.programs.size());
+  const bool partitioned = spmd::IsPartitioned(compiled.optimized);
   for (size_t i = 0; i < args.size(); ++i) {
     const hlo::HloInstruction* p = compiled.original.entry()->parameters()[i];
     const passes::BufferInfo* buf = compiled.report.memory.Find(p->name());
     if (!buf || !p->shape().IsArray()) continue;
+    if (partitioned) {  // each core's tile of the global argument
+      const hlo::HloSharding s = spmd::ParameterSharding(compiled.optimized, p->parameter_number());
+      for (int c = 0; c < cores; ++c) {
+        const eval::Value tile = spmd::TileOf(args[i], s, c);
+        const std::vector<uint8_t> bytes = EncodeElements(tile, 0, tile.size());
+        sim.core(c).hbm().Write(static_cast<uint64_t>(buf->offset), bytes.data(), bytes.size());
+      }
+      continue;
+    }
     const bool split = low.data_parallel && std::count(low.batch_parameters.begin(),
                                                        low.batch_parameters.end(), p->name());
     const int64_t n = p->shape().ElementCount(), share = split ? n / cores : n;

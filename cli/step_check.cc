@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "compiler/eval/evaluator.h"
 #include "compiler/hlo/alias.h"
+#include "compiler/spmd/tiles.h"
 #include "isa/bf16.h"
 
 namespace tpusim::cli {
@@ -97,8 +98,12 @@ StepCheck::StepCheck(const CompiledModule& compiled, std::vector<eval::Value> ar
     : compiled_(compiled), steps_(std::max(1, steps)), fed_back_(FedBack(compiled)) {
   const lowering::LoweredModule& low = compiled.lowered;
   cores_ = static_cast<int>(low.programs.size());
-  // A replicated module: replica i runs on core i with the same inputs (LoadInputs).
+  partitioned_ = spmd::IsPartitioned(compiled.optimized);
+  // A replicated module: replica i runs on core i with the same inputs (LoadInputs). A
+  // partitioned one: the global program once, or once per device when shard_map bodies
+  // give each device its own part.
   replicas_ = low.data_parallel ? 1 : std::min(low.replicas, cores_);
+  if (partitioned_) replicas_ = eval::MirrorObstacle(compiled.original, cores_) ? cores_ : 1;
   // Every replica gets the same inputs, so one mirrored interpreter stands for all of
   // them unless some op tells them apart (reduce-scatter, rng, ...).
   mirrored_ = replicas_ > 1 && !eval::MirrorObstacle(compiled.original, replicas_);
@@ -116,9 +121,12 @@ StepCheck::StepCheck(const CompiledModule& compiled, std::vector<eval::Value> ar
 
 StepCheck::~StepCheck() = default;
 
-// Data parallel: every core holds its share of split results and a copy of the others.
-bool StepCheck::Checks(int core) const {
-  return compiled_.lowered.data_parallel ? core < cores_ : core < replicas_;
+// Data parallel or partitioned: every core holds its share of split results and a copy of
+// the others.
+bool StepCheck::Checks(int core) const { return core < CheckedCores(); }
+
+int StepCheck::CheckedCores() const {
+  return compiled_.lowered.data_parallel || partitioned_ ? cores_ : replicas_;
 }
 
 const std::vector<eval::Value>& StepCheck::Want(const Reference& ref, int core) const {
@@ -132,7 +140,12 @@ void StepCheck::OnCoreStepEnd(sim::Simulation& sim, int core, int step) {
   const auto& outs = compiled_.lowered.outputs;
   for (size_t o = 0; o < outs.size(); ++o) {
     const hlo::Shape& shape = OutputLeaf(compiled_.original, o).shape();
-    const int64_t n = shape.ElementCount(), share = outs[o].split ? n / cores_ : n;
+    int64_t n = shape.ElementCount(), share = outs[o].split ? n / cores_ : n;
+    if (partitioned_) {
+      const hlo::HloSharding sh = spmd::OutputSharding(compiled_.optimized, o);
+      for (size_t d = 0; sh.kind == hlo::HloSharding::Kind::kTiled && d < shape.dims.size(); ++d)
+        share /= sh.tile_dims[d];
+    }
     snap->outputs.emplace_back(static_cast<size_t>(share * ElementBytes(shape.type)));
     sim.core(core).hbm().Read(outs[o].address, snap->outputs.back().data(),
                               snap->outputs.back().size());
@@ -142,8 +155,7 @@ void StepCheck::OnCoreStepEnd(sim::Simulation& sim, int core, int step) {
   auto ref = refs_.find(step);
   if (ref == refs_.end()) return waiting_.push_back(std::move(snap));
   Compare(*snap, *ref->second);
-  if (++ref->second->compared == (compiled_.lowered.data_parallel ? cores_ : replicas_))
-    refs_.erase(ref);
+  if (++ref->second->compared == CheckedCores()) refs_.erase(ref);
 }
 
 // The simulated donated results become the next reference's arguments: the replica's own
@@ -152,6 +164,15 @@ void StepCheck::FeedBack(const Snapshot& s) {
   if (s.step + 1 >= steps_) return;
   const auto& outs = compiled_.lowered.outputs;
   for (auto [k, i] : fed_back_) {
+    if (partitioned_) {  // the core's tile of the result, into every copy of the argument
+      const hlo::HloSharding sh = spmd::ParameterSharding(
+          compiled_.optimized, compiled_.original.entry()->parameters()[i]->parameter_number());
+      eval::Value tile = spmd::TileOf(inputs_[0][i], sh, s.core);
+      for (int64_t e = 0; e < tile.size(); ++e)
+        tile.data[static_cast<size_t>(e)] = Decode(tile.shape.type, s.outputs[k].data(), e);
+      for (auto& replica : inputs_) spmd::PutTile(replica[i], tile, sh, s.core);
+      continue;
+    }
     const bool split = outs[k].split;
     if (!split && !(s.core == 0 || (!mirrored_ && replicas_ > 1))) continue;
     eval::Value& in = inputs_[split || inputs_.size() == 1 ? 0 : static_cast<size_t>(s.core)][i];
@@ -168,7 +189,11 @@ void StepCheck::Compare(const Snapshot& s, const Reference& ref) {
   double& scale = scale_[static_cast<size_t>(s.step)];
   const auto& outs = compiled_.lowered.outputs;
   for (size_t o = 0; o < outs.size() && o < want_all.size(); ++o) {
-    const eval::Value& want = want_all[o];
+    const eval::Value tile =
+        partitioned_
+            ? spmd::TileOf(want_all[o], spmd::OutputSharding(compiled_.optimized, o), s.core)
+            : eval::Value();
+    const eval::Value& want = partitioned_ ? tile : want_all[o];
     const int64_t share = static_cast<int64_t>(s.outputs[o].size()) / ElementBytes(want.shape.type);
     const int64_t first = outs[o].split ? s.core * share : 0;
     double worst = 0, own_scale = 1e-30;
@@ -197,7 +222,7 @@ void StepCheck::Compare(const Snapshot& s, const Reference& ref) {
 }
 
 void StepCheck::Poll() {
-  const int checked_cores = compiled_.lowered.data_parallel ? cores_ : replicas_;
+  const int checked_cores = CheckedCores();
   while (next_ref_ < steps_ && (next_ref_ == first_step_ ||
                                 reported_[static_cast<size_t>(next_ref_ - 1)] == checked_cores)) {
     auto ref = std::make_unique<Reference>();

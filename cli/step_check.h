@@ -59,6 +59,10 @@ class StepCheck {
   const CompiledModule& compiled_;
   int steps_, cores_, replicas_;
   bool mirrored_;
+  // A sharded global program partitioned over the cores: every core checks its tile of
+  // each result against the evaluator's global value (spmd/tiles.h).
+  bool partitioned_ = false;
+  int CheckedCores() const;
   std::vector<std::pair<size_t, size_t>> fed_back_;  // (output, argument)
   std::vector<std::vector<eval::Value>> inputs_;     // of the next reference, per replica
   std::vector<int> reported_;                        // cores that ended each step

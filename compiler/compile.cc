@@ -45,6 +45,7 @@ hlo::Result<std::shared_ptr<const CompiledModule>> CompileForBoard(const std::st
   passes::CompileOptions options;
   options.hbm_capacity_bytes = target.hbm_bytes_per_core;
   options.dump_dir = target.dump_dir;
+  options.devices = target.lowering.cores;
   auto report = passes::CompileToHlo(result->optimized, options);
   if (!report.ok()) return report.status();
   result->report = std::move(report.value());

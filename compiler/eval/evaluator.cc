@@ -26,6 +26,7 @@ const OpTable& Table() {
     RegisterBatchNorm(t);
     RegisterControl(t);
     RegisterCollectives(t);
+    RegisterShardingCalls(t);
     return t;
   }();
   return table;

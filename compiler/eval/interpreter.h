@@ -33,6 +33,7 @@ void RegisterContractions(OpTable& table);
 void RegisterBatchNorm(OpTable& table);
 void RegisterControl(OpTable& table);
 void RegisterCollectives(OpTable& table);
+void RegisterShardingCalls(OpTable& table);  // ops_sharding.cc
 
 // "%name: message".
 Status InstrError(const hlo::HloInstruction& instr, const std::string& message);
@@ -56,6 +57,7 @@ class Interpreter {
   Result<Exchanged> Exchange(const hlo::HloInstruction& instr, Value v);
 
   const EvalOptions& options() const { return options_; }
+  const hlo::HloModule& module() const { return module_; }
   int64_t replica_id() const { return replica_id_; }
   int64_t replica_count() const { return replica_count_; }
   // Devices are numbered replica * num_partitions + partition (XLA's global device ids).

@@ -52,7 +52,12 @@ std::optional<std::string> MirrorObstacle(const hlo::HloModule& module, int64_t 
           why = Named(instr, "gives each replica a different part");
           break;
         case Opcode::kReplicaId:
+        case Opcode::kPartitionId:
           why = Named(instr, "gives each replica its own index");
+          break;
+        case Opcode::kCustomCall:  // entering a shard_map body: each device its own tile
+        case Opcode::kAllToAll:
+          why = Named(instr, "gives each replica a different part");
           break;
         case Opcode::kCollectivePermute:
         case Opcode::kCollectivePermuteStart:

@@ -14,6 +14,7 @@
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/opcode.h"
 #include "compiler/hlo/shape.h"
+#include "compiler/hlo/sharding.h"
 #include "compiler/hlo/stack_frames.h"
 
 namespace tpusim::hlo {
@@ -148,6 +149,11 @@ class HloModule {
   std::string input_output_alias;        // verbatim, without the outer braces
   std::vector<Attribute> header;
   StackFrameIndex stack_frames;  // source locations metadata refers to; empty if none
+  // Set by the SPMD partitioner, as XLA's HloModule keeps them: the global layout of the
+  // entry's result and of each parameter (by number) of the program it partitioned. Not
+  // printed; the partitioned entry's root and parameters also say it in `sharding=`.
+  std::optional<HloSharding> spmd_output_sharding;
+  std::vector<HloSharding> spmd_parameters_shardings;
 
   const std::vector<std::unique_ptr<HloComputation>>& computations() const { return comps_; }
   HloComputation* AddComputation(std::unique_ptr<HloComputation> c);

@@ -218,14 +218,38 @@ bool Parser::ParseOperands(HloComputation* comp, HloInstruction* instr) {
     }
     auto it = names_.find(name);
     if (it == names_.end()) return Fail(name_pos, "undefined operand '%" + name + "'");
-    if (has_shape && !shape.Compatible(it->second->shape())) {
-      return Fail(pos, "operand '%" + name + "' has shape " + it->second->shape().ToString(false) +
+    HloInstruction* operand = it->second;
+    if (PeekRaw() == '#') {  // %t#1: element 1 of tuple %t, an implicit get-tuple-element
+      size_t hash_pos = pos_++;
+      operand = TupleElement(comp, operand, hash_pos);
+      if (!operand) return false;
+    }
+    if (has_shape && !shape.Compatible(operand->shape())) {
+      return Fail(pos, "operand '%" + name + "' has shape " + operand->shape().ToString(false) +
                            " but is used as " + shape.ToString(false));
     }
-    instr->AddOperand(it->second);
+    instr->AddOperand(operand);
   } while (TryEat(','));
   Leave();
   return Expect(')', "to end the operands");
+}
+
+HloInstruction* Parser::TupleElement(HloComputation* comp, HloInstruction* tuple, size_t pos) {
+  int64_t index = -1;
+  if (!ParseInt(&index, "as the tuple element after '#'")) return nullptr;
+  const Shape& t = tuple->shape();
+  if (!t.IsTuple() || index < 0 || static_cast<size_t>(index) >= t.tuple_shapes.size()) {
+    Fail(pos, "'%" + tuple->name() + "#" + std::to_string(index) + "': %" + tuple->name() +
+                  " has no tuple element " + std::to_string(index));
+    return nullptr;
+  }
+  auto gte = std::make_unique<HloInstruction>(UniqueName(tuple->name() + ".gte"),
+                                              Opcode::kGetTupleElement, t.tuple_shapes[index]);
+  gte->AddOperand(tuple);
+  gte->SetAttr("index", index);
+  gte->set_id(next_id_++);
+  all_names_[gte->name()] = pos;
+  return comp->AddInstruction(std::move(gte));
 }
 
 bool Parser::RejectOpcode(Opcode op, size_t pos) {

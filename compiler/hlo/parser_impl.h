@@ -63,6 +63,7 @@ class Parser {
   bool ResolveComputations();
   std::string UniqueName(std::string_view base);
   bool CheckCustomCall(const HloInstruction& instr, size_t pos);
+  HloInstruction* TupleElement(HloComputation* comp, HloInstruction* tuple, size_t pos);
 
   // Stack-frame tables between the header and the computations (parse_stack_frames.cc).
   bool AtStackFrameTable();

@@ -318,7 +318,9 @@ bool ReadMeshSharding(Reader& r, HloSharding* out) {
     do {
       if (!r.Expect('{')) return false;
       int64_t shards = 1;
-      if (!r.Eat('}')) {
+      if (r.Eat('?')) {  // an open dimension with no axes yet: unsharded
+        if (!r.Expect('}')) return false;
+      } else if (!r.Eat('}')) {
         do {
           std::string name;
           if (!r.Quoted(&name)) return false;
@@ -394,6 +396,18 @@ bool ReadSharding(Reader& r, HloSharding* out, int depth) {
   return r.Expect('}');
 }
 
+// A tiling that splits no dimension (every device holds a copy of the one tile, as Shardy
+// prints a replicated value: {mesh['x'=8], [{}, {}]}) is replicated.
+void Normalize(HloSharding& s) {
+  for (HloSharding& e : s.elements) Normalize(e);
+  if (s.kind != HloSharding::Kind::kTiled) return;
+  const size_t rank = s.tile_dims.size() - (s.last_tile_dim_replicate ? 1 : 0);
+  for (size_t d = 0; d < rank; ++d) {
+    if (s.tile_dims[d] != 1) return;
+  }
+  s = HloSharding::Replicated();
+}
+
 }  // namespace
 
 Result<HloSharding> ParseSharding(std::string_view text) {
@@ -403,6 +417,7 @@ Result<HloSharding> ParseSharding(std::string_view text) {
     if (r.error().empty()) r.Error("unexpected text after the sharding");
     return Status::Error("bad sharding '" + std::string(text) + "': " + r.error());
   }
+  Normalize(s);
   return s;
 }
 

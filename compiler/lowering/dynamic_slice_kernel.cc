@@ -75,6 +75,11 @@ std::string DynamicSliceKernel(const HloInstruction& instr, const OpContext& c, 
       return "";
   }
   if (c.split > 0 && (HasDim(whole, c.split) || HasDim(block, c.split))) return "";
+  // Constants have no HBM buffer (kernels take them as immediates): a slice of a constant
+  // table stays timing-only (it read whatever lay at address 0 and was marked exact).
+  if (instr.operand(0)->opcode() == Opcode::kConstant ||
+      (update && instr.operand(1)->opcode() == Opcode::kConstant))
+    return "";
   const uint64_t out = c.address(&instr), in = c.address(instr.operand(0));
   StridedMove move;
   move.dims = block.dims;

@@ -1,5 +1,7 @@
 #include "compiler/lowering/lower.h"
 
+#include "compiler/hlo/sharding.h"
+
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -20,10 +22,21 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::Opcode;
 
-const HloInstruction* FirstInput(const HloComputation& entry) {
+// The inputs of a per-device program: the parameters whose recorded global layout splits
+// their leading dimension over every device (the batch of a data-parallel step: examples
+// and labels); else the first array parameter.
+std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int64_t devices) {
+  std::vector<const HloInstruction*> split;
+  for (const HloInstruction* p : entry.parameters()) {
+    const std::string* raw = p->RawAttr("sharding");
+    if (!raw || !p->shape().IsArray() || p->shape().rank() < 1) continue;
+    hlo::Result<hlo::HloSharding> s = hlo::ParseSharding(*raw);
+    if (s.ok() && s->ShardsAlong(0) == devices) split.push_back(p);
+  }
+  if (!split.empty()) return split;
   for (const HloInstruction* p : entry.parameters())
-    if (p->shape().IsArray() && p->shape().rank() >= 1) return p;
-  return nullptr;
+    if (p->shape().IsArray() && p->shape().rank() >= 1) return {p};
+  return {};
 }
 
 // Inside a computation run on each core's share of the batch: the op's result or an operand
@@ -61,8 +74,8 @@ LoweredModule Lowerer::Run() {
     batch_ = AnalyzeBatch(entry, opt_.cores);
     out_.data_parallel = batch_.batch > 0;
     out_.not_split_reason = batch_.why_not;
-  } else if (const HloInstruction* first = FirstInput(entry)) {
-    batch_.batch = 0, batch_.inputs = {first};
+  } else {
+    batch_.batch = 0, batch_.inputs = DeviceInputs(entry, out_.replicas);
   }
   for (const HloInstruction* in : batch_.inputs) out_.batch_parameters.push_back(in->name());
   SetUpInfeed();
@@ -154,7 +167,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
       per_core = CollectiveKernels(
           i,
           CollectiveContext{[this](const HloInstruction* v) { return Address(v); }, opt_.ring,
-                            opt_.cores, CollectiveMailbox(opt_)},
+                            opt_.cores, CollectiveMailbox(opt_), opt_.mxus_per_core},
           op);
     } else {
       if (IsBatchSlice(i, ctx.split) && IsShare(ctx, i.operand(0))) {
@@ -208,7 +221,7 @@ void Lowerer::AllReducePartial(const HloInstruction& i, int64_t executions) {
                  ? " is a partial maximum over each core's share of the batch"
                  : " is a partial sum over each core's share of the batch");
   const CollectiveContext ctx{[this](const HloInstruction* v) { return Address(v); }, opt_.ring,
-                              opt_.cores, CollectiveMailbox(opt_)};
+                              opt_.cores, CollectiveMailbox(opt_), opt_.mxus_per_core};
   AppendKernels(DataParallelAllReduce(i.shape(), Address(&i), combine, op.name, ctx, op));
   out_.ops.push_back(std::move(op));
 }

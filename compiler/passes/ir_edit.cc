@@ -134,6 +134,25 @@ Status RebuildComputation(const HloComputation& c, const ModuleEdits& edits,
 
 }  // namespace
 
+void InlineInto(HloComputation& c, HloInstruction& caller, const HloComputation& callee,
+                ModuleEdits& edits) {
+  std::unordered_map<const HloInstruction*, HloInstruction*> now;
+  for (const auto& owned : callee.instructions()) {
+    const HloInstruction& i = *owned;
+    if (i.opcode() == hlo::Opcode::kParameter) {
+      now[&i] = caller.operands().at(static_cast<size_t>(i.parameter_number()));
+      continue;
+    }
+    std::vector<HloInstruction*> ops;
+    for (const HloInstruction* o : i.operands()) ops.push_back(now.at(o));
+    // The root takes the caller's name (the caller goes), so reports name the same value.
+    const std::string name = &i == callee.root() ? caller.name() : UniqueName(c, i.name());
+    now[&i] = c.AddInstruction(CloneWithOperands(i, name, ops));
+  }
+  edits.replace[&caller] = now.at(callee.root());
+  edits.remove.insert(&caller);
+}
+
 hlo::Result<HloModule> RebuildModule(const HloModule& m, const ModuleEdits& edits) {
   HloModule out;
   out.name = m.name;
@@ -143,6 +162,9 @@ hlo::Result<HloModule> RebuildModule(const HloModule& m, const ModuleEdits& edit
   out.entry_computation_layout = m.entry_computation_layout;
   out.input_output_alias = m.input_output_alias;
   out.header = m.header;
+  out.stack_frames = m.stack_frames;
+  out.spmd_output_sharding = m.spmd_output_sharding;
+  out.spmd_parameters_shardings = m.spmd_parameters_shardings;
   std::vector<const HloComputation*> order;
   for (const auto& c : m.computations()) {
     if (c.get() != m.entry() && !edits.remove_computations.count(c.get())) order.push_back(c.get());

@@ -50,6 +50,11 @@ struct ModuleEdits {
   hlo::HloInstruction* Resolve(hlo::HloInstruction* i) const;
 };
 
+// Clones `callee`'s instructions into `c`, its parameters standing for `caller`'s operands;
+// the clone of its root (named as the caller) replaces the caller (a call or fusion).
+void InlineInto(hlo::HloComputation& c, hlo::HloInstruction& caller,
+                const hlo::HloComputation& callee, ModuleEdits& edits);
+
 // A copy of `m` with `edits` applied: instructions in a topological order that keeps the
 // original order where it can, ids renumbered, the entry computation last.
 hlo::Result<hlo::HloModule> RebuildModule(const hlo::HloModule& m, const ModuleEdits& edits);

@@ -265,16 +265,21 @@ TEST(EvalErrors, EveryParsedOpcodeIsSupported) {
     auto opcode = static_cast<hlo::Opcode>(op);
     EXPECT_EQ(IsEvaluatorSupported(opcode), hlo::IsSupported(opcode)) << hlo::OpcodeName(opcode);
   }
-  // An opcode the parser rejects, built by hand, is a clear error.
-  hlo::HloModule m;
-  auto comp = std::make_unique<hlo::HloComputation>("e");
-  hlo::HloInstruction* cc = comp->AddInstruction(std::make_unique<hlo::HloInstruction>(
-      "cc", hlo::Opcode::kCustomCall, hlo::Shape::Array(F32, {})));
-  comp->set_root(cc);
-  m.set_entry(m.AddComputation(std::move(comp)));
-  Result<std::vector<Value>> r = Evaluate(m, {});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "%cc: the evaluator does not support custom-call");
+  // An opcode the parser rejects, built by hand, is a clear error; so is a custom-call whose
+  // target is no sharding annotation.
+  for (auto [op, message] :
+       {std::pair{hlo::Opcode::kInfeed, "%cc: the evaluator does not support infeed"},
+        std::pair{hlo::Opcode::kCustomCall, "%cc: custom-call \"\" has no model"}}) {
+    hlo::HloModule m;
+    auto comp = std::make_unique<hlo::HloComputation>("e");
+    hlo::HloInstruction* cc = comp->AddInstruction(
+        std::make_unique<hlo::HloInstruction>("cc", op, hlo::Shape::Array(F32, {})));
+    comp->set_root(cc);
+    m.set_entry(m.AddComputation(std::move(comp)));
+    Result<std::vector<Value>> r = Evaluate(m, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().message(), message);
+  }
 }
 
 }  // namespace

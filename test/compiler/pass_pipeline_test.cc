@@ -91,11 +91,11 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   EXPECT_EQ(files, (std::vector<std::string>{
-                       "00-input.hlo", "01-async-conversion.hlo", "02-contraction-defusion.hlo",
-                       "03-dce.hlo", "04-algsimp.hlo", "05-dce.hlo", "06-conv-canonicalization.hlo",
-                       "07-layout-assignment.hlo", "08-elementwise-fusion.hlo", "09-dce.hlo",
-                       "10-memory-planning.hlo"}));
-  std::ifstream in(dir / "10-memory-planning.hlo");
+                       "00-input.hlo", "01-spmd-partitioner.hlo", "02-async-conversion.hlo",
+                       "03-contraction-defusion.hlo", "04-dce.hlo", "05-algsimp.hlo", "06-dce.hlo",
+                       "07-conv-canonicalization.hlo", "08-layout-assignment.hlo",
+                       "09-elementwise-fusion.hlo", "10-dce.hlo", "11-memory-planning.hlo"}));
+  std::ifstream in(dir / "11-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -110,14 +110,16 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
   EXPECT_EQ(names,
-            (std::vector<std::string>{"async-conversion", "contraction-defusion", "dce", "algsimp",
-                                      "dce", "conv-canonicalization", "layout-assignment",
+            (std::vector<std::string>{"spmd-partitioner", "async-conversion",
+                                      "contraction-defusion", "dce", "algsimp", "dce",
+                                      "conv-canonicalization", "layout-assignment",
                                       "elementwise-fusion", "dce", "memory-planning"}));
-  EXPECT_FALSE(rep.passes[0].changed);  // no async pair
-  EXPECT_FALSE(rep.passes[1].changed);  // no fusion holds a dot
-  EXPECT_TRUE(rep.passes[2].changed);   // %unused
-  EXPECT_TRUE(rep.passes[3].changed);   // multiply by one
-  EXPECT_FALSE(rep.passes[8].changed);  // analysis only
+  EXPECT_FALSE(rep.passes[0].changed);  // no sharding
+  EXPECT_FALSE(rep.passes[1].changed);  // no async pair
+  EXPECT_FALSE(rep.passes[2].changed);  // no fusion holds a dot
+  EXPECT_TRUE(rep.passes[3].changed);   // %unused
+  EXPECT_TRUE(rep.passes[4].changed);   // multiply by one
+  EXPECT_FALSE(rep.passes[9].changed);  // analysis only
   // The optimized module: dot, then one loop fusion of bias-add + relu.
   hlo::HloModule out = Parse(rep.hlo);
   EXPECT_TRUE(hlo::VerifyModule(out).ok());

@@ -1,0 +1,121 @@
+// Tiled strategies of gather and scatter: a dimension split alike in the operand and the
+// indices that both index in step (operand_batching_dims, take_along_axis), a window
+// dimension the indices do not touch (each device's rows of every slice), or the indices'
+// batch alone (each device's lookups into a whole operand).
+#include <algorithm>
+
+#include "compiler/spmd/partitioner.h"
+
+namespace tpusim::spmd {
+
+using hlo::HloInstruction;
+using hlo::HloSharding;
+using hlo::IntList;
+using hlo::Result;
+using hlo::Shape;
+
+namespace {
+
+const IntList kEmpty;
+const IntList& List(const HloInstruction& i, const char* key) {
+  const IntList* l = i.GetIntList(key);
+  return l ? *l : kEmpty;
+}
+bool Has(const IntList& l, int64_t d) { return std::find(l.begin(), l.end(), d) != l.end(); }
+int64_t IndexOf(const IntList& l, int64_t d) {
+  return std::find(l.begin(), l.end(), d) - l.begin();
+}
+
+// The result dimension of indices dimension `j` (the result's dims that are not `window`,
+// in order, follow the indices' dims without index_vector_dim).
+int64_t BatchPosition(int64_t j, int64_t index_vector_dim, const IntList& window, size_t rank) {
+  int64_t t = j - (index_vector_dim < j ? 1 : 0);
+  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d) {
+    if (Has(window, d)) continue;
+    if (t-- == 0) return d;
+  }
+  return -1;
+}
+
+// The window dimension of operand dimension `d` (operand dims that are neither collapsed nor
+// batching, in order, map to `window`).
+int64_t WindowPosition(int64_t d, const IntList& collapsed, const IntList& batching,
+                       const IntList& window) {
+  int64_t t = 0;
+  for (int64_t k = 0; k < d; ++k) t += !Has(collapsed, k) && !Has(batching, k);
+  return t < static_cast<int64_t>(window.size()) ? window[t] : -1;
+}
+
+}  // namespace
+
+Result<std::optional<Local>> Partitioner::GatherRule(const HloInstruction& i) {
+  const Local &op = Of(i.operand(0)), &idx = Of(i.operand(1));
+  const Shape& shape = i.shape();
+  const IntList &offset = List(i, "offset_dims"), &collapsed = List(i, "collapsed_slice_dims");
+  const IntList &index_map = List(i, "start_index_map"), &ob = List(i, "operand_batching_dims");
+  const IntList& ib = List(i, "start_indices_batching_dims");
+  const int64_t ivd = i.GetInt("index_vector_dim").value_or(0);
+  const int64_t od = OneTiledDim(op.sharding), id = OneTiledDim(idx.sharding);
+  auto out = [&](int64_t dim, IntList sizes) -> Result<std::optional<Local>> {
+    if (dim < 0) return std::optional<Local>();
+    HloSharding s = Tiled1D(shape.dims.size(), dim);
+    Result<Shape> ls = LocalShape(shape, s);
+    if (!ls.ok()) return std::optional<Local>();
+    HloInstruction* g = Clone(i, ls.value(), {op.value, idx.value});
+    g->SetAttr("slice_sizes", sizes);
+    return std::optional<Local>(Local{g, s});
+  };
+  IntList sizes = List(i, "slice_sizes");
+  if (od >= 0 && id >= 0 && Has(ob, od) && ib.at(IndexOf(ob, od)) == id) {
+    return out(BatchPosition(id, ivd, offset, shape.dims.size()), sizes);
+  }
+  if (od >= 0 && idx.replicated() && !Has(index_map, od) && !Has(collapsed, od) && !Has(ob, od) &&
+      od < static_cast<int64_t>(sizes.size()) && sizes[od] == i.operand(0)->shape().dims[od]) {
+    sizes[od] /= n_;
+    return out(WindowPosition(od, collapsed, ob, offset), sizes);
+  }
+  if (op.replicated() && id >= 0 && id != ivd && ob.empty()) {
+    return out(BatchPosition(id, ivd, offset, shape.dims.size()), sizes);
+  }
+  return std::optional<Local>();
+}
+
+Result<std::optional<Local>> Partitioner::ScatterRule(const HloInstruction& i) {
+  if (i.operand_count() != 3 || i.shape().IsTuple()) return std::optional<Local>();
+  const Local &op = Of(i.operand(0)), &idx = Of(i.operand(1)), &upd = Of(i.operand(2));
+  const IntList &window = List(i, "update_window_dims"),
+                &inserted = List(i, "inserted_window_dims");
+  const IntList& to_operand = List(i, "scatter_dims_to_operand_dims");
+  const IntList &ob = List(i, "input_batching_dims"),
+                &ib = List(i, "scatter_indices_batching_dims");
+  const int64_t ivd = i.GetInt("index_vector_dim").value_or(0);
+  const int64_t id = OneTiledDim(idx.sharding), ud = OneTiledDim(upd.sharding);
+  const size_t rank = i.shape().dims.size(), urank = i.operand(2)->shape().dims.size();
+  int64_t od = -1;  // the operand dimension the updates' split lands on
+  HloInstruction* updates = upd.value;
+  const int64_t upos = id >= 0 ? BatchPosition(id, ivd, window, urank) : -1;
+  if (id >= 0 && upos >= 0 && (ud == upos || upd.replicated()) && Has(ib, id)) {
+    od = ob.at(IndexOf(ib, id));
+    if (upd.replicated()) {  // each device's updates: its slice of the whole ones
+      Result<HloInstruction*> r = Reshard(upd, i.operand(2)->shape(), Tiled1D(urank, upos));
+      if (!r.ok()) return std::optional<Local>();
+      updates = r.value();
+    }
+  } else if (idx.replicated() && ud >= 0 && Has(window, ud)) {
+    for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d) {
+      if (!Has(to_operand, d) && !Has(ob, d) && WindowPosition(d, inserted, ob, window) == ud &&
+          i.operand(2)->shape().dims[ud] == i.shape().dims[d]) {
+        od = d;
+      }
+    }
+  }
+  if (od < 0 || !(op.replicated() || OneTiledDim(op.sharding) == od)) return std::optional<Local>();
+  HloSharding s = Tiled1D(rank, od);
+  Result<HloInstruction*> operand = Reshard(op, i.operand(0)->shape(), s);
+  Result<Shape> ls = LocalShape(i.shape(), s);
+  if (!operand.ok() || !ls.ok()) return std::optional<Local>();
+  return std::optional<Local>(
+      Local{Clone(i, ls.value(), {operand.value(), idx.value, updates}), s});
+}
+
+}  // namespace tpusim::spmd

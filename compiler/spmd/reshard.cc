@@ -1,0 +1,220 @@
+// Moving a value between layouts: a tiled value becomes whole by all-gathers (one per split
+// dimension, each over the devices that differ only along it); a whole value becomes tiled
+// by each device's dynamic-slice at offsets looked up by partition-id.
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "compiler/spmd/partitioner.h"
+
+namespace tpusim::spmd {
+
+using hlo::HloInstruction;
+using hlo::HloSharding;
+using hlo::Opcode;
+using hlo::Result;
+using hlo::Shape;
+using hlo::Status;
+
+Result<Shape> Partitioner::LocalShape(const Shape& global, const HloSharding& s) const {
+  if (s.kind == HloSharding::Kind::kTuple) {
+    if (!global.IsTuple() || global.tuple_shapes.size() != s.elements.size()) {
+      return Status::Error("tuple sharding " + s.ToString() + " does not match shape " +
+                           global.ToString(false));
+    }
+    std::vector<Shape> parts;
+    for (size_t k = 0; k < s.elements.size(); ++k) {
+      Result<Shape> p = LocalShape(global.tuple_shapes[k], s.elements[k]);
+      if (!p.ok()) return p;
+      parts.push_back(p.value());
+    }
+    Shape t = Shape::Tuple(std::move(parts));
+    return t;
+  }
+  if (s.kind != HloSharding::Kind::kTiled) {
+    if (global.IsTuple() && s.kind == HloSharding::Kind::kReplicated) return global;
+    if (s.kind == HloSharding::Kind::kMaximal) {
+      return Status::Error("maximal sharding " + s.ToString() +
+                           " (one device holds the value) is not supported");
+    }
+    return global;
+  }
+  if (!global.IsArray()) return Status::Error("a tiled sharding on a tuple shape");
+  size_t rank = s.tile_dims.size() - (s.last_tile_dim_replicate ? 1 : 0);
+  int64_t tiles = 1;
+  for (int64_t t : s.tile_dims) tiles *= t;
+  if (rank != global.dims.size() || tiles != n_ || static_cast<int64_t>(s.devices.size()) != n_) {
+    return Status::Error("sharding " + s.ToString() + " does not fit " + global.ToString(false) +
+                         " on " + std::to_string(n_) + " devices");
+  }
+  Shape local = global;
+  for (size_t d = 0; d < rank; ++d) {
+    if (global.dims[d] % s.tile_dims[d] != 0) {
+      return Status::Error("sharding " + s.ToString() + " splits dimension " + std::to_string(d) +
+                           " of " + global.ToString(false) + " into " +
+                           std::to_string(s.tile_dims[d]) +
+                           " unequal parts (XLA pads them; tpusim needs equal tiles)");
+    }
+    local.dims[d] /= s.tile_dims[d];
+  }
+  return local;
+}
+
+HloSharding Partitioner::Tiled1D(size_t rank, size_t dim) const {
+  HloSharding s;
+  s.kind = HloSharding::Kind::kTiled;
+  s.tile_dims.assign(rank, 1);
+  s.tile_dims[dim] = n_;
+  s.devices.resize(n_);
+  std::iota(s.devices.begin(), s.devices.end(), 0);
+  return s;
+}
+
+int64_t Partitioner::OneTiledDim(const HloSharding& s) const {
+  if (s.kind != HloSharding::Kind::kTiled || s.last_tile_dim_replicate) return -1;
+  for (size_t d = 0; d < s.tile_dims.size(); ++d) {
+    if (s.tile_dims[d] == n_ && s == Tiled1D(s.tile_dims.size(), d)) return d;
+  }
+  return -1;
+}
+
+Result<HloInstruction*> Partitioner::AllGather(HloInstruction* v, const Shape& global,
+                                               const HloSharding& from) {
+  size_t rank = global.dims.size();
+  std::vector<int64_t> tiles(from.tile_dims.begin(), from.tile_dims.begin() + rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (tiles[d] == 1) continue;
+    // Devices that differ only in their tile along d, each group in tile order along d.
+    std::map<std::vector<int64_t>, std::vector<std::pair<int64_t, int64_t>>> groups;
+    for (size_t k = 0; k < from.devices.size(); ++k) {
+      std::vector<int64_t> idx(from.tile_dims.size());
+      int64_t linear = static_cast<int64_t>(k);
+      for (size_t j = from.tile_dims.size(); j-- > 0;) {
+        idx[j] = linear % from.tile_dims[j];
+        linear /= from.tile_dims[j];
+      }
+      int64_t along = idx[d];
+      idx[d] = 0;
+      groups[idx].push_back({along, from.devices[k]});
+    }
+    hlo::ReplicaGroups rg;
+    for (auto& [key, members] : groups) {
+      std::sort(members.begin(), members.end());
+      std::vector<int64_t> g;
+      for (auto& [along, dev] : members) g.push_back(dev);
+      rg.groups.push_back(std::move(g));
+    }
+    Shape out = v->shape();
+    out.dims[d] = global.dims[d];
+    HloInstruction* ag = Add(v->name() + ".all-gather", Opcode::kAllGather, out, {v});
+    ag->SetAttr("channel_id", next_channel_++);
+    ag->SetAttr("replica_groups", rg);
+    ag->SetAttr("dimensions", hlo::IntList{static_cast<int64_t>(d)});
+    ag->SetAttr("use_global_device_ids", hlo::RawText{"true"});
+    v = ag;
+  }
+  return v;
+}
+
+Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Shape& global,
+                                                    const HloSharding& to) {
+  Result<Shape> local = LocalShape(global, to);
+  if (!local.ok()) return local.status();
+  if (!partition_id_) {
+    HloInstruction* pid =
+        Add("partition-id", Opcode::kPartitionId, Shape::Array(hlo::PrimitiveType::kU32, {}), {});
+    partition_id_ =
+        Add("partition-index", Opcode::kConvert, Shape::Array(hlo::PrimitiveType::kS32, {}), {pid});
+  }
+  std::vector<HloInstruction*> ops{v};
+  const Shape s32 = Shape::Array(hlo::PrimitiveType::kS32, {});
+  auto constant = [&](int64_t value) {
+    HloInstruction* c = Add("c", Opcode::kConstant, s32, {});
+    c->mutable_literal().ints = {value};
+    return c;
+  };
+  std::vector<int64_t> iota(n_);
+  std::iota(iota.begin(), iota.end(), 0);
+  int64_t stride = 1;  // devices per step of the tile index along d (row-major tiles)
+  std::vector<int64_t> strides(to.tile_dims.size());
+  for (size_t d = to.tile_dims.size(); d-- > 0;) strides[d] = stride, stride *= to.tile_dims[d];
+  for (size_t d = 0; d < global.dims.size(); ++d) {
+    if (to.tile_dims[d] == 1) {
+      ops.push_back(constant(0));
+      continue;
+    }
+    if (to.devices == iota) {  // ((p / stride) % tiles) x tile extent, on the scalar path
+      HloInstruction* idx = partition_id_;
+      if (strides[d] > 1) idx = Add("tile", Opcode::kDivide, s32, {idx, constant(strides[d])});
+      idx = Add("tile", Opcode::kRemainder, s32, {idx, constant(to.tile_dims[d])});
+      ops.push_back(Add("offset", Opcode::kMultiply, s32, {idx, constant(local->dims[d])}));
+      continue;
+    }
+    // Any other device order: the offset of each device, from a table.
+    std::vector<int64_t> table(n_, 0);
+    for (int64_t p = 0; p < n_; ++p) {
+      std::vector<int64_t> idx = to.TileIndexOf(p);
+      table[p] = idx.empty() ? 0 : idx[d] * local->dims[d];
+    }
+    HloInstruction* t =
+        Add("offsets", Opcode::kConstant, Shape::Array(hlo::PrimitiveType::kS32, {n_}), {});
+    t->mutable_literal().ints = table;
+    HloInstruction* one = Add("offset", Opcode::kDynamicSlice,
+                              Shape::Array(hlo::PrimitiveType::kS32, {1}), {t, partition_id_});
+    one->SetAttr("dynamic_slice_sizes", hlo::IntList{1});
+    ops.push_back(Add("offset", Opcode::kReshape, s32, {one}));
+  }
+  HloInstruction* ds = Add(v->name() + ".shard", Opcode::kDynamicSlice, local.value(), ops);
+  ds->SetAttr("dynamic_slice_sizes", hlo::IntList(local->dims.begin(), local->dims.end()));
+  return ds;
+}
+
+Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global,
+                                             const HloSharding& to) {
+  const HloSharding& from = v.sharding;
+  if (from == to) return v.value;
+  if (from.kind == HloSharding::Kind::kManual || to.kind == HloSharding::Kind::kManual) {
+    return Status::Error("%" + v.value->name() + ": no resharding between " + from.ToString() +
+                         " and " + to.ToString() + " outside a shard_map body");
+  }
+  if (global.IsTuple()) {
+    std::vector<HloInstruction*> parts;
+    std::vector<Shape> shapes;
+    for (size_t k = 0; k < global.tuple_shapes.size(); ++k) {
+      auto element = [&](const HloSharding& s) {
+        return s.kind == HloSharding::Kind::kTuple ? s.elements.at(k) : s;
+      };
+      HloInstruction* gte = Add(v.value->name() + ".element", Opcode::kGetTupleElement,
+                                v.value->shape().tuple_shapes.at(k), {v.value});
+      gte->SetAttr("index", static_cast<int64_t>(k));
+      Result<HloInstruction*> r =
+          Reshard(Local{gte, element(from)}, global.tuple_shapes[k], element(to));
+      if (!r.ok()) return r;
+      parts.push_back(r.value());
+      shapes.push_back(r.value()->shape());
+    }
+    return Add(v.value->name() + ".resharded", Opcode::kTuple, Shape::Tuple(shapes), parts);
+  }
+  HloInstruction* whole = v.value;
+  if (from.kind == HloSharding::Kind::kTiled) {
+    Result<HloInstruction*> g = AllGather(v.value, global, from);
+    if (!g.ok()) return g;
+    whole = g.value();
+  }
+  if (to.kind != HloSharding::Kind::kTiled) return whole;
+  if (whole->opcode() == Opcode::kBroadcast && whole->dimensions()) {
+    // A broadcast whose operand spans no split dimension: each device broadcasts its tile.
+    bool spans = false;
+    for (int64_t d : *whole->dimensions()) spans |= to.ShardsAlong(static_cast<size_t>(d)) > 1;
+    Result<Shape> local = LocalShape(global, to);
+    if (!spans && local.ok()) {
+      HloInstruction* b =
+          Add(whole->name() + ".shard", Opcode::kBroadcast, local.value(), {whole->operand(0)});
+      b->SetAttr("dimensions", *whole->dimensions());
+      return b;
+    }
+  }
+  return DynamicSliceOf(whole, global, to);
+}
+
+}  // namespace tpusim::spmd

@@ -1,0 +1,246 @@
+// The partitioning driver: every instruction of the global entry computation, in order,
+// becomes its per-device Local (a tiled rule, a sharding annotation, or a replicated run);
+// the old instructions are then dropped and the module says num_partitions = devices.
+#include "compiler/spmd/spmd_partitioner.h"
+
+#include <algorithm>
+
+#include "compiler/passes/ir_edit.h"
+#include "compiler/spmd/annotations.h"
+#include "compiler/spmd/partitioner.h"
+
+namespace tpusim::spmd {
+
+using hlo::HloInstruction;
+using hlo::HloSharding;
+using hlo::Opcode;
+using hlo::Result;
+using hlo::Status;
+
+namespace {
+
+bool Splits(const HloSharding& s) {
+  if (s.kind == HloSharding::Kind::kTuple) {
+    return std::any_of(s.elements.begin(), s.elements.end(), Splits);
+  }
+  return s.kind != HloSharding::Kind::kReplicated;
+}
+
+bool IsScheduled(const hlo::HloModule& m) {
+  for (const hlo::Attribute& a : m.header) {
+    const auto* raw = std::get_if<hlo::RawText>(&a.value);
+    if (a.key == "is_scheduled" && raw && raw->text == "true") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// A global program states a layout other than replicated: every value whole on every device
+// is what an unannotated module means too (JAX prints {replicated} on a one-device jit), and
+// those keep the batch split the lowering infers. XLA's scheduled output is per-device
+// already, whatever shardings it still carries; its before-optimizations dump is global
+// though its header already says num_partitions=8.
+bool HasShardings(const hlo::HloModule& module, int64_t devices) {
+  if (module.replica_count != 1 || !module.entry() || IsScheduled(module) ||
+      (module.num_partitions != 1 && module.num_partitions != devices)) {
+    return false;
+  }
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c->instructions()) {
+      if (!CustomCallTarget(*i).empty()) return true;
+      Result<std::optional<HloSharding>> s = StatedSharding(module, *i);
+      if (!s.ok() || (s.value() && Splits(**s))) return true;  // a bad one is reported later
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// XLA's CallInliner, which runs before its partitioner: the entry's calls (jitted helpers,
+// shard_map bodies) become its own instructions, so every op is partitioned in one place.
+Status InlineCalls(hlo::HloModule& module) {
+  for (int round = 0; round < 256; ++round) {
+    passes::ModuleEdits edits;
+    hlo::HloComputation& entry = *module.entry();
+    std::vector<HloInstruction*> calls;
+    for (const auto& i : entry.instructions()) {
+      if (i->opcode() == Opcode::kCall && i->to_apply()) calls.push_back(i.get());
+    }
+    if (calls.empty()) return Status::Ok();
+    for (HloInstruction* c : calls) passes::InlineInto(entry, *c, *c->to_apply(), edits);
+    if (Status s = passes::ApplyEdits(module, edits); !s.ok()) return s;
+  }
+  return Status::Error("calls nested deeper than 256 levels");
+}
+
+}  // namespace
+
+Result<bool> SpmdPartitionerPass::Run(hlo::HloModule& module) {
+  if (devices_ < 2 || !HasShardings(module, devices_)) return false;
+  if (Status s = InlineCalls(module); !s.ok()) return s;
+  Partitioner p(module, devices_);
+  if (Status s = p.Run(); !s.ok()) return s;
+  return true;
+}
+
+HloInstruction* Partitioner::Add(std::string_view base, Opcode op, hlo::Shape shape,
+                                 const std::vector<HloInstruction*>& operands) {
+  return passes::AddNew(*entry_, base, op, std::move(shape), operands);
+}
+
+HloInstruction* Partitioner::Clone(const HloInstruction& from, hlo::Shape shape,
+                                   const std::vector<HloInstruction*>& operands) {
+  // The same name: the original goes when partitioning ends, and buffers, inputs and
+  // reports keep naming the parameters and results as the user's module does.
+  auto c = passes::CloneWithOperands(from, from.name(), operands);
+  c->mutable_shape() = std::move(shape);
+  // Global annotations say nothing of a per-device value (parameters and the root get
+  // their global layout back, in HLO's form).
+  auto& attrs = c->mutable_attributes();
+  attrs.erase(std::remove_if(attrs.begin(), attrs.end(),
+                             [](const hlo::Attribute& a) { return a.key == "sharding"; }),
+              attrs.end());
+  return entry_->AddInstruction(std::move(c));
+}
+
+hlo::HloComputation* Partitioner::AddComputation(hlo::PrimitiveType t) {
+  auto it = adders_.find(static_cast<int>(t));
+  if (it != adders_.end()) return it->second;
+  std::string name = passes::UniqueComputationName(m_, "spmd.add");
+  hlo::HloComputation* c = m_.AddComputation(std::make_unique<hlo::HloComputation>(name));
+  hlo::Shape scalar = hlo::Shape::Array(t, {});
+  HloInstruction* a = passes::AddNew(*c, "a", Opcode::kParameter, scalar, {});
+  HloInstruction* b = passes::AddNew(*c, "b", Opcode::kParameter, scalar, {});
+  a->set_parameter_number(0);
+  b->set_parameter_number(1);
+  c->set_root(passes::AddNew(*c, "sum", Opcode::kAdd, scalar, {a, b}));
+  return adders_[static_cast<int>(t)] = c;
+}
+
+HloInstruction* Partitioner::AllReduce(HloInstruction* v, hlo::HloComputation* reducer) {
+  HloInstruction* r = Add(v->name() + ".all-reduce", Opcode::kAllReduce, v->shape(), {v});
+  std::vector<int64_t> all;
+  for (int64_t d = 0; d < n_; ++d) all.push_back(d);
+  r->SetAttr("channel_id", next_channel_++);
+  hlo::ReplicaGroups groups;
+  groups.groups = {all};
+  r->SetAttr("replica_groups", groups);
+  r->SetAttr("use_global_device_ids", hlo::RawText{"true"});
+  hlo::ComputationRefs refs;
+  refs.names = {reducer->name()};
+  refs.computations = {reducer};
+  r->SetAttr("to_apply", refs);
+  return r;
+}
+
+// Every operand gathered whole, the op as written on global shapes.
+Result<Local> Partitioner::Replicated(const HloInstruction& i) {
+  std::vector<HloInstruction*> ops;
+  for (const HloInstruction* o : i.operands()) {
+    const Local& l = Of(o);
+    if (l.manual()) {
+      return Status::Error("%" + i.name() + " (" + std::string(hlo::OpcodeName(i.opcode())) +
+                           ") uses %" + o->name() +
+                           ", a shard_map body's per-device value, outside the body");
+    }
+    Result<HloInstruction*> r = Reshard(l, o->shape(), HloSharding::Replicated());
+    if (!r.ok()) return r.status();
+    ops.push_back(r.value());
+  }
+  return Local{Clone(i, i.shape(), ops), HloSharding::Replicated()};
+}
+
+Result<Local> Partitioner::PartitionOne(const HloInstruction& i) {
+  if (i.opcode() == Opcode::kParameter) {
+    Result<std::optional<HloSharding>> s = StatedSharding(m_, i);
+    if (!s.ok()) return s.status();
+    HloSharding sh = s.value() ? **s : HloSharding::Replicated();
+    Result<hlo::Shape> shape = LocalShape(i.shape(), sh);
+    if (!shape.ok()) return Status::Error("%" + i.name() + ": " + shape.status().message());
+    HloInstruction* p = Clone(i, shape.value(), {});
+    p->SetAttr("sharding", hlo::RawText{sh.ToString()});  // the global layout, in HLO's form
+    return Local{p, sh};
+  }
+  if (i.opcode() == Opcode::kCustomCall) {
+    Result<std::optional<Local>> l = ShardingCall(i);
+    if (!l.ok()) return l.status();
+    return **l;
+  }
+  bool manual = false, sharded = false;
+  for (const HloInstruction* o : i.operands()) {
+    manual |= Of(o).manual();
+    sharded |= !Of(o).manual() && !Of(o).replicated();
+  }
+  if (manual && sharded) {
+    return Status::Error("%" + i.name() + " (" + std::string(hlo::OpcodeName(i.opcode())) +
+                         ") mixes a shard_map body's per-device values with a sharded global one");
+  }
+  // An op of a shard_map body (inlined): as written, on per-device values and on whole ones
+  // (constants), which every device holds alike.
+  if (manual) {
+    std::vector<HloInstruction*> ops;
+    for (const HloInstruction* o : i.operands()) ops.push_back(Of(o).value);
+    HloSharding manual;
+    manual.kind = HloSharding::Kind::kManual;
+    return Local{Clone(i, i.shape(), ops), manual};
+  }
+  Result<std::optional<Local>> tiled = TiledRule(i);
+  if (!tiled.ok()) return tiled.status();
+  Local out;
+  if (tiled.value()) {
+    out = **tiled;
+  } else {
+    Result<Local> r = Replicated(i);
+    if (!r.ok()) return r.status();
+    out = r.value();
+  }
+  // A stated sharding is a constraint on the value (XLA's sharding annotations).
+  Result<std::optional<HloSharding>> stated = StatedSharding(m_, i);
+  if (!stated.ok()) return stated.status();
+  if (stated.value() && !(**stated == out.sharding)) {
+    Result<HloInstruction*> r = Reshard(out, i.shape(), **stated);
+    if (!r.ok()) return Status::Error("%" + i.name() + ": " + r.status().message());
+    out = Local{r.value(), **stated};
+  }
+  return out;
+}
+
+Status Partitioner::Run() {
+  entry_ = m_.entry();
+  std::vector<const HloInstruction*> old;
+  for (const auto& i : entry_->instructions()) old.push_back(i.get());
+  const HloInstruction* old_root = entry_->root();
+  for (const HloInstruction* i : old) {
+    Result<Local> l = PartitionOne(*i);
+    if (!l.ok()) return l.status();
+    local_[i] = l.value();
+  }
+  if (Of(old_root).manual()) {
+    return Status::Error("the entry's result %" + old_root->name() +
+                         " is a shard_map body's per-device value");
+  }
+  HloInstruction* root = Of(old_root).value;
+  if (root->opcode() != Opcode::kParameter) {  // the result's global layout, as XLA records it
+    root->SetAttr("sharding", hlo::RawText{Of(old_root).sharding.ToString()});
+  }
+  entry_->set_root(root);
+  m_.spmd_output_sharding = Of(old_root).sharding;
+  m_.spmd_parameters_shardings.clear();
+  for (const HloInstruction* p : old) {
+    if (p->opcode() != Opcode::kParameter) continue;
+    const size_t n = static_cast<size_t>(p->parameter_number());
+    if (m_.spmd_parameters_shardings.size() <= n) m_.spmd_parameters_shardings.resize(n + 1);
+    m_.spmd_parameters_shardings[n] = Of(p).sharding;
+  }
+  passes::ModuleEdits edits;
+  for (const HloInstruction* i : old) edits.remove.insert(i);
+  m_.num_partitions = n_;
+  for (hlo::Attribute& a : m_.header) {
+    if (a.key == "num_partitions") a.value = n_;
+  }
+  return passes::ApplyEdits(m_, edits);
+}
+
+}  // namespace tpusim::spmd
