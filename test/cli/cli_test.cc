@@ -119,6 +119,34 @@ TEST(Cli, RunEveryShippedHloExample) {
   }
 }
 
+// What JAX printed, before XLA's optimizations (partitioned over the cores) and after (one
+// device's program per core): every module runs, and the batch comes from the sharding.
+TEST(Cli, RunEveryJaxModule) {
+  for (const char* name :
+       {"mnist_cnn_b200", "mnist_cnn_dp8_b200", "mlp_dp8_b1024", "lstm_scan_b128",
+        "tp_mlp_shardmap8", "collectives_shardmap8", "all_to_all_shardmap8", "mlp_pmap8"}) {
+    for (const char* stage : {".pre.hlo", ".opt.hlo"}) {
+      const std::string path = std::string("examples/jax/") + name + stage;
+      Output o = Tpusim("run " + path + " --timing");
+      ASSERT_EQ(o.status, 0) << path << ": " << o.text;
+      EXPECT_THAT(o.text, HasSubstr("step breakdown (ms): ")) << path;
+    }
+  }
+  for (const char* stage : {".pre.hlo", ".opt.hlo"}) {
+    Output o = Tpusim(std::string("run examples/jax/mlp_dp8_b1024") + stage + " --timing");
+    EXPECT_THAT(o.text, HasSubstr("8 replicas, one per core, batch 128 per core")) << stage;
+  }
+}
+
+TEST(Cli, CompilePrintsThePartitionedModule) {
+  Output o = Tpusim("compile examples/jax/mlp_dp8_b1024.pre.hlo --emit ir");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("num_partitions=8"));
+  EXPECT_THAT(o.text, HasSubstr("%x.1 = f32[128,784]"));
+  EXPECT_THAT(o.text, HasSubstr(" all-reduce("));
+  EXPECT_THAT(o.text, Not(HasSubstr("custom-call")));
+}
+
 TEST(Cli, RunSaysWhyAModuleIsNotSplitOverTheCores) {
   // The loop's state has no batch dimension: each core runs the whole module, and a rate
   // in examples/s would mean nothing.

@@ -74,6 +74,25 @@ TEST(XlaForms, StackFrameErrorsNameTheEntry) {
             std::string::npos);
 }
 
+// `%t#1` (XLA's before-optimization dumps): element 1 of tuple %t.
+TEST(XlaForms, TupleElementOperands) {
+  Result<HloModule> m = ParseHlo(
+      "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  b = s32[3] parameter(1)\n"
+      "  t = (f32[2], s32[3]) tuple(a, b)\n  ROOT n = s32[3] negate(t#1)\n}\n",
+      "m.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const HloInstruction* gte = m->entry()->root()->operand(0);
+  EXPECT_EQ(gte->opcode(), Opcode::kGetTupleElement);
+  EXPECT_EQ(gte->GetInt("index"), 1);
+  EXPECT_EQ(gte->operand(0)->name(), "t");
+  Result<HloModule> bad = ParseHlo(
+      "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  t = (f32[2]) tuple(a)\n"
+      "  ROOT n = f32[2] negate(t#4)\n}\n",
+      "m.hlo");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "m.hlo:5:27: '%t#4': %t has no tuple element 4");
+}
+
 std::vector<std::vector<int64_t>> Groups(const std::string& attr) {
   std::string text =
       "HloModule m, num_partitions=8\nadd {\n  a = f32[] parameter(0)\n"
