@@ -107,8 +107,8 @@ Result<Value> DeviceIndex(const HloInstruction& instr, Operands, Interpreter& in
   Value v = Value::Zeros(instr.shape());
   const int64_t parts = std::max<int64_t>(1, interp.num_partitions());
   const int64_t device = interp.replica_id();
-  v.data[0] = static_cast<double>(instr.opcode() == Opcode::kReplicaId ? device / parts
-                                                                        : device % parts);
+  v.data[0] =
+      static_cast<double>(instr.opcode() == Opcode::kReplicaId ? device / parts : device % parts);
   return v;
 }
 

@@ -19,7 +19,6 @@ std::string MoveOpKernel(const hlo::HloInstruction& instr, const OpContext& ctx,
 // `partitions` + partition) or 0 (a data-parallel split of a single-device module, whose one
 // replica and partition are 0). One program per core.
 std::vector<std::string> DeviceIndexKernels(const hlo::HloInstruction& instr, const OpContext& c,
-                                            bool per_device, int64_t partitions,
-                                            LoweredOp& op);
+                                            bool per_device, int64_t partitions, LoweredOp& op);
 
 }  // namespace tpusim::lowering

@@ -52,12 +52,12 @@ class PassPipeline {
 
 struct CompileOptions {
   int64_t hbm_capacity_bytes = kDefaultHbmBytes;
-  int64_t devices = 1;  // the board's cores: a sharded global program is partitioned over them
+  int64_t devices = 1;   // the board's cores: a sharded global program is partitioned over them
   std::string dump_dir;  // empty: no IR dumps
 };
 
-// spmd-partitioner, async-conversion, contraction-defusion, dce, algsimp, dce, conv-canonicalization, layout-assignment, elementwise-fusion, dce,
-// memory-planning.
+// spmd-partitioner, async-conversion, contraction-defusion, dce, algsimp, dce,
+// conv-canonicalization, layout-assignment, elementwise-fusion, dce, memory-planning.
 PassPipeline DefaultPipeline(const CompileOptions& options = {});
 
 struct CompileReport {

@@ -93,12 +93,13 @@ TEST(Parser, ErrorPositions) {
 }
 
 TEST(Parser, UnsupportedOps) {
-  EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n"
-                       "  ROOT c = f32[8] custom-call(p), custom_call_target=\"__cublas$gemm\"\n}\n"),
-            "m.hlo:4:8: unsupported op 'custom-call' (target \"__cublas$gemm\") at line 4, "
-            "column 8: tpusim reads only the sharding annotations (Sharding, "
-            "SPMDFullToShardShape, SPMDShardToFullShape, xla.sdy.*); it has no model of custom "
-            "kernels");
+  EXPECT_EQ(
+      ParseError("HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n"
+                 "  ROOT c = f32[8] custom-call(p), custom_call_target=\"__cublas$gemm\"\n}\n"),
+      "m.hlo:4:8: unsupported op 'custom-call' (target \"__cublas$gemm\") at line 4, "
+      "column 8: tpusim reads only the sharding annotations (Sharding, "
+      "SPMDFullToShardShape, SPMDShardToFullShape, xla.sdy.*); it has no model of custom "
+      "kernels");
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n"
                        "  ROOT c = f32[8] custom-call(p), custom_call_target=\"Sharding\", "
                        "sharding={replicated}\n}\n"),

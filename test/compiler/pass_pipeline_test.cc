@@ -109,11 +109,10 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"spmd-partitioner", "async-conversion",
-                                      "contraction-defusion", "dce", "algsimp", "dce",
-                                      "conv-canonicalization", "layout-assignment",
-                                      "elementwise-fusion", "dce", "memory-planning"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"spmd-partitioner", "async-conversion",
+                                             "contraction-defusion", "dce", "algsimp", "dce",
+                                             "conv-canonicalization", "layout-assignment",
+                                             "elementwise-fusion", "dce", "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);  // no sharding
   EXPECT_FALSE(rep.passes[1].changed);  // no async pair
   EXPECT_FALSE(rep.passes[2].changed);  // no fusion holds a dot
