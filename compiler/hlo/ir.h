@@ -154,6 +154,10 @@ class HloModule {
   // printed; the partitioned entry's root and parameters also say it in `sharding=`.
   std::optional<HloSharding> spmd_output_sharding;
   std::vector<HloSharding> spmd_parameters_shardings;
+  // Set by the batch-sharding pass on a single-replica module that states no sharding: the
+  // batch it split over the devices (0: none), or why it left the module whole.
+  int64_t inferred_batch = 0;
+  std::string batch_not_split_reason;
 
   const std::vector<std::unique_ptr<HloComputation>>& computations() const { return comps_; }
   HloComputation* AddComputation(std::unique_ptr<HloComputation> c);

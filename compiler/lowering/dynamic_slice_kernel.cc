@@ -23,6 +23,17 @@ std::vector<int64_t> ByteStrides(const hlo::Shape& s) {
 
 bool Word(const hlo::Shape& s) { return s.IsArray() && hlo::PrimitiveTypeBits(s.type) == 32; }
 
+// 16-bit arrays whose block takes whole rows of an even length move as 32-bit words: both
+// shapes viewed so. False when they cannot.
+bool AsWords(hlo::Shape& whole, hlo::Shape& block) {
+  if (!whole.IsArray() || !block.IsArray() || hlo::PrimitiveTypeBits(whole.type) != 16 ||
+      whole.type != block.type || whole.dims.empty() || whole.dims.size() != block.dims.size() ||
+      whole.dims.back() != block.dims.back() || whole.dims.back() % 2 != 0)
+    return false;
+  for (hlo::Shape* s : {&whole, &block}) s->type = hlo::PrimitiveType::kU32, s->dims.back() /= 2;
+  return true;
+}
+
 // r20 = sum over d of clamp(start_d, 0, dims_d - sizes_d) * stride_d; starts from
 // `first` on. Each start is an SMEM word (by DMA from its buffer) or a constant.
 std::string Offset(const HloInstruction& instr, size_t first, const hlo::Shape& whole,
@@ -62,11 +73,12 @@ std::string Offset(const HloInstruction& instr, size_t first, const hlo::Shape& 
 std::string DynamicSliceKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   const bool update = instr.opcode() == Opcode::kDynamicUpdateSlice;
   if (!update && instr.opcode() != Opcode::kDynamicSlice) return "";
-  const hlo::Shape& whole = instr.operand(0)->shape();
-  const hlo::Shape& block = update ? instr.operand(1)->shape() : instr.shape();
+  hlo::Shape whole = instr.operand(0)->shape();
+  hlo::Shape block = update ? instr.operand(1)->shape() : instr.shape();
   const size_t first = update ? 2 : 1;
-  if (!Word(whole) || !Word(block) || whole.dims.empty() ||
-      instr.operand_count() != first + whole.dims.size() || block.ElementCount() == 0)
+  if (!(Word(whole) && Word(block)) && !AsWords(whole, block)) return "";
+  if (whole.dims.empty() || instr.operand_count() != first + whole.dims.size() ||
+      block.ElementCount() == 0)
     return "";
   for (size_t d = 0; d < whole.dims.size(); ++d) {
     const HloInstruction* start = instr.operand(first + d);

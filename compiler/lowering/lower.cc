@@ -70,12 +70,12 @@ LoweredModule Lowerer::Run() {
                                 " x num_partitions=" + std::to_string(module_.num_partitions) +
                                 " devices but the board has " + std::to_string(opt_.cores) +
                                 " cores");
+  // A single-replica module the batch-sharding pass did not split: every core runs it whole.
   if (out_.replicas == 1 && opt_.cores > 1) {
-    batch_ = AnalyzeBatch(entry, opt_.cores);
-    out_.data_parallel = batch_.batch > 0;
-    out_.not_split_reason = batch_.why_not;
+    out_.not_split_reason = module_.batch_not_split_reason;
   } else {
     batch_.batch = 0, batch_.inputs = DeviceInputs(entry, out_.replicas);
+    out_.data_parallel = module_.inferred_batch > 0;
   }
   for (const HloInstruction* in : batch_.inputs) out_.batch_parameters.push_back(in->name());
   SetUpInfeed();

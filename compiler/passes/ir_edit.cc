@@ -164,6 +164,8 @@ hlo::Result<HloModule> RebuildModule(const HloModule& m, const ModuleEdits& edit
   out.header = m.header;
   out.stack_frames = m.stack_frames;
   out.spmd_output_sharding = m.spmd_output_sharding;
+  out.inferred_batch = m.inferred_batch;
+  out.batch_not_split_reason = m.batch_not_split_reason;
   out.spmd_parameters_shardings = m.spmd_parameters_shardings;
   std::vector<const HloComputation*> order;
   for (const auto& c : m.computations()) {

@@ -14,6 +14,7 @@
 #include "compiler/passes/conv_canon.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion.h"
+#include "compiler/spmd/batch_sharding.h"
 #include "compiler/spmd/spmd_partitioner.h"
 
 namespace tpusim::passes {
@@ -77,6 +78,7 @@ hlo::Result<bool> PassPipeline::Run(hlo::HloModule& module) {
 
 PassPipeline DefaultPipeline(const CompileOptions& options) {
   PassPipeline p("default");
+  p.AddPass<spmd::BatchShardingPass>(options.devices);
   p.AddPass<spmd::SpmdPartitionerPass>(options.devices);
   p.AddPass<AsyncConversionPass>();
   p.AddPass<ContractionDefusionPass>();

@@ -142,4 +142,12 @@ Result<std::vector<HloSharding>> SdyShardings(const hlo::HloModule& m, const hlo
   return out;
 }
 
+bool IsScheduled(const hlo::HloModule& m) {
+  for (const hlo::Attribute& a : m.header) {
+    const auto* raw = std::get_if<hlo::RawText>(&a.value);
+    if (a.key == "is_scheduled" && raw && raw->text == "true") return true;
+  }
+  return false;
+}
+
 }  // namespace tpusim::spmd

@@ -26,6 +26,9 @@ hlo::Result<std::vector<hlo::HloSharding>> SdyShardings(const hlo::HloModule& m,
 // The value of frontend attribute `key` (unescaped), or nullopt.
 std::optional<std::string> FrontendAttribute(const hlo::HloInstruction& i, std::string_view key);
 
+// Whether the module is XLA's scheduled output (is_scheduled=true): per-device already.
+bool IsScheduled(const hlo::HloModule& m);
+
 // The custom-call's target without quotes ("" for other ops).
 std::string CustomCallTarget(const hlo::HloInstruction& i);
 

@@ -107,13 +107,20 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
       int64_t out = std::find(perm->begin(), perm->end(), d0) - perm->begin();
       return local(Tiled1D(shape.dims.size(), out), {ops[0]->value});
     }
-    case Opcode::kReshape: {  // keeps every dimension up to the tiled one
+    case Opcode::kReshape: {
+      // The tiles stay contiguous when the dimensions before the tiled one hold as many
+      // elements as some leading dimensions of the result, and the result's next dimension
+      // splits as evenly (the tiled dimension merged as the major part, or split into a major
+      // part that still divides).
       const Shape& in = i.operand(0)->shape();
-      if (d0 < 0 || static_cast<size_t>(d0) >= shape.dims.size()) return kNone;
-      for (int64_t d = 0; d <= d0; ++d) {
-        if (in.dims[d] != shape.dims[d]) return kNone;
-      }
-      return local(Tiled1D(shape.dims.size(), d0), {ops[0]->value});
+      if (d0 < 0 || !shape.IsArray()) return kNone;
+      int64_t before = 1, after = 1;
+      for (int64_t d = 0; d < d0; ++d) before *= in.dims[d];
+      size_t e = 0;
+      while (e < shape.dims.size() && after < before) after *= shape.dims[e++];
+      while (e < shape.dims.size() && shape.dims[e] == 1 && in.dims[d0] != 1) ++e;
+      if (after != before || e >= shape.dims.size() || shape.dims[e] % n_ != 0) return kNone;
+      return local(Tiled1D(shape.dims.size(), e), {ops[0]->value});
     }
     case Opcode::kReduce: {
       if (i.operand_count() != 2 || d0 < 0 || !ops[1]->replicated()) return kNone;
@@ -121,8 +128,7 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
       if (!dims) return kNone;
       if (Contains(dims, d0)) {  // each device's partial result, combined by the reducer
         HloInstruction* partial = Clone(i, shape, {ops[0]->value, ops[1]->value});
-        return std::optional<Local>(
-            Local{AllReduce(partial, i.to_apply()), HloSharding::Replicated()});
+        return std::optional<Local>(Combined(partial, i.to_apply()));
       }
       int64_t out =
           d0 - std::count_if(dims->begin(), dims->end(), [&](int64_t d) { return d < d0; });
@@ -136,6 +142,25 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
       return GatherRule(i);
     case Opcode::kScatter:
       return ScatterRule(i);
+    case Opcode::kSlice:
+    case Opcode::kPad:
+    case Opcode::kConcatenate:
+    case Opcode::kReverse:
+    case Opcode::kSort:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+      return LayoutRule(i);
+    case Opcode::kReduceWindow:
+    case Opcode::kSelectAndScatter:
+      return WindowRule(i);
+    case Opcode::kBatchNormTraining:
+    case Opcode::kBatchNormInference:
+    case Opcode::kBatchNormGrad:
+      return BatchNormRule(i);
+    case Opcode::kFusion:
+      return FusionRule(i);
+    case Opcode::kWhile:
+      return WhileRule(i);
     default:
       return kNone;
   }
@@ -182,8 +207,7 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
     for (size_t k = 0; lc && rc && k < lc->size(); ++k) {  // contracting dims split alike
       if ((*lc)[k] == ld && (*rc)[k] == rd) {
         HloInstruction* partial = Clone(i, i.shape(), {lhs.value, rhs.value});
-        return std::optional<Local>(
-            Local{AllReduce(partial, AddComputation(i.shape().type)), HloSharding::Replicated()});
+        return std::optional<Local>(Combined(partial, AddComputation(i.shape().type)));
       }
     }
     for (size_t k = 0; k < batch; ++k) {  // batch dims split alike
@@ -193,26 +217,24 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
   return kNone;
 }
 
-// Batch split with whole weights: each device convolves its examples. A weight gradient
-// (both operands split along the dimension the convolution contracts): partial sums.
+// Batch split with whole weights: each device convolves its examples (in feature groups or
+// not). A weight gradient (both operands split along the dimension the convolution
+// contracts): partial sums.
 Result<std::optional<Local>> Partitioner::ConvolutionRule(const HloInstruction& i) {
   const Local &lhs = Of(i.operand(0)), &rhs = Of(i.operand(1));
   const hlo::ConvDims* cd = i.conv_dims();
-  if (!cd || i.GetInt("feature_group_count").value_or(1) != 1 ||
-      i.GetInt("batch_group_count").value_or(1) != 1) {
-    return kNone;
-  }
+  if (!cd || i.GetInt("batch_group_count").value_or(1) != 1) return kNone;
+  const bool grouped = i.GetInt("feature_group_count").value_or(1) != 1;
   const int64_t ld = OneTiledDim(lhs.sharding), rd = OneTiledDim(rhs.sharding);
-  if (ld == cd->input_batch && rhs.replicated()) {
+  if (ld == cd->input_batch && rhs.replicated()) {  // feature groups split no example
     HloSharding s = Tiled1D(i.shape().dims.size(), cd->output_batch);
     Result<Shape> ls = LocalShape(i.shape(), s);
     if (!ls.ok()) return kNone;
     return std::optional<Local>(Local{Clone(i, ls.value(), {lhs.value, rhs.value}), s});
   }
-  if (ld == cd->input_feature && rd == cd->kernel_input_feature) {
+  if (!grouped && ld == cd->input_feature && rd == cd->kernel_input_feature) {
     HloInstruction* partial = Clone(i, i.shape(), {lhs.value, rhs.value});
-    return std::optional<Local>(
-        Local{AllReduce(partial, AddComputation(i.shape().type)), HloSharding::Replicated()});
+    return std::optional<Local>(Combined(partial, AddComputation(i.shape().type)));
   }
   return kNone;
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "compiler/hlo/ir.h"
@@ -17,6 +18,9 @@ namespace tpusim::spmd {
 struct Local {
   hlo::HloInstruction* value = nullptr;
   hlo::HloSharding sharding;
+  // Inside a fusion: `value` is this device's part of a reduction over a tiled dimension,
+  // combined by this reducer in an all-reduce after the fusion (XLA's partial sharding).
+  hlo::HloComputation* partial = nullptr;
   bool manual() const { return sharding.kind == hlo::HloSharding::Kind::kManual; }
   bool replicated() const { return sharding.kind == hlo::HloSharding::Kind::kReplicated; }
   bool tiled() const { return sharding.kind == hlo::HloSharding::Kind::kTiled; }
@@ -35,6 +39,17 @@ class Partitioner {
   hlo::Result<std::optional<Local>> ConvolutionRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> GatherRule(const hlo::HloInstruction& i);  // gather_rules.cc
   hlo::Result<std::optional<Local>> ScatterRule(const hlo::HloInstruction& i);
+  // Slices, pads, concatenates, reverses and sorts that leave the tiled dimension whole
+  // (layout_rules.cc); reduce-window and select-and-scatter with a window of one along it.
+  hlo::Result<std::optional<Local>> LayoutRule(const hlo::HloInstruction& i);
+  hlo::Result<std::optional<Local>> WindowRule(const hlo::HloInstruction& i);
+  // Batch normalization over a split batch, expanded as XLA's BatchNormExpander writes it
+  // (batch_norm_rules.cc): per-device sums, all-reduced, then the whole batch's statistics.
+  hlo::Result<std::optional<Local>> BatchNormRule(const hlo::HloInstruction& i);
+  // Fusions and while loops (called_rules.cc): their computations partitioned for the
+  // operands' layouts; a fusion only when its body needs no collective.
+  hlo::Result<std::optional<Local>> FusionRule(const hlo::HloInstruction& i);
+  hlo::Result<std::optional<Local>> WhileRule(const hlo::HloInstruction& i);
 
   // Resharding (reshard.cc): `v` (holding global shape `global`) laid out as `to`.
   hlo::Result<hlo::HloInstruction*> Reshard(const Local& v, const hlo::Shape& global,
@@ -47,9 +62,12 @@ class Partitioner {
   int64_t OneTiledDim(const hlo::HloSharding& s) const;
   // all-reduce of `v` over every device by `reducer` (a scalar computation).
   hlo::HloInstruction* AllReduce(hlo::HloInstruction* v, hlo::HloComputation* reducer);
+  // The whole of a value each device holds a part of, combined by `reducer`: an all-reduce,
+  // or inside a fusion a partial Local the fusion's caller all-reduces.
+  Local Combined(hlo::HloInstruction* part, hlo::HloComputation* reducer);
   hlo::HloComputation* AddComputation(hlo::PrimitiveType t);  // scalar a + b
 
-  // New instructions go to the entry under names derived from `base`.
+  // New instructions go to the computation being partitioned under names derived from `base`.
   hlo::HloInstruction* Add(std::string_view base, hlo::Opcode op, hlo::Shape shape,
                            const std::vector<hlo::HloInstruction*>& operands);
   hlo::HloInstruction* Clone(const hlo::HloInstruction& from, hlo::Shape shape,
@@ -59,6 +77,14 @@ class Partitioner {
   int64_t devices() const { return n_; }
 
  private:
+  // Partitions `c` in place for its parameters' layouts and returns its root's Local (laid
+  // out as `root_as` when given). `pure` (a fusion's body): nullopt, with `c` unchanged,
+  // when any instruction would need a collective.
+  hlo::Result<std::optional<Local>> PartitionCalled(hlo::HloComputation& c,
+                                                    const std::vector<hlo::HloSharding>& params,
+                                                    bool pure,
+                                                    const std::optional<hlo::HloSharding>& root_as);
+  hlo::Result<Local> PartitionParameter(const hlo::HloInstruction& i, const hlo::HloSharding& s);
   hlo::Result<Local> PartitionOne(const hlo::HloInstruction& i);
   hlo::Result<Local> Replicated(const hlo::HloInstruction& i);
   hlo::Result<hlo::HloInstruction*> AllGather(hlo::HloInstruction* v, const hlo::Shape& global,
@@ -68,9 +94,13 @@ class Partitioner {
 
   hlo::HloModule& m_;
   int64_t n_;
-  hlo::HloComputation* entry_ = nullptr;
+  hlo::HloComputation* comp_ = nullptr;  // being partitioned
+  bool pure_ = false;                    // partitioning a fusion's body: no collectives
+  bool impure_ = false;                  // ... and one was needed
   int64_t next_channel_ = 1;
-  hlo::HloInstruction* partition_id_ = nullptr;
+  std::unordered_map<const hlo::HloComputation*, hlo::HloInstruction*> partition_ids_;
+  std::unordered_set<const hlo::HloComputation*> partitioned_;
+  std::unordered_set<const hlo::HloInstruction*> remove_;  // replaced or rolled back
   std::unordered_map<const hlo::HloInstruction*, Local> local_;
   std::unordered_map<int, hlo::HloComputation*> adders_;
 };

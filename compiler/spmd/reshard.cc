@@ -80,6 +80,7 @@ int64_t Partitioner::OneTiledDim(const HloSharding& s) const {
 
 Result<HloInstruction*> Partitioner::AllGather(HloInstruction* v, const Shape& global,
                                                const HloSharding& from) {
+  impure_ |= pure_;
   size_t rank = global.dims.size();
   std::vector<int64_t> tiles(from.tile_dims.begin(), from.tile_dims.begin() + rank);
   for (size_t d = 0; d < rank; ++d) {
@@ -120,6 +121,8 @@ Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Sha
                                                     const HloSharding& to) {
   Result<Shape> local = LocalShape(global, to);
   if (!local.ok()) return local.status();
+  impure_ |= pure_;  // partition-id has no place in a fusion
+  HloInstruction*& partition_id_ = partition_ids_[comp_];
   if (!partition_id_) {
     HloInstruction* pid =
         Add("partition-id", Opcode::kPartitionId, Shape::Array(hlo::PrimitiveType::kU32, {}), {});

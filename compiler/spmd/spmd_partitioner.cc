@@ -4,6 +4,7 @@
 #include "compiler/spmd/spmd_partitioner.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "compiler/passes/ir_edit.h"
 #include "compiler/spmd/annotations.h"
@@ -26,23 +27,15 @@ bool Splits(const HloSharding& s) {
   return s.kind != HloSharding::Kind::kReplicated;
 }
 
-bool IsScheduled(const hlo::HloModule& m) {
-  for (const hlo::Attribute& a : m.header) {
-    const auto* raw = std::get_if<hlo::RawText>(&a.value);
-    if (a.key == "is_scheduled" && raw && raw->text == "true") return true;
-  }
-  return false;
-}
-
 }  // namespace
 
-// A global program states a layout other than replicated: every value whole on every device
-// is what an unannotated module means too (JAX prints {replicated} on a one-device jit), and
-// those keep the batch split the lowering infers. XLA's scheduled output is per-device
-// already, whatever shardings it still carries; its before-optimizations dump is global
-// though its header already says num_partitions=8.
+// A global program states a layout other than replicated (an unannotated one gets the batch
+// split batch_sharding.h infers, as parameter shardings). XLA's scheduled output is
+// per-device already, whatever shardings it still carries, unless that pass split it; its
+// before-optimizations dump is global though its header already says num_partitions=8.
 bool HasShardings(const hlo::HloModule& module, int64_t devices) {
-  if (module.replica_count != 1 || !module.entry() || IsScheduled(module) ||
+  if (module.replica_count != 1 || !module.entry() ||
+      (IsScheduled(module) && module.inferred_batch == 0) ||
       (module.num_partitions != 1 && module.num_partitions != devices)) {
     return false;
   }
@@ -87,7 +80,7 @@ Result<bool> SpmdPartitionerPass::Run(hlo::HloModule& module) {
 
 HloInstruction* Partitioner::Add(std::string_view base, Opcode op, hlo::Shape shape,
                                  const std::vector<HloInstruction*>& operands) {
-  return passes::AddNew(*entry_, base, op, std::move(shape), operands);
+  return passes::AddNew(*comp_, base, op, std::move(shape), operands);
 }
 
 HloInstruction* Partitioner::Clone(const HloInstruction& from, hlo::Shape shape,
@@ -102,7 +95,7 @@ HloInstruction* Partitioner::Clone(const HloInstruction& from, hlo::Shape shape,
   attrs.erase(std::remove_if(attrs.begin(), attrs.end(),
                              [](const hlo::Attribute& a) { return a.key == "sharding"; }),
               attrs.end());
-  return entry_->AddInstruction(std::move(c));
+  return comp_->AddInstruction(std::move(c));
 }
 
 hlo::HloComputation* Partitioner::AddComputation(hlo::PrimitiveType t) {
@@ -135,6 +128,11 @@ HloInstruction* Partitioner::AllReduce(HloInstruction* v, hlo::HloComputation* r
   return r;
 }
 
+Local Partitioner::Combined(HloInstruction* part, hlo::HloComputation* reducer) {
+  if (pure_) return Local{part, HloSharding::Replicated(), reducer};
+  return Local{AllReduce(part, reducer), HloSharding::Replicated()};
+}
+
 // Every operand gathered whole, the op as written on global shapes.
 Result<Local> Partitioner::Replicated(const HloInstruction& i) {
   std::vector<HloInstruction*> ops;
@@ -152,16 +150,25 @@ Result<Local> Partitioner::Replicated(const HloInstruction& i) {
   return Local{Clone(i, i.shape(), ops), HloSharding::Replicated()};
 }
 
+Result<Local> Partitioner::PartitionParameter(const HloInstruction& i, const HloSharding& s) {
+  Result<hlo::Shape> shape = LocalShape(i.shape(), s);
+  if (!shape.ok()) return Status::Error("%" + i.name() + ": " + shape.status().message());
+  return Local{Clone(i, shape.value(), {}), s};
+}
+
 Result<Local> Partitioner::PartitionOne(const HloInstruction& i) {
   if (i.opcode() == Opcode::kParameter) {
     Result<std::optional<HloSharding>> s = StatedSharding(m_, i);
     if (!s.ok()) return s.status();
-    HloSharding sh = s.value() ? **s : HloSharding::Replicated();
-    Result<hlo::Shape> shape = LocalShape(i.shape(), sh);
-    if (!shape.ok()) return Status::Error("%" + i.name() + ": " + shape.status().message());
-    HloInstruction* p = Clone(i, shape.value(), {});
-    p->SetAttr("sharding", hlo::RawText{sh.ToString()});  // the global layout, in HLO's form
-    return Local{p, sh};
+    Result<Local> p = PartitionParameter(i, s.value() ? **s : HloSharding::Replicated());
+    if (p.ok()) p->value->SetAttr("sharding", hlo::RawText{p->sharding.ToString()});
+    return p;  // with the global layout in HLO's form
+  }
+  for (const HloInstruction* o : i.operands()) {
+    if (Of(o).partial) {  // a fusion's partial result feeds more of its body
+      impure_ = true;
+      return Status::Error("%" + i.name() + " uses a partial result");
+    }
   }
   if (i.opcode() == Opcode::kCustomCall) {
     Result<std::optional<Local>> l = ShardingCall(i);
@@ -207,11 +214,53 @@ Result<Local> Partitioner::PartitionOne(const HloInstruction& i) {
   return out;
 }
 
-Status Partitioner::Run() {
-  entry_ = m_.entry();
+Result<std::optional<Local>> Partitioner::PartitionCalled(
+    hlo::HloComputation& c, const std::vector<HloSharding>& params, bool pure,
+    const std::optional<HloSharding>& root_as) {
+  if (!partitioned_.insert(&c).second) return std::optional<Local>();  // shared: not twice
+  hlo::HloComputation* const saved_comp = comp_;
+  const bool saved_pure = pure_, saved_impure = impure_;
+  comp_ = &c, pure_ = pure_ || pure, impure_ = false;
   std::vector<const HloInstruction*> old;
-  for (const auto& i : entry_->instructions()) old.push_back(i.get());
-  const HloInstruction* old_root = entry_->root();
+  for (const auto& i : c.instructions()) old.push_back(i.get());
+  auto attempt = [&]() -> Result<Local> {
+    for (const HloInstruction* i : old) {
+      Result<Local> l = i->opcode() == Opcode::kParameter
+                            ? PartitionParameter(*i, params.at(i->parameter_number()))
+                            : PartitionOne(*i);
+      if (!l.ok() || impure_) return l.ok() ? Status::Error("impure") : l.status();
+      local_[i] = l.value();
+    }
+    Local root = Of(c.root());
+    if (root_as && !(root.sharding == *root_as)) {
+      Result<HloInstruction*> r = Reshard(root, c.root()->shape(), *root_as);
+      if (!r.ok()) return r.status();
+      root = Local{r.value(), *root_as};
+    }
+    if (root.manual())
+      return Status::Error("a shard_map body's per-device value leaves %" + c.name());
+    return root;
+  };
+  Result<Local> root = attempt();
+  const bool failed = pure_ && impure_;
+  comp_ = saved_comp, pure_ = saved_pure, impure_ = saved_impure;
+  if (failed || !root.ok()) {  // the new instructions go; the computation stays as it was
+    for (size_t k = old.size(); k < c.instructions().size(); ++k) {
+      remove_.insert(c.instructions()[k].get());
+    }
+    if (failed) return std::optional<Local>();
+    return root.status();
+  }
+  c.set_root(root->value);
+  for (const HloInstruction* i : old) remove_.insert(i);
+  return std::optional<Local>(root.value());
+}
+
+Status Partitioner::Run() {
+  comp_ = m_.entry();
+  std::vector<const HloInstruction*> old;
+  for (const auto& i : comp_->instructions()) old.push_back(i.get());
+  const HloInstruction* old_root = comp_->root();
   for (const HloInstruction* i : old) {
     Result<Local> l = PartitionOne(*i);
     if (!l.ok()) return l.status();
@@ -225,7 +274,7 @@ Status Partitioner::Run() {
   if (root->opcode() != Opcode::kParameter) {  // the result's global layout, as XLA records it
     root->SetAttr("sharding", hlo::RawText{Of(old_root).sharding.ToString()});
   }
-  entry_->set_root(root);
+  comp_->set_root(root);
   m_.spmd_output_sharding = Of(old_root).sharding;
   m_.spmd_parameters_shardings.clear();
   for (const HloInstruction* p : old) {
@@ -236,10 +285,26 @@ Status Partitioner::Run() {
   }
   passes::ModuleEdits edits;
   for (const HloInstruction* i : old) edits.remove.insert(i);
-  m_.num_partitions = n_;
-  for (hlo::Attribute& a : m_.header) {
-    if (a.key == "num_partitions") a.value = n_;
+  for (const HloInstruction* i : remove_) edits.remove.insert(i);
+  // What the partitioner made for dead values (their gathers) goes with them: collectives
+  // outlive DCE, and these are not the user's.
+  std::unordered_set<const HloInstruction*> live;
+  std::vector<const HloInstruction*> work = {root};
+  while (!work.empty()) {
+    const HloInstruction* i = work.back();
+    work.pop_back();
+    if (!live.insert(i).second) continue;
+    for (const HloInstruction* o : i->operands()) work.push_back(o);
   }
+  for (const auto& i : comp_->instructions()) {
+    if (!live.count(i.get()) && i->opcode() != Opcode::kParameter) edits.remove.insert(i.get());
+  }
+  m_.num_partitions = n_;
+  bool stated = false;
+  for (hlo::Attribute& a : m_.header) {
+    if (a.key == "num_partitions") a.value = n_, stated = true;
+  }
+  if (!stated) m_.header.push_back({"num_partitions", n_});
   return passes::ApplyEdits(m_, edits);
 }
 

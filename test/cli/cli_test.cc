@@ -173,8 +173,8 @@ TEST(Cli, RunReplicaCollectivesMatchTheEvaluator) {
 }
 
 TEST(Cli, RunFusionTiledSlicesTheSplitBatchExactly) {
-  // A run-time dynamic-slice along the batch split over the cores (each core's rows, then an
-  // OR all-reduce), a copy of the split input and a returned constant with inf and NaN.
+  // A run-time dynamic-slice along the batch split over the cores (the rows all-gathered,
+  // then sliced), a copy of the split input and a returned constant with inf and NaN.
   Output o = Tpusim("run examples/hlo/fusion_tiled.hlo");
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
@@ -182,12 +182,13 @@ TEST(Cli, RunFusionTiledSlicesTheSplitBatchExactly) {
 }
 
 TEST(Cli, RunConvBnReluComputesWholeBatchStatistics) {
-  // One image per core: a bf16 convolution rounded on the VPU, and batch norm whose sums are
-  // all-reduced over the cores before the statistics.
+  // One image per core: a bf16 convolution rounded on the VPU, and batch norm expanded by the
+  // partitioner, its sums and sums of squares all-reduced over the cores before the
+  // statistics.
   Output o = Tpusim("run examples/hlo/conv_bn_relu.hlo");
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
-  EXPECT_THAT(o.text, HasSubstr("kernels: 1 MXU, 3 VPU, 0 DMA, 1 collective"));
+  EXPECT_THAT(o.text, HasSubstr("kernels: 1 MXU, 9 VPU, 0 DMA, 2 collective"));
   EXPECT_THAT(o.text, HasSubstr("(match)"));
 }
 

@@ -1,11 +1,12 @@
-// Kernels under a data-parallel split of a single-replica module (data_parallel.h), simulated
-// on v3-8 and compared with the evaluator: batch-norm training whose statistics cover the
-// whole batch (each core's sums all-reduced between its two kernels), a bf16 -> f32 convert,
-// dots and tiled VPU ops on each core's share.
+// Kernels under the inferred data-parallel split of a single-replica module (batch_sharding.h
+// and the SPMD partitioner), simulated on v3-8 and compared with the evaluator: batch-norm
+// training whose statistics cover the whole batch (each core's sums all-reduced), a bf16 ->
+// f32 convert, dots and tiled VPU ops on each core's share.
 #include <gtest/gtest.h>
 
 #include "compiler/hlo/parser.h"
-#include "compiler/lowering/data_parallel.h"
+#include "compiler/hlo/printer.h"
+#include "compiler/spmd/batch_analysis.h"
 #include "test/compiler/sim_values_util.h"
 
 namespace tpusim {
@@ -77,17 +78,16 @@ ENTRY %main (w: f32[200,30], bias: f32[30], x: f32[24,200], t: f32[24,30]) -> (f
 })");
 }
 
-TEST(DataParallel, AWholeWeightWithTheBatchsSizeKeepsItsDotTimingOnly) {
-  // %d feeds a dot's weight operand, so every core holds all 24 rows of it, while %x is split:
-  // a K split would pair each core's rows of %x with the wrong rows of %d.
-  testing::ValueRun r = testing::SimulateValues(R"(HloModule m
+TEST(DataParallel, AWholeWeightWithTheBatchsSizeIsGatheredForItsDot) {
+  // %d feeds a dot's weight operand, so it stays whole while %x is split: the partitioner
+  // gathers %x's rows for the contraction over them (it was timing-only when the kernels
+  // split the batch: a K split would pair each core's rows of %x with the wrong rows of %d).
+  ExpectMatch(R"(HloModule m
 ENTRY %main (d: f32[24,30], x: f32[24,200]) -> f32[200,30] {
   %d = f32[24,30]{1,0} parameter(0)
   %x = f32[24,200]{1,0} parameter(1)
   ROOT %dw = f32[200,30]{1,0} dot(%x, %d), lhs_contracting_dims={0}, rhs_contracting_dims={0}
 })");
-  EXPECT_FALSE(r.exact);
-  EXPECT_EQ(r.inexact_ops, " %dw (dot)");
 }
 
 TEST(DataParallel, AttentionScoresSplitAlongTheirOuterBatchDimension) {
@@ -137,7 +137,7 @@ ENTRY %main (x: f32[16,128,64], w: f32[64,64]) -> f32[2048,64] {
 })";
   auto parsed = hlo::ParseHlo(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const lowering::BatchAnalysis a = lowering::AnalyzeBatch(*parsed->entry(), 8);
+  const spmd::BatchAnalysis a = spmd::AnalyzeBatch(parsed.value(), 8);
   EXPECT_EQ(a.batch, 0);
   EXPECT_EQ(a.why_not, "%x2 reshapes the batch dimension (16) of %x into f32[2048,64]");
   ExpectMatch(text);  // every core computes the whole module
@@ -244,13 +244,15 @@ ENTRY %main (x: f32[16,6,6,128], g: f32[128], m: f32[128], v: f32[128], dy: f32[
   ROOT %t = (f32[16,6,6,128]{3,2,1,0}, f32[128]{0}, f32[128]{0}) tuple(%dx, %dg, %db)
 })");
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const lowering::BatchAnalysis a = lowering::AnalyzeBatch(*parsed->entry(), 8);
+  const spmd::BatchAnalysis a = spmd::AnalyzeBatch(parsed.value(), 8);
   EXPECT_EQ(a.batch, 16) << a.why_not;
-  ASSERT_EQ(a.reduced.size(), 2u);
-  for (const auto& [value, combine] : a.reduced) {
-    EXPECT_TRUE(value->name() == "dg" || value->name() == "db") << value->name();
-    EXPECT_EQ(combine, collectives::ReduceOp::kSum);
-  }
+  // Partitioned, the gradient's sums over each core's rows are all-reduced (dscale, dbeta).
+  bool exact = false;
+  std::string inexact;
+  auto c = testing::CompileForValues(hlo::PrintModule(parsed.value()), sim::LoadConfig("v3-8"),
+                                     exact, inexact);
+  ASSERT_TRUE(c);
+  EXPECT_NE(c->report.hlo.find("all-reduce"), std::string::npos);
 }
 
 TEST(DataParallel, AConcatenateAlongTheBatchKeepsTheModuleWhole) {
@@ -262,7 +264,7 @@ ENTRY %main (x: f32[64,256], y: f32[64,256]) -> f32[128,256] {
 })";
   auto parsed = hlo::ParseHlo(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const lowering::BatchAnalysis a = lowering::AnalyzeBatch(*parsed->entry(), 8);
+  const spmd::BatchAnalysis a = spmd::AnalyzeBatch(parsed.value(), 8);
   EXPECT_EQ(a.batch, 0);
   EXPECT_EQ(a.why_not,
             "%c (concatenate) takes the batch dimension (64) away in a way the cores' parts "

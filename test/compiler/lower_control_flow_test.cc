@@ -186,7 +186,7 @@ ENTRY %main (x: f32[64,128], a: f32[]) -> (f32[64,128], s32[], f32[]) {
 })");
   ASSERT_TRUE(c);
   EXPECT_TRUE(c->lowered.data_parallel);
-  const lowering::LoweredOp* all_reduce = Find(c->lowered, "total.data-parallel-all-reduce");
+  const lowering::LoweredOp* all_reduce = Find(c->lowered, "total.all-reduce");
   ASSERT_NE(all_reduce, nullptr);
   EXPECT_EQ(all_reduce->executions, 3);
   int all_reduces = 0;

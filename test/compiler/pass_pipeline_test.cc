@@ -91,11 +91,12 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   EXPECT_EQ(files, (std::vector<std::string>{
-                       "00-input.hlo", "01-spmd-partitioner.hlo", "02-async-conversion.hlo",
-                       "03-contraction-defusion.hlo", "04-dce.hlo", "05-algsimp.hlo", "06-dce.hlo",
-                       "07-conv-canonicalization.hlo", "08-layout-assignment.hlo",
-                       "09-elementwise-fusion.hlo", "10-dce.hlo", "11-memory-planning.hlo"}));
-  std::ifstream in(dir / "11-memory-planning.hlo");
+                       "00-input.hlo", "01-batch-sharding.hlo", "02-spmd-partitioner.hlo",
+                       "03-async-conversion.hlo", "04-contraction-defusion.hlo", "05-dce.hlo",
+                       "06-algsimp.hlo", "07-dce.hlo", "08-conv-canonicalization.hlo",
+                       "09-layout-assignment.hlo", "10-elementwise-fusion.hlo", "11-dce.hlo",
+                       "12-memory-planning.hlo"}));
+  std::ifstream in(dir / "12-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -109,16 +110,18 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"spmd-partitioner", "async-conversion",
+  EXPECT_EQ(names, (std::vector<std::string>{"batch-sharding", "spmd-partitioner",
+                                             "async-conversion",
                                              "contraction-defusion", "dce", "algsimp", "dce",
                                              "conv-canonicalization", "layout-assignment",
                                              "elementwise-fusion", "dce", "memory-planning"}));
-  EXPECT_FALSE(rep.passes[0].changed);  // no sharding
-  EXPECT_FALSE(rep.passes[1].changed);  // no async pair
-  EXPECT_FALSE(rep.passes[2].changed);  // no fusion holds a dot
-  EXPECT_TRUE(rep.passes[3].changed);   // %unused
-  EXPECT_TRUE(rep.passes[4].changed);   // multiply by one
-  EXPECT_FALSE(rep.passes[9].changed);  // analysis only
+  EXPECT_FALSE(rep.passes[0].changed);  // one device: nothing to split
+  EXPECT_FALSE(rep.passes[1].changed);  // no sharding
+  EXPECT_FALSE(rep.passes[2].changed);  // no async pair
+  EXPECT_FALSE(rep.passes[3].changed);  // no fusion holds a dot
+  EXPECT_TRUE(rep.passes[4].changed);   // %unused
+  EXPECT_TRUE(rep.passes[5].changed);   // multiply by one
+  EXPECT_FALSE(rep.passes[10].changed);  // analysis only
   // The optimized module: dot, then one loop fusion of bias-add + relu.
   hlo::HloModule out = Parse(rep.hlo);
   EXPECT_TRUE(hlo::VerifyModule(out).ok());

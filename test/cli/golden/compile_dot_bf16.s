@@ -6,9 +6,9 @@
 .desc k0_p0_cblk rows=128 row_bytes=512 src_stride=512 dst_stride=4096
 .equ k0_p0_MC 128
 .tag "dot.3"
-    li r24, 4194304
-    li r25, 6291456
-    li r26, 0
+    li r24, 2621440
+    li r25, 0
+    li r26, 2097152
     sflag f2, 2
     sflag f3, 2
     sflag f6, 1

@@ -1,0 +1,276 @@
+// SPMD partitioner rules for what a data-parallel step holds beyond dots: batch norm
+// (expanded, its sums all-reduced), pooling windows and their gradients, slices, pads,
+// concatenates, sorts and dynamic slices along other dimensions, reshapes merging the batch,
+// fusions and while loops partitioned inside; and the batch-sharding pass that writes the
+// inferred batch split of an unannotated module as shardings. IR in, IR out; values against
+// the evaluator on the global module (spmd_test_util.h).
+#include <gtest/gtest.h>
+
+#include "compiler/spmd/batch_sharding.h"
+#include "test/compiler/spmd_test_util.h"
+
+namespace tpusim::spmd {
+namespace {
+
+bool Has(const std::string& ir, const std::string& s) { return ir.find(s) != std::string::npos; }
+int Count(const std::string& ir, const std::string& s) {
+  int n = 0;
+  for (size_t p = ir.find(s); p != std::string::npos; p = ir.find(s, p + 1)) ++n;
+  return n;
+}
+
+constexpr char kAdd[] =
+    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+    "  ROOT s = f32[] add(a, b)\n}\n";
+constexpr char kMax[] =
+    "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+    "  ROOT m = f32[] maximum(a, b)\n}\n";
+constexpr char kGe[] =
+    "ge {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+    "  ROOT c = pred[] compare(a, b), direction=GE\n}\n";
+
+const std::string kBatchNorm = std::string("HloModule bn\n") + R"(
+ENTRY main {
+  x = f32[16,4,4,32] parameter(0), sharding={devices=[8,1,1,1]<=[8]}
+  g = f32[32] parameter(1)
+  b = f32[32] parameter(2)
+  dy = f32[16,4,4,32] parameter(3), sharding={devices=[8,1,1,1]<=[8]}
+  bn = (f32[16,4,4,32], f32[32], f32[32]) batch-norm-training(x, g, b), epsilon=0.001, feature_index=3
+  y = f32[16,4,4,32] get-tuple-element(bn), index=0
+  mean = f32[32] get-tuple-element(bn), index=1
+  var = f32[32] get-tuple-element(bn), index=2
+  grad = (f32[16,4,4,32], f32[32], f32[32]) batch-norm-grad(x, g, mean, var, dy), epsilon=0.001, feature_index=3
+  dx = f32[16,4,4,32] get-tuple-element(grad), index=0
+  dg = f32[32] get-tuple-element(grad), index=1
+  db = f32[32] get-tuple-element(grad), index=2
+  inf = f32[16,4,4,32] batch-norm-inference(x, g, b, mean, var), epsilon=0.001, feature_index=3
+  ROOT r = (f32[16,4,4,32], f32[32], f32[32], f32[16,4,4,32], f32[32], f32[32], f32[16,4,4,32]) tuple(y, mean, var, dx, dg, db, inf)
+}
+)";
+
+TEST(SpmdRules, BatchNormExpandsWithTheWholeBatchsStatistics) {
+  const std::string ir = Partition(kBatchNorm);
+  EXPECT_FALSE(Has(ir, "batch-norm-training("));
+  EXPECT_FALSE(Has(ir, "batch-norm-grad("));
+  EXPECT_TRUE(Has(ir, "%inf = f32[2,4,4,32] batch-norm-inference("));
+  EXPECT_EQ(Count(ir, " all-reduce("), 4);  // sums and squares; dbeta and dscale's sums
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_LT(PartitionError(kBatchNorm), 1e-4);
+}
+
+const std::string kPooling = std::string("HloModule pool\n") + kMax + kAdd + kGe + R"(
+ENTRY main {
+  x = f32[16,8,8,4] parameter(0), sharding={devices=[8,1,1,1]<=[8]}
+  dy = f32[16,4,4,4] parameter(1), sharding={devices=[8,1,1,1]<=[8]}
+  lowest = f32[] constant(-inf)
+  zero = f32[] constant(0)
+  p = f32[16,4,4,4] reduce-window(x, lowest), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=max
+  dx = f32[16,8,8,4] select-and-scatter(x, dy, zero), window={size=1x2x2x1 stride=1x2x2x1}, select=ge, scatter=add
+  ROOT r = (f32[16,4,4,4], f32[16,8,8,4]) tuple(p, dx)
+}
+)";
+
+TEST(SpmdRules, PoolingWindowsRunOnEachDevicesExamples) {
+  const std::string ir = Partition(kPooling);
+  EXPECT_TRUE(Has(ir, "%p = f32[2,4,4,4] reduce-window("));
+  EXPECT_TRUE(Has(ir, "%dx = f32[2,8,8,4] select-and-scatter("));
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_EQ(PartitionError(kPooling), 0);
+}
+
+const std::string kLayout = std::string("HloModule layout\n") + kGe + R"(
+ENTRY main {
+  x = f32[16,12] parameter(0), sharding={devices=[8,1]<=[8]}
+  i = s32[] parameter(1)
+  s = f32[16,6] slice(x), slice={[0:16], [2:8]}
+  zero = f32[] constant(0)
+  p = f32[16,15] pad(x, zero), padding=0_0x1_2
+  c = f32[16,18] concatenate(x, s), dimensions={1}
+  v = f32[16,12] reverse(x), dimensions={1}
+  o = f32[16,12] sort(x), dimensions={1}, to_apply=ge
+  ds = f32[16,5] dynamic-slice(x, i, i), dynamic_slice_sizes={16,5}
+  u = f32[16,12] dynamic-update-slice(x, s, i, i)
+  ROOT r = (f32[16,6], f32[16,15], f32[16,18], f32[16,12], f32[16,12], f32[16,5], f32[16,12]) tuple(s, p, c, v, o, ds, u)
+}
+)";
+
+TEST(SpmdRules, DataMovementAlongOtherDimensionsStaysOnEachDevice) {
+  const std::string ir = Partition(kLayout);
+  EXPECT_TRUE(Has(ir, "%s = f32[2,6] slice("));
+  EXPECT_TRUE(Has(ir, "slice={[0:2], [2:8]}"));
+  EXPECT_TRUE(Has(ir, "%ds = f32[2,5] dynamic-slice("));
+  EXPECT_TRUE(Has(ir, "dynamic_slice_sizes={2,5}"));
+  EXPECT_TRUE(Has(ir, "%u = f32[2,12] dynamic-update-slice("));
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_EQ(PartitionError(kLayout), 0);
+}
+
+// A slice of the batch itself takes rows of other devices: gathered first.
+TEST(SpmdRules, ASliceOfTheBatchIsGathered) {
+  const std::string text = R"(HloModule m
+ENTRY main {
+  x = f32[16,4] parameter(0), sharding={devices=[8,1]<=[8]}
+  ROOT s = f32[5,4] slice(x), slice={[3:8], [0:4]}
+}
+)";
+  const std::string ir = Partition(text);
+  EXPECT_EQ(Count(ir, " all-gather("), 1);
+  EXPECT_EQ(PartitionError(text), 0);
+}
+
+const std::string kReshape = std::string("HloModule rs\n") + R"(
+ENTRY main {
+  x = f32[16,6,4] parameter(0), sharding={devices=[8,1,1]<=[8]}
+  merged = f32[96,4] reshape(x)
+  t = f32[96,4] tanh(merged)
+  split = f32[16,24] reshape(t)
+  major = f32[8,2,24] reshape(split)
+  ROOT r = (f32[96,4], f32[8,2,24]) tuple(t, major)
+}
+)";
+
+TEST(SpmdRules, ReshapesKeepTheBatchsTilesContiguous) {
+  const std::string ir = Partition(kReshape);
+  EXPECT_TRUE(Has(ir, "%merged = f32[12,4] reshape("));
+  EXPECT_TRUE(Has(ir, "%split = f32[2,24] reshape("));
+  EXPECT_TRUE(Has(ir, "%major = f32[1,2,24] reshape("));
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_EQ(PartitionError(kReshape), 0);
+}
+
+const std::string kFusions = std::string("HloModule f\n") + kAdd + R"(
+scaled {
+  p0 = f32[16,8] parameter(0)
+  p1 = f32[] parameter(1)
+  b = f32[16,8] broadcast(p1), dimensions={}
+  ROOT m = f32[16,8] multiply(p0, b)
+}
+summed {
+  q0 = f32[16,8] parameter(0)
+  e = f32[16,8] exponential(q0)
+  z = f32[] constant(0)
+  ROOT s = f32[8] reduce(e, z), dimensions={0}, to_apply=add
+}
+shifted {
+  r0 = f32[16,8] parameter(0)
+  ROOT sl = f32[4,8] slice(r0), slice={[6:10], [0:8]}
+}
+ENTRY main {
+  x = f32[16,8] parameter(0), sharding={devices=[8,1]<=[8]}
+  k = f32[] parameter(1)
+  a = f32[16,8] fusion(x, k), kind=kLoop, calls=scaled
+  s = f32[8] fusion(a), kind=kInput, calls=summed
+  w = f32[4,8] fusion(a), kind=kLoop, calls=shifted
+  ROOT r = (f32[16,8], f32[8], f32[4,8]) tuple(a, s, w)
+}
+)";
+
+TEST(SpmdRules, FusionBodiesArePartitionedWhenTheyNeedNoCollective) {
+  const std::string ir = Partition(kFusions);
+  EXPECT_TRUE(Has(ir, "%a = f32[2,8] fusion("));
+  EXPECT_TRUE(Has(ir, "%s = f32[8] fusion("));  // this device's sums, then all-reduced
+  EXPECT_EQ(Count(ir, " all-reduce("), 1);
+  EXPECT_EQ(Count(ir, " all-gather("), 1);  // rows 6..9 span two devices: gathered
+  EXPECT_LT(PartitionError(kFusions), 1e-5);
+}
+
+const std::string kLoop = std::string("HloModule loop\n") + kAdd + R"(
+cond {
+  s = (s32[], f32[16,8], f32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[16,8], f32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[16,8] get-tuple-element(s), index=1
+  acc = f32[] get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  y = f32[16,8] sine(x)
+  zero = f32[] constant(0)
+  total = f32[] reduce(y, zero), dimensions={0,1}, to_apply=add
+  acc2 = f32[] add(acc, total)
+  ROOT out = (s32[], f32[16,8], f32[]) tuple(next, y, acc2)
+}
+ENTRY main {
+  x = f32[16,8] parameter(0), sharding={devices=[8,1]<=[8]}
+  z = s32[] constant(0)
+  a = f32[] constant(0)
+  init = (s32[], f32[16,8], f32[]) tuple(z, x, a)
+  ROOT loop = (s32[], f32[16,8], f32[]) while(init), condition=cond, body=body
+}
+)";
+
+TEST(SpmdRules, WhileLoopsCarryEachDevicesTiles) {
+  const std::string ir = Partition(kLoop);
+  EXPECT_TRUE(Has(ir, "%y = f32[2,8] sine("));
+  EXPECT_EQ(Count(ir, " all-reduce("), 1);  // the body's sum over the batch, each trip
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_LT(PartitionError(kLoop), 1e-5);
+}
+
+// The pass on an unannotated step: the batch input gets the split, weights stay whole.
+TEST(SpmdRules, BatchShardingWritesTheInferredSplit) {
+  auto m = hlo::ParseHlo(std::string("HloModule dp\n") + kAdd + R"(
+ENTRY main {
+  w = f32[32,16] parameter(0)
+  x = f32[64,32] parameter(1)
+  h = f32[64,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT gw = f32[32,16] dot(x, h), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+}
+)",
+                         "m.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  BatchShardingPass pass(kDevices);
+  auto changed = pass.Run(m.value());
+  ASSERT_TRUE(changed.ok() && changed.value());
+  EXPECT_EQ(m->inferred_batch, 64);
+  const std::string ir = hlo::PrintModule(m.value());
+  EXPECT_TRUE(Has(ir, "%x = f32[64,32] parameter(1), sharding={devices=[8,1]<=[8]}"));
+  EXPECT_FALSE(Has(ir, "%w = f32[32,16] parameter(0), sharding"));
+}
+
+// A scan's time-major sequence: its leading dimension is the loop's step, not a batch.
+TEST(SpmdRules, BatchShardingLeavesAScanWhole) {
+  auto m = hlo::ParseHlo(R"(HloModule scan
+cond {
+  s = (s32[], f32[16,4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(16)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[16,4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  xs = f32[16,4] get-tuple-element(s), index=1
+  z = s32[] constant(0)
+  row = f32[1,4] dynamic-slice(xs, i, z), dynamic_slice_sizes={1,4}
+  t = f32[1,4] tanh(row)
+  u = f32[16,4] dynamic-update-slice(xs, t, i, z)
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT out = (s32[], f32[16,4]) tuple(next, u)
+}
+ENTRY main {
+  xs = f32[16,4] parameter(0)
+  z = s32[] constant(0)
+  init = (s32[], f32[16,4]) tuple(z, xs)
+  ROOT loop = (s32[], f32[16,4]) while(init), condition=cond, body=body
+}
+)",
+                         "m.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  BatchShardingPass pass(kDevices);
+  auto changed = pass.Run(m.value());
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(changed.value());
+  EXPECT_EQ(m->inferred_batch, 0);
+  EXPECT_EQ(m->batch_not_split_reason,
+            "the leading dimension (16) of %xs is indexed by %row at a computed position: a "
+            "time or sequence axis (a scan), not a batch");
+}
+
+}  // namespace
+}  // namespace tpusim::spmd
