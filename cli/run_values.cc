@@ -9,7 +9,7 @@
 
 #include "cli/step_check.h"
 #include "compiler/eval/evaluator.h"
-#include "compiler/lowering/data_parallel.h"
+#include "compiler/spmd/batch_analysis.h"
 #include "compiler/spmd/tiles.h"
 #include "isa/bf16.h"
 
@@ -38,10 +38,10 @@ void ScaleByFanIn(eval::Value& v) {
 // reshapes (a layer norm's gamma), or a batch-norm op's scale.
 std::set<const hlo::HloInstruction*> Scales(const hlo::HloComputation& entry) {
   std::set<const hlo::HloInstruction*> scales =
-      lowering::ParametersFeeding(entry,
-                                  {hlo::Opcode::kBatchNormTraining,
-                                   hlo::Opcode::kBatchNormInference, hlo::Opcode::kBatchNormGrad},
-                                  1);
+      spmd::ParametersFeeding(entry,
+                              {hlo::Opcode::kBatchNormTraining, hlo::Opcode::kBatchNormInference,
+                               hlo::Opcode::kBatchNormGrad},
+                              1);
   for (const auto& i : entry.instructions()) {
     if (i->opcode() != hlo::Opcode::kMultiply) continue;
     for (const hlo::HloInstruction* v : i->operands()) {
@@ -60,8 +60,7 @@ std::set<const hlo::HloInstruction*> Scales(const hlo::HloComputation& entry) {
 struct ParameterRoles {
   std::set<const hlo::HloInstruction*> weights, scales;
   explicit ParameterRoles(const hlo::HloComputation& entry)
-      : weights(
-            lowering::ParametersFeeding(entry, {hlo::Opcode::kDot, hlo::Opcode::kConvolution}, 1)),
+      : weights(spmd::ParametersFeeding(entry, {hlo::Opcode::kDot, hlo::Opcode::kConvolution}, 1)),
         scales(Scales(entry)) {}
 };
 
@@ -144,14 +143,10 @@ std::vector<eval::Value> LoadInputs(sim::Simulation& sim, const CompiledModule& 
       }
       continue;
     }
-    const bool split = low.data_parallel && std::count(low.batch_parameters.begin(),
-                                                       low.batch_parameters.end(), p->name());
-    const int64_t n = p->shape().ElementCount(), share = split ? n / cores : n;
-    std::vector<uint8_t> bytes;  // a replicated argument is encoded once for every core
-    for (int c = 0; c < cores; ++c) {
-      if (split || c == 0) bytes = EncodeElements(args[i], split ? c * share : 0, share);
+    // Every core gets the whole argument, encoded once.
+    const std::vector<uint8_t> bytes = EncodeElements(args[i], 0, p->shape().ElementCount());
+    for (int c = 0; c < cores; ++c)
       sim.core(c).hbm().Write(static_cast<uint64_t>(buf->offset), bytes.data(), bytes.size());
-    }
   }
   return args;
 }

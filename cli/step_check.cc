@@ -140,7 +140,7 @@ void StepCheck::OnCoreStepEnd(sim::Simulation& sim, int core, int step) {
   const auto& outs = compiled_.lowered.outputs;
   for (size_t o = 0; o < outs.size(); ++o) {
     const hlo::Shape& shape = OutputLeaf(compiled_.original, o).shape();
-    int64_t n = shape.ElementCount(), share = outs[o].split ? n / cores_ : n;
+    int64_t share = shape.ElementCount();
     if (partitioned_) {
       const hlo::HloSharding sh = spmd::OutputSharding(compiled_.optimized, o);
       for (size_t d = 0; sh.kind == hlo::HloSharding::Kind::kTiled && d < shape.dims.size(); ++d)
@@ -159,10 +159,9 @@ void StepCheck::OnCoreStepEnd(sim::Simulation& sim, int core, int step) {
 }
 
 // The simulated donated results become the next reference's arguments: the replica's own
-// core's copy, or for a split result every core's share.
+// core's copy, or for a partitioned module every core's tile.
 void StepCheck::FeedBack(const Snapshot& s) {
   if (s.step + 1 >= steps_) return;
-  const auto& outs = compiled_.lowered.outputs;
   for (auto [k, i] : fed_back_) {
     if (partitioned_) {  // the core's tile of the result, into every copy of the argument
       const hlo::HloSharding sh = spmd::ParameterSharding(
@@ -173,13 +172,11 @@ void StepCheck::FeedBack(const Snapshot& s) {
       for (auto& replica : inputs_) spmd::PutTile(replica[i], tile, sh, s.core);
       continue;
     }
-    const bool split = outs[k].split;
-    if (!split && !(s.core == 0 || (!mirrored_ && replicas_ > 1))) continue;
-    eval::Value& in = inputs_[split || inputs_.size() == 1 ? 0 : static_cast<size_t>(s.core)][i];
-    const int64_t share = static_cast<int64_t>(s.outputs[k].size()) / ElementBytes(in.shape.type);
-    const int64_t first = split ? s.core * share : 0;
-    for (int64_t e = 0; e < share; ++e)
-      in.data[static_cast<size_t>(first + e)] = Decode(in.shape.type, s.outputs[k].data(), e);
+    if (!(s.core == 0 || (!mirrored_ && replicas_ > 1))) continue;
+    eval::Value& in = inputs_[inputs_.size() == 1 ? 0 : static_cast<size_t>(s.core)][i];
+    const int64_t n = static_cast<int64_t>(s.outputs[k].size()) / ElementBytes(in.shape.type);
+    for (int64_t e = 0; e < n; ++e)
+      in.data[static_cast<size_t>(e)] = Decode(in.shape.type, s.outputs[k].data(), e);
   }
 }
 
@@ -194,12 +191,11 @@ void StepCheck::Compare(const Snapshot& s, const Reference& ref) {
             ? spmd::TileOf(want_all[o], spmd::OutputSharding(compiled_.optimized, o), s.core)
             : eval::Value();
     const eval::Value& want = partitioned_ ? tile : want_all[o];
-    const int64_t share = static_cast<int64_t>(s.outputs[o].size()) / ElementBytes(want.shape.type);
-    const int64_t first = outs[o].split ? s.core * share : 0;
+    const int64_t n = static_cast<int64_t>(s.outputs[o].size()) / ElementBytes(want.shape.type);
     double worst = 0, own_scale = 1e-30;
-    for (int64_t i = 0; i < share; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       const double g = Decode(want.shape.type, s.outputs[o].data(), i);
-      const double w = want.data[static_cast<size_t>(first + i)];
+      const double w = want.data[static_cast<size_t>(i)];
       worst = std::max(worst, Difference(g, w));
       if (std::isfinite(w)) own_scale = std::max(own_scale, std::fabs(w));
     }

@@ -34,13 +34,8 @@ std::string F32Immediate(double value) {
 
 }  // namespace
 
-FlatBatchNorm::FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag,
-                             int64_t stat_rows)
-    : rows_(rows),
-      features_(features),
-      stat_rows_(stat_rows ? stat_rows : rows),
-      epsilon_(epsilon),
-      tag_(std::move(tag)) {}
+FlatBatchNorm::FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag)
+    : rows_(rows), features_(features), epsilon_(epsilon), tag_(std::move(tag)) {}
 
 bool FlatBatchNorm::Takes(int64_t rows, int64_t features) {
   if (features <= 0 || rows <= 0) return false;
@@ -67,7 +62,7 @@ static std::string BlockStart(int64_t rows, double epsilon) {
 }
 
 void FlatBatchNorm::Expand(uint64_t hbm, int area) {
-  if (!block_) code_ += BlockStart(stat_rows_, epsilon_), block_ = true;
+  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
   const int64_t row = features_ * 4, copies = std::max<int64_t>(1, 1024 / features_);
   const std::string d =
       Desc("rows=" + std::to_string(copies) + " row_bytes=" + std::to_string(row) +
@@ -77,7 +72,7 @@ void FlatBatchNorm::Expand(uint64_t hbm, int area) {
 }
 
 void FlatBatchNorm::Fold(int accumulator, int area) {
-  if (!block_) code_ += BlockStart(stat_rows_, epsilon_), block_ = true;
+  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
   const int64_t k = 1024 / features_, row = features_ * 4;
   // Row r of the accumulator vreg, repeated over vreg r of the spread area, by one DMA.
   const std::string d =
@@ -94,7 +89,7 @@ void FlatBatchNorm::Fold(int accumulator, int area) {
 
 void FlatBatchNorm::Math(const std::vector<int>& in, const std::vector<std::string>& body,
                          const std::vector<std::pair<int, int>>& out) {
-  if (!block_) code_ += BlockStart(stat_rows_, epsilon_), block_ = true;
+  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
   std::ostringstream s;
   for (size_t i = 0; i < in.size(); ++i) s << "    li r" << 7 + i << ", " << Area(in[i]) << "\n";
   for (size_t j = 0; j < out.size(); ++j)
@@ -109,7 +104,7 @@ void FlatBatchNorm::Math(const std::vector<int>& in, const std::vector<std::stri
 }
 
 void FlatBatchNorm::Store(int area, uint64_t hbm) {
-  if (!block_) code_ += BlockStart(stat_rows_, epsilon_), block_ = true;
+  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
   const std::string d =
       Desc("rows=1 row_bytes=" + std::to_string(features_ * 4) + " src_stride=0 dst_stride=0");
   code_ += "    signal vpu, f9, 1\n    wait dma, f9, 1\n" + LoadAddress(1, hbm, 3) + "    li r2, " +
@@ -159,25 +154,6 @@ std::string FlatBatchNorm::Training(uint64_t x, uint64_t gamma, uint64_t beta, u
   return code_;
 }
 
-std::string FlatBatchNorm::PartialSums(uint64_t x, uint64_t sums) {
-  const auto [sum, squares] = Sums(x);
-  Store(sum, sums), Store(squares, sums + static_cast<uint64_t>(features_) * 4);
-  Flush();
-  return code_;
-}
-
-std::string FlatBatchNorm::TrainingFromSums(uint64_t x, uint64_t gamma, uint64_t beta,
-                                            uint64_t sums, uint64_t y, std::optional<uint64_t> mean,
-                                            std::optional<uint64_t> var) {
-  Expand(gamma, 2), Expand(beta, 3);
-  Expand(sums, 4), Expand(sums + static_cast<uint64_t>(features_) * 4, 5);
-  Statistics({4, 5});
-  if (mean) Store(6, *mean);
-  if (var) Store(7, *var);
-  Stream({x}, {6, 8, 3}, false, {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
-  return code_;
-}
-
 std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean,
                                      uint64_t var, uint64_t y) {
   Expand(gamma, 2), Expand(beta, 3), Expand(mean, 4), Expand(var, 5);
@@ -202,23 +178,6 @@ std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy) {
   if (features_ >= 1024) return {0, 1};
   Fold(0, 5), Fold(1, 6);
   return {5, 6};
-}
-
-std::string FlatBatchNorm::PartialGradSums(uint64_t x, uint64_t mean, uint64_t dy, uint64_t sums) {
-  Expand(mean, 2);
-  const auto [sum, s] = GradSums(x, dy);
-  Store(sum, sums), Store(s, sums + static_cast<uint64_t>(features_) * 4);
-  Flush();
-  return code_;
-}
-
-std::string FlatBatchNorm::GradFromSums(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var,
-                                        uint64_t dy, uint64_t sums, uint64_t dx, uint64_t dgamma,
-                                        uint64_t dbeta) {
-  Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
-  Expand(sums, 5), Expand(sums + static_cast<uint64_t>(features_) * 4, 6);
-  GradFinish({5, 6}, x, dy, dx, dgamma, dbeta);
-  return code_;
 }
 
 void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx,

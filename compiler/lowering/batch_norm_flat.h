@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,10 +13,7 @@ namespace tpusim::lowering {
 
 class FlatBatchNorm {
  public:
-  // `stat_rows`: the rows the statistics are over (0: `rows`; a data-parallel split: every
-  // core's rows).
-  FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag,
-                int64_t stat_rows = 0);
+  FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag);
 
   // Whether [rows, features] f32 values stream flat (and fit this kernel's VMEM areas).
   static bool Takes(int64_t rows, int64_t features);
@@ -29,17 +25,6 @@ class FlatBatchNorm {
                         uint64_t y);
   std::string Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
                    uint64_t dx, uint64_t dgamma, uint64_t dbeta);
-  // Training in two halves around an all-reduce of the sums (a data-parallel split): the
-  // per-feature sums of x and of x^2 to `sums` ([2, features] f32), then from the reduced
-  // sums the statistics (stored when `mean`, `var` are set) and y.
-  std::string PartialSums(uint64_t x, uint64_t sums);
-  std::string TrainingFromSums(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t sums, uint64_t y,
-                               std::optional<uint64_t> mean, std::optional<uint64_t> var);
-  // Grad in two halves the same way: sum(dy) and sum(dy * (x - mean)) to `sums`, then from
-  // the reduced sums dgamma, dbeta and dx.
-  std::string PartialGradSums(uint64_t x, uint64_t mean, uint64_t dy, uint64_t sums);
-  std::string GradFromSums(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
-                           uint64_t sums, uint64_t dx, uint64_t dgamma, uint64_t dbeta);
 
  private:
   int64_t Period() const;
@@ -64,7 +49,7 @@ class FlatBatchNorm {
   void GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx, uint64_t dgamma,
                   uint64_t dbeta);
 
-  int64_t rows_, features_, stat_rows_;
+  int64_t rows_, features_;
   double epsilon_;
   std::string tag_, code_;
   int descs_ = 0, streams_ = 0, stores_ = 0;

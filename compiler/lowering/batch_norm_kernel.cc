@@ -9,7 +9,6 @@
 
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/batch_norm_flat.h"
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/tile_kernel.h"
 
 namespace tpusim::lowering {
@@ -158,17 +157,11 @@ std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, Low
   const hlo::Shape& x = instr.operand(0)->shape();
   const std::optional<int64_t> fi = instr.GetInt("feature_index");
   if (!F32(x) || x.dims.empty() || !fi || *fi != static_cast<int64_t>(x.dims.size()) - 1) return "";
-  // Under a split, inference normalises each core's rows of x with the whole statistics;
-  // training and grad need the whole batch's sums (SplitBatchNormKernels).
-  const bool share = code == Opcode::kBatchNormInference && c.split > 0 &&
-                     IsShare(c, instr.operand(0)) && x.dims[0] == c.split && c.split % c.cores == 0;
   for (const HloInstruction* o : instr.operands())
-    if (!F32(o->shape()) ||
-        (c.split > 0 && HasDim(o->shape(), c.split) && !(share && o == instr.operand(0))))
-      return "";
+    if (!F32(o->shape())) return "";
   BatchNorm bn;
   bn.features = x.dims.back();
-  bn.rows = bn.features ? x.ElementCount() / bn.features / (share ? c.cores : 1) : 0;
+  bn.rows = bn.features ? x.ElementCount() / bn.features : 0;
   if (bn.rows <= 0 || bn.features <= 0 || bn.features > kMaxFeatures) return "";
   bn.prologue = {std::string("vmovi ") + kInvRows + ", " + F32Immediate(1.0 / bn.rows),
                  std::string("vmovi ") + kEpsilon + ", " +
@@ -204,57 +197,6 @@ std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, Low
   op.kind = KernelKind::kVpu;
   op.exact = true;
   return bn.code;
-}
-
-std::optional<SplitBatchNorm> SplitBatchNormKernels(const HloInstruction& instr, const OpContext& c,
-                                                    LoweredOp& op) {
-  const bool grad = instr.opcode() == Opcode::kBatchNormGrad;
-  if ((!grad && instr.opcode() != Opcode::kBatchNormTraining) || c.split <= 0 || c.cores < 2)
-    return std::nullopt;
-  const hlo::Shape& x = instr.operand(0)->shape();
-  const std::optional<int64_t> fi = instr.GetInt("feature_index");
-  if (!F32(x) || !IsShare(c, instr.operand(0)) || x.dims.size() < 2 || x.dims[0] != c.split ||
-      x.dims[0] % c.cores || !fi || *fi != static_cast<int64_t>(x.dims.size()) - 1)
-    return std::nullopt;
-  // Operand 4 of a grad is dy, x's shape: a share too. The others are per feature.
-  for (size_t k = 1; k < instr.operand_count(); ++k) {
-    const HloInstruction* o = instr.operand(k);
-    const bool share = grad && k == 4 && o->shape().dims == x.dims && IsShare(c, o);
-    if (!F32(o->shape()) || (HasDim(o->shape(), c.split) && !share)) return std::nullopt;
-  }
-  const int64_t features = x.dims.back();
-  const int64_t rows = features > 0 ? x.ElementCount() / features / c.cores : 0;
-  // y's buffer holds the sums: at least two rows per core.
-  if (rows < 2 || !FlatBatchNorm::Takes(rows, features)) return std::nullopt;
-  const std::optional<uint64_t> y = Element(instr, 0, c);
-  if (!y) return std::nullopt;
-  const double eps = instr.GetFloat("epsilon").value_or(0.0);
-  const uint64_t in = c.address(instr.operand(0));
-  SplitBatchNorm s;
-  s.sums = *y;
-  s.sums_shape.type = hlo::PrimitiveType::kF32;
-  s.sums_shape.dims = {2, features};
-  const uint64_t matrix = static_cast<uint64_t>(rows * features) * 4;
-  op.kind = KernelKind::kVpu;
-  op.exact = true;
-  if (grad) {  // dx's buffer holds the sums until dx overwrites them
-    const std::optional<uint64_t> dgamma = Element(instr, 1, c), dbeta = Element(instr, 2, c);
-    if (!dgamma || !dbeta) return std::nullopt;
-    const uint64_t gamma = c.address(instr.operand(1)), mean = c.address(instr.operand(2));
-    const uint64_t var = c.address(instr.operand(3)), dy = c.address(instr.operand(4));
-    s.partial =
-        FlatBatchNorm(rows, features, eps, instr.name()).PartialGradSums(in, mean, dy, s.sums);
-    s.finish = FlatBatchNorm(rows, features, eps, instr.name(), rows * c.cores)
-                   .GradFromSums(in, gamma, mean, var, dy, s.sums, *y, *dgamma, *dbeta);
-    op.hbm_bytes = 5 * matrix + 16 * static_cast<uint64_t>(features) * 4;  // x, dy twice; dx
-    return s;
-  }
-  s.partial = FlatBatchNorm(rows, features, eps, instr.name()).PartialSums(in, s.sums);
-  s.finish = FlatBatchNorm(rows, features, eps, instr.name(), rows * c.cores)
-                 .TrainingFromSums(in, c.address(instr.operand(1)), c.address(instr.operand(2)),
-                                   s.sums, *y, Element(instr, 1, c), Element(instr, 2, c));
-  op.hbm_bytes = 3 * matrix + 12 * static_cast<uint64_t>(features) * 4;
-  return s;
 }
 
 }  // namespace tpusim::lowering

@@ -7,6 +7,7 @@
 #include "compiler/collectives/all_to_all.h"
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/collectives/ring_collectives.h"
+#include "compiler/collectives/ring_emitter.h"
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/op_kernels.h"
 
@@ -137,7 +138,7 @@ std::vector<std::string> CombinedAllReduce(const HloInstruction& instr,
   for (size_t i = 0; i < instr.operand_count(); ++i) {
     const HloInstruction* in = instr.operand(i);
     if (in->shape().type != hlo::PrimitiveType::kF32 || !in->shape().IsArray()) return {};
-    const uint64_t bytes = BytesPerCore(in->shape(), 0, 1);
+    const uint64_t bytes = ByteSize(in->shape());
     if (bytes == 0) continue;
     pieces.push_back({ctx.address(in), bytes, ElementAddress(instr, static_cast<int64_t>(i), ctx)});
     valid += bytes;
@@ -257,7 +258,7 @@ std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const Coll
     if (tuple) {
       if (instr.operand_count() != n)
         throw std::invalid_argument("all-to-all: the tuple form needs one operand per member");
-      chunk = BytesPerCore(in, 0, 1);
+      chunk = ByteSize(in);
       // Element p of every member's result (the same address on every core) receives this
       // core's operand for it; an element nothing reads is neither sent nor awaited.
       const std::optional<uint64_t> dest = ElementAddress(instr, static_cast<int64_t>(p), ctx);
@@ -270,7 +271,7 @@ std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const Coll
       int64_t before = 1;
       for (int64_t k = 0; k < d; ++k) before *= in.dims[k];
       op.exact = op.exact && before == 1;
-      chunk = BytesPerCore(in, 0, 1) / n;
+      chunk = ByteSize(in) / n;
       const uint64_t src = ctx.address(instr.operand(0)), out = ctx.address(&instr);
       for (size_t j = 0; j < n; ++j) sends.push_back({group[j], src + j * chunk, out + p * chunk});
       incoming = static_cast<int>(n);
@@ -282,41 +283,23 @@ std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const Coll
         sends, chunk, incoming, writers, c, instr.name(), kCollectiveFlagBase, ctx.mailbox));
   }
   if (!op.exact) op.note = "chunks strided along the split dimension: timed by their bytes";
-  op.hbm_bytes = 2 * BytesPerCore(instr.shape().IsTuple() ? in : instr.shape(), 0, 1);
+  op.hbm_bytes = 2 * ByteSize(instr.shape().IsTuple() ? in : instr.shape());
   return programs;
 }
 
 }  // namespace
 
-std::vector<std::string> DataParallelAllReduce(const hlo::Shape& shape, uint64_t address,
-                                               collectives::ReduceOp reduce, const std::string& tag,
-                                               const CollectiveContext& ctx, LoweredOp& op) {
-  std::vector<std::vector<int>> all(1);
-  for (int c = 0; c < ctx.cores; ++c) all[0].push_back(c);
-  const uint64_t bytes = BytesPerCore(shape, 0, 1);
-  const bool exact =
-      shape.IsArray() && bytes > 0 &&
-      (reduce == collectives::ReduceOp::kBitOr ? bytes % 4 == 0
-                                               : shape.type == hlo::PrimitiveType::kF32);
-  if (exact) {
-    auto programs = PiecesAllReduce({{address, bytes, address}}, bytes, all, ctx, reduce, tag, op);
-    if (!programs.empty()) return programs;
-  }
-  if (reduce == collectives::ReduceOp::kBitOr) reduce = collectives::ReduceOp::kSum;
-  return AllReduce(all, address, bytes, tag, ctx.ring, ctx.cores, reduce, ctx.mailbox, op);
-}
-
 std::vector<std::string> CollectiveKernels(const HloInstruction& instr,
                                            const CollectiveContext& ctx, LoweredOp& op) {
   const auto groups = Groups(instr, ctx.cores);
-  const uint64_t in_bytes = BytesPerCore(instr.operand(0)->shape(), 0, 1);
-  const uint64_t out_bytes = BytesPerCore(instr.shape(), 0, 1);
+  const uint64_t in_bytes = ByteSize(instr.operand(0)->shape());
+  const uint64_t out_bytes = ByteSize(instr.shape());
   const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
   op.kind = KernelKind::kCollective;
   switch (instr.opcode()) {
     case Opcode::kAllReduce: {
       uint64_t bytes = 0;
-      for (const HloInstruction* o : instr.operands()) bytes += BytesPerCore(o->shape(), 0, 1);
+      for (const HloInstruction* o : instr.operands()) bytes += ByteSize(o->shape());
       auto programs = AllReduce(
           groups, in, bytes, instr.name(), ctx.ring, ctx.cores,
           IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum,

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/collectives/ring_emitter.h"
 #include "compiler/hlo/ir.h"
 #include "compiler/lowering/lower.h"
 
@@ -26,13 +25,5 @@ struct CollectiveContext {
 // collective-permute (replica i runs on core i). Throws std::invalid_argument.
 std::vector<std::string> CollectiveKernels(const hlo::HloInstruction& instr,
                                            const CollectiveContext& ctx, LoweredOp& op);
-
-// The all-reduce over every core that data parallelism inserts after a value each core
-// computed from its share of the batch (`shape` at `address`): a sum of partial sums, or
-// (kBitOr) the union of disjoint parts each core wrote into zeros (a slice of the batch).
-// Exact (one ring, padding kept in VMEM) for an f32 sum and for an OR of 4-byte words.
-std::vector<std::string> DataParallelAllReduce(const hlo::Shape& shape, uint64_t address,
-                                               collectives::ReduceOp reduce, const std::string& tag,
-                                               const CollectiveContext& ctx, LoweredOp& op);
 
 }  // namespace tpusim::lowering

@@ -62,10 +62,10 @@ std::vector<Lowerer::ResultCopy> Lowerer::PlaceResult(const HloComputation& comp
 }
 
 ValueCopy Lowerer::CopyOf(const HloInstruction* leaf, int64_t leaf_element, uint64_t dst,
-                          const hlo::Shape& shape, bool carries, LoweredOp& op) {
+                          const hlo::Shape& shape, LoweredOp& op) {
   ValueCopy c;
   c.dst = dst;
-  c.bytes = CopyBytes(shape, carries);
+  c.bytes = ByteSize(shape);
   if (shape.IsTuple()) {  // its leaves are buffers of their own, not one block
     op.exact = false;
     op.note += std::string(op.note.empty() ? "" : "; ") + "%" + leaf->name() +
@@ -102,7 +102,7 @@ void Lowerer::EmitCopies(const std::vector<ValueCopy>& copies, const std::string
 }
 
 // call: the computation's kernels inline, its parameters the call's operands.
-void Lowerer::LowerCall(const HloInstruction& c, int64_t executions, bool carries) {
+void Lowerer::LowerCall(const HloInstruction& c, int64_t executions) {
   const HloComputation* comp = c.to_apply();
   if (!comp) throw std::invalid_argument("%" + c.name() + " (call): no computation to call");
   const std::vector<HloInstruction*> params = comp->parameters();
@@ -113,13 +113,13 @@ void Lowerer::LowerCall(const HloInstruction& c, int64_t executions, bool carrie
   Enter(*comp);
   for (size_t k = 0; k < params.size(); ++k) buffers_.Bind(params[k], c.operand(k));
   const std::vector<ResultCopy> pending = PlaceResult(*comp, c);
-  LowerCalled(*comp, executions, carries);
+  LowerCalled(*comp, executions);
   if (pending.empty()) return;
   LoweredOp op = CopyOp(c.name() + ".result", executions);
   std::vector<ValueCopy> copies;
   for (const ResultCopy& p : pending)
     copies.push_back(CopyOf(p.leaf, p.leaf_element, Address(&c, p.element),
-                            ElementShape(c.shape(), p.element), carries, op));
+                            ElementShape(c.shape(), p.element), op));
   EmitCopies(copies, c.name(), op);
   out_.ops.push_back(std::move(op));
 }
@@ -127,7 +127,7 @@ void Lowerer::LowerCall(const HloInstruction& c, int64_t executions, bool carrie
 // conditional: the sequencer reads the predicate or branch index (branch_dispatch.h) and
 // runs only the chosen branch's kernels; every branch leaves its result in the
 // conditional's buffers, computed in place where it can, else copied there.
-void Lowerer::LowerConditional(const HloInstruction& c, int64_t executions, bool carries) {
+void Lowerer::LowerConditional(const HloInstruction& c, int64_t executions) {
   const std::vector<HloComputation*> branches = c.branch_computations();
   if (branches.empty() || branches.size() + 1 != c.operand_count())
     throw std::invalid_argument("%" + c.name() +
@@ -162,12 +162,11 @@ void Lowerer::LowerConditional(const HloInstruction& c, int64_t executions, bool
     if (fixed && *fixed != k) continue;
     Emit(label + "_b" + std::to_string(k) + ":\n");
     buffers_.Bind(branches[k]->parameters()[0], c.operand(k + 1));
-    LowerCalled(*branches[k], executions, carries);
+    LowerCalled(*branches[k], executions);
     std::vector<ValueCopy> leaf_copies;
     for (const ResultCopy& copy : copies[k])
       leaf_copies.push_back(CopyOf(copy.leaf, copy.leaf_element, Address(&c, copy.element),
-                                   ElementShape(c.shape(), copy.element), carries,
-                                   out_.ops[op_index]));
+                                   ElementShape(c.shape(), copy.element), out_.ops[op_index]));
     EmitCopies(leaf_copies, c.name(), out_.ops[op_index]);
     Emit("    jmp " + label + "_end\n");
   }

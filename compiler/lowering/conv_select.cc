@@ -28,7 +28,7 @@ std::optional<WeightGradShape> WeightGradShapeOf(const HloInstruction& conv,
   if (!cd || cd->labels != "f01b_i01o->01bf" || !win || win->dims.size() != 2 ||
       x.type != PrimitiveType::kF32 || dy.type != PrimitiveType::kF32 ||
       conv.shape().type != PrimitiveType::kF32 || !OneGroup(conv) ||
-      ConvolutionWork(conv, at.split, at.cores).passes != 1)
+      ConvolutionWork(conv).passes != 1)
     return std::nullopt;
   // Window dilation and padding (the kernel takes them only with folded taps) must be the
   // same in both spatial dimensions.
@@ -43,7 +43,6 @@ std::optional<WeightGradShape> WeightGradShapeOf(const HloInstruction& conv,
   s.dilation = wx.rhs_dilate, s.pad_lo = wx.pad_low, s.pad_hi = wx.pad_high;
   if (dy.dims[0] != s.batch || win->dims[0].size != s.ho || win->dims[1].size != s.wo)
     return std::nullopt;
-  if (at.split > 0 && s.batch == at.split) s.batch /= at.cores;
   s.mxus = at.mxus;
   try {
     CheckWeightGradShape(s);
@@ -68,7 +67,6 @@ std::optional<ConvShape> ConvShapeOf(const HloInstruction& conv, const ConvPlace
   const hlo::Shape &in = conv.operand(0)->shape(), &ker = conv.operand(1)->shape();
   ConvShape s;
   s.batch = in.dims[0], s.h = in.dims[1], s.w = in.dims[2];
-  if (at.split > 0 && s.batch == at.split) s.batch /= at.cores;
   s.cin = ker.dims[static_cast<size_t>(cd->kernel_input_feature)];
   s.cout = ker.dims[static_cast<size_t>(cd->kernel_output_feature)];
   s.kh = y.size, s.kw = x.size, s.stride = y.stride, s.pad_lo = y.pad_low, s.pad_hi = y.pad_high;
@@ -86,18 +84,18 @@ std::optional<ConvShape> ConvShapeOf(const HloInstruction& conv, const ConvPlace
   return s;
 }
 
-bool ConvKernelIsExact(const HloInstruction& conv, const ConvPlacement& at) {
+bool ConvKernelIsExact(const HloInstruction& conv) {
   const hlo::ConvDims* cd = conv.conv_dims();
   const bool known_layout =
       cd && (cd->labels == "b01f_01io->b01f" || cd->labels == "b01f_01oi->b01f");
   return known_layout && FloatOrBf16(conv.operand(0)->shape()) &&
          FloatOrBf16(conv.operand(1)->shape()) && FloatOrBf16(conv.shape()) &&
-         ConvolutionWork(conv, at.split, at.cores).passes == 1;
+         ConvolutionWork(conv).passes == 1;
 }
 
 bool OnExactConvKernel(const HloInstruction& conv, const ConvPlacement& at) {
   if (WeightGradShapeOf(conv, at)) return true;
-  return ConvShapeOf(conv, at) && ConvKernelIsExact(conv, at);
+  return ConvShapeOf(conv, at) && ConvKernelIsExact(conv);
 }
 
 }  // namespace tpusim::lowering

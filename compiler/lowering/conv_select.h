@@ -12,11 +12,8 @@
 
 namespace tpusim::lowering {
 
-// Where a convolution runs: the data-parallel batch divided over `cores` (0: none), MXUs per
-// core (TPU v3: 2).
+// Where a convolution runs: MXUs per core (TPU v3: 2).
 struct ConvPlacement {
-  int64_t split = 0;
-  int cores = 1;
   int mxus = 2;
 };
 
@@ -33,7 +30,7 @@ std::optional<ConvShape> ConvShapeOf(const hlo::HloInstruction& conv, const Conv
 
 // The implicit-GEMM kernel computes `conv`'s values (not only its timing): kernel layout
 // `01io` or `01oi`, f32 or bf16 operands, f32 result, DEFAULT precision.
-bool ConvKernelIsExact(const hlo::HloInstruction& conv, const ConvPlacement& at);
+bool ConvKernelIsExact(const hlo::HloInstruction& conv);
 
 // `conv` lowers to a kernel that computes its values.
 bool OnExactConvKernel(const hlo::HloInstruction& conv, const ConvPlacement& at = {});

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/move_kernel.h"
 
 namespace tpusim::lowering {
@@ -86,7 +85,6 @@ std::string DynamicSliceKernel(const HloInstruction& instr, const OpContext& c, 
         (start->opcode() == Opcode::kConstant && start->literal().ints.empty()))
       return "";
   }
-  if (c.split > 0 && (HasDim(whole, c.split) || HasDim(block, c.split))) return "";
   // Constants have no HBM buffer (kernels take them as immediates): a slice of a constant
   // table stays timing-only (it read whatever lay at address 0 and was marked exact).
   if (instr.operand(0)->opcode() == Opcode::kConstant ||
@@ -114,8 +112,7 @@ std::string DynamicSliceKernel(const HloInstruction& instr, const OpContext& c, 
     return "";
   }
   op.kind = KernelKind::kDma;
-  op.hbm_bytes =
-      2 * BytesPerCore(block, 0, 1) + (update && in != out ? 2 * BytesPerCore(whole, 0, 1) : 0);
+  op.hbm_bytes = 2 * ByteSize(block) + (update && in != out ? 2 * ByteSize(whole) : 0);
   op.exact = true;
   return ".tag \"" + instr.name() + "\"\n" + Offset(instr, first, whole, block, c) + code;
 }

@@ -14,8 +14,7 @@
 namespace tpusim::lowering {
 
 // The kernel with `op` filled; empty when the op is not one of these forms (elements that
-// are not 32-bit, a vector of start indices, a data-parallel split, a block the DMA
-// descriptors cannot shape).
+// are not 32-bit, a vector of start indices, a block the DMA descriptors cannot shape).
 std::string DynamicSliceKernel(const hlo::HloInstruction& instr, const OpContext& ctx,
                                LoweredOp& op);
 

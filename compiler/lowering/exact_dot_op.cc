@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/exact_dot_kernel.h"
 #include "compiler/lowering/mxu_ops.h"
 
@@ -62,7 +61,7 @@ std::string ExactDotOp(const HloInstruction& instr, const OpContext& c, LoweredO
   const hlo::IntList &lbd = lb ? *lb : none, &rbd = rb ? *rb : none;
   if (!lc || !rc || lc->empty() || rc->empty() || lbd.size() != rbd.size() || lbd.size() > 2 ||
       !FloatOrBf16(lw) || !FloatOrBf16(rw) || instr.shape().type != hlo::PrimitiveType::kF32 ||
-      DotWork(instr, 0, 1).passes != 1)
+      DotWork(instr).passes != 1)
     return "";
   // l and r: the operands as the kernel reads them (merged into matrices without batch
   // dimensions); lw and rw: as the module holds them.
@@ -70,30 +69,14 @@ std::string ExactDotOp(const HloInstruction& instr, const OpContext& c, LoweredO
   int64_t lk = lc->size() == 1 ? (*lc)[0] : -1, rk = rc->size() == 1 ? (*rc)[0] : -1;
   if (lbd.empty()) lk = AsMatrix(l, *lc), rk = AsMatrix(r, *rc);
   if (lk < 0 || rk < 0) return "";
-  // Under a data-parallel split an operand with the batch holds its share, the batch leading
-  // (data_parallel.h): as M, the lhs's free dimension, or as K in both operands (each core
-  // then computes a partial sum, all-reduced after the dot), or as the outer batch
-  // dimension of both (attention's [batch, heads] dots: each core takes its examples).
-  const bool l_split = IsShare(c, instr.operand(0)), r_split = IsShare(c, instr.operand(1));
-  if ((c.split > 0 && HasDim(lw, c.split) && !l_split) ||
-      (c.split > 0 && HasDim(rw, c.split) && !r_split))
-    return "";  // a whole operand with a batch-sized dimension: the shapes are ambiguous
-  if ((l_split || r_split) && (!ShareOf(lw, c.split, c.cores) || !ShareOf(rw, c.split, c.cores)))
-    return "";
-  const bool split_batch = l_split && r_split && !lbd.empty() && lbd[0] == 0 && rbd[0] == 0;
-  if ((l_split || r_split) && !lbd.empty() && !split_batch) return "";
   const int64_t fa = FreeDim(l, lbd, lk), fb = FreeDim(r, rbd, rk);
-  const bool split_m = l_split && !r_split && fa == 0,
-             split_k = l_split && r_split && lk == 0 && rk == 0;
-  if ((l_split || r_split) && !split_m && !split_k && !split_batch) return "";
   const int64_t l_minor = static_cast<int64_t>(l.dims.size()) - 1;
   const int64_t r_minor = static_cast<int64_t>(r.dims.size()) - 1;
   if (fa < 0 || fb < 0 || (lk != l_minor && fa != l_minor) || (rk != r_minor && fb != r_minor))
     return "";
   const std::vector<int64_t> sl = Strides(l), sr = Strides(r);
   ExactDotShape d;
-  d.m = l.dims[fa] / (split_m ? c.cores : 1), d.k = l.dims[lk] / (split_k ? c.cores : 1);
-  d.n = r.dims[fb];
+  d.m = l.dims[fa], d.k = l.dims[lk], d.n = r.dims[fb];
   const bool a_t = fa == l_minor, b_t = rk == r_minor;  // stored as A^T [k, m], B^T [n, k]
   d.a = {c.address(instr.operand(0)), d.m, d.k, a_t, l.type == hlo::PrimitiveType::kBF16,
          a_t ? sl[lk] : sl[fa]};
@@ -101,11 +84,10 @@ std::string ExactDotOp(const HloInstruction& instr, const OpContext& c, LoweredO
          b_t ? sr[fb] : sr[rk]};
   if (!lbd.empty()) {  // the last batch dimension is the inner one
     const size_t in = lbd.size() - 1;
-    const int64_t share = split_batch ? c.cores : 1;  // the split batch is lbd[0]
-    d.batch.inner = l.dims[lbd[in]] / (in == 0 ? share : 1);
+    d.batch.inner = l.dims[lbd[in]];
     d.a.inner_stride = sl[lbd[in]], d.b.inner_stride = sr[rbd[in]];
     if (in == 1) {
-      d.batch.outer = l.dims[lbd[0]] / share;
+      d.batch.outer = l.dims[lbd[0]];
       d.a.outer_stride = sl[lbd[0]], d.b.outer_stride = sr[rbd[0]];
     }
   }
@@ -118,8 +100,7 @@ std::string ExactDotOp(const HloInstruction& instr, const OpContext& c, LoweredO
   }
   op.kind = KernelKind::kMxu;
   op.flops = 2.0 * d.m * d.k * d.n * d.batch.count();
-  op.hbm_bytes = BytesPerCore(lw, c.split, c.cores) + BytesPerCore(rw, c.split, c.cores) +
-                 BytesPerCore(instr.shape(), c.split, c.cores);
+  op.hbm_bytes = ByteSize(lw) + ByteSize(rw) + ByteSize(instr.shape());
   op.exact = true;
   return k;
 }

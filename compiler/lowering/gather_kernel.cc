@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -92,19 +91,8 @@ std::string GatherKernel(const HloInstruction& instr, const OpContext& c, Lowere
     return "";
   const std::optional<GatherForm> form = FormOf(instr);
   if (!form) return "";
-  // Under a data-parallel split each core gathers for its share of the indices: from the
-  // whole table (weights), or from its share of it when the row is the index's position.
-  int64_t rows = table.dims[0];
-  if (c.split > 0 && HasDim(idx, c.split)) {
-    if (!IsShare(c, instr.operand(1)) || !ShareOf(idx, c.split, c.cores)) return "";
-    const bool table_share = IsShare(c, instr.operand(0));
-    if (table_share != (form->row_coord < 0)) return "";
-    if (table_share) rows /= c.cores;
-  } else if (c.split > 0 && HasDim(table, c.split)) {
-    return "";
-  }
-  const int64_t vectors =
-      static_cast<int64_t>(BytesPerCore(idx, c.split, c.cores)) / 4 / form->coords;
+  const int64_t rows = table.dims[0];
+  const int64_t vectors = static_cast<int64_t>(ByteSize(idx)) / 4 / form->coords;
   const int64_t slice = form->width * 4, per_batch = kBatchBytes / 4 / form->coords;
   if (vectors == 0 || slice == 0) return "";
   std::ostringstream s;

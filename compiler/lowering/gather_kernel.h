@@ -12,7 +12,7 @@
 namespace tpusim::lowering {
 
 // The kernel with `op` filled; empty when the gather is not an embedding lookup of 4-byte
-// elements (or the data-parallel split divides it).
+// elements.
 std::string GatherKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
 
 }  // namespace tpusim::lowering

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/tuple_results.h"
 #include "compiler/lowering/vpu_body.h"
 
@@ -202,12 +201,6 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
     return "";
   p.columns = whole ? x.ElementCount() : x.dims.back();
   p.lines = x.ElementCount() / std::max<int64_t>(p.columns, 1);
-  const bool split = c.split > 0 && HasDim(x, c.split);
-  if (split) {
-    if (whole) return "";  // the data-parallel split reduces over the batch itself
-    if (rank < 2 || x.dims[0] != c.split) return "";
-    p.lines /= c.cores;
-  }
   if (p.columns == 0 || p.lines == 0 ||
       (p.lines + kSlots - 1) / kSlots * ((p.columns + kChunkColumns - 1) / kChunkColumns) >
           kMaxBlocks)
@@ -236,12 +229,10 @@ std::string LineReduceKernel(const HloInstruction& instr, const OpContext& c, Lo
     if (ConstantBits(outside) || outside->shape().IsScalar()) {
       if (!ConstantBits(outside)) return "";  // a scalar with an HBM buffer: not read per line
       constants[local] = outside;
-    } else if (outside->opcode() == Opcode::kConstant || !IsWord32(outside->shape()) ||
-               (split && !IsShare(c, outside))) {
+    } else if (outside->opcode() == Opcode::kConstant || !IsWord32(outside->shape())) {
       return "";  // constants have no HBM buffer; pred arrays are bytes
     } else if (outside->shape().dims == x.dims ||
-               ((fused || whole) && !split &&
-                outside->shape().ElementCount() == x.ElementCount())) {
+               ((fused || whole) && outside->shape().ElementCount() == x.ElementCount())) {
       // (a fused reshape keeps the row-major order: the same elements, line by line)
       column_locals.push_back(local), p.column_inputs.push_back(c.address(outside));
     } else if (fused && !whole &&

@@ -8,8 +8,6 @@
 #include <utility>
 
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/batch_norm_kernel.h"
-#include "compiler/lowering/batch_slice_kernel.h"
 #include "compiler/lowering/collective_kernels.h"
 #include "compiler/lowering/lowerer.h"
 #include "compiler/lowering/move_ops.h"
@@ -39,23 +37,6 @@ std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int
   return {};
 }
 
-// Inside a computation run on each core's share of the batch: the op's result or an operand
-// has the batch dimension (a loop counter does not).
-bool TouchesBatch(const HloInstruction& i, int64_t batch) {
-  return HasDim(i.shape(), batch) ||
-         std::any_of(i.operands().begin(), i.operands().end(),
-                     [&](const HloInstruction* o) { return HasDim(o->shape(), batch); });
-}
-
-// An op that reads an array with the batch dimension and returns one without it: each core
-// computed a partial sum over its share (data_parallel.h).
-bool ReducesBatch(const HloInstruction& i, int64_t batch) {
-  return i.shape().IsArray() && !HasDim(i.shape(), batch) &&
-         std::any_of(i.operands().begin(), i.operands().end(), [&](const HloInstruction* o) {
-           return o->shape().IsArray() && HasDim(o->shape(), batch);
-         });
-}
-
 }  // namespace
 
 Lowerer::Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o)
@@ -74,10 +55,10 @@ LoweredModule Lowerer::Run() {
   if (out_.replicas == 1 && opt_.cores > 1) {
     out_.not_split_reason = module_.batch_not_split_reason;
   } else {
-    batch_.batch = 0, batch_.inputs = DeviceInputs(entry, out_.replicas);
+    inputs_ = DeviceInputs(entry, out_.replicas);
     out_.data_parallel = module_.inferred_batch > 0;
   }
-  for (const HloInstruction* in : batch_.inputs) out_.batch_parameters.push_back(in->name());
+  for (const HloInstruction* in : inputs_) out_.batch_parameters.push_back(in->name());
   SetUpInfeed();
   Emit(opt_.infeed ? "    wait seq, f" + std::to_string(kInfeedFlag) + ", 1   # infeed\n" : "");
   LowerComputation(entry, 1, /*entry=*/true);
@@ -90,8 +71,7 @@ LoweredModule Lowerer::Run() {
   WriteConstantResults(leaves);
   Emit("    halt\n");
   if (const std::optional<uint64_t> top = CollectiveMailbox(opt_)) buffers_.CheckCapacity(*top);
-  for (const HloInstruction* l : leaves)
-    out_.outputs.push_back({l->name(), Address(l), batch_.carrying.count(l) > 0});
+  for (const HloInstruction* l : leaves) out_.outputs.push_back({l->name(), Address(l)});
   for (auto& t : text_) out_.programs.push_back(t.str());
   out_.exact =
       std::all_of(out_.ops.begin(), out_.ops.end(), [](const LoweredOp& o) { return o.exact; });
@@ -109,23 +89,21 @@ void Lowerer::WriteConstantResults(const std::vector<const HloInstruction*>& lea
       CopyOp(constants.size() == 1 ? constants[0]->name() + ".result" : "constant-results", 1);
   std::vector<ValueCopy> copies;
   for (const HloInstruction* l : constants)
-    copies.push_back(CopyOf(l, 0, Address(l), l->shape(), false, op));
+    copies.push_back(CopyOf(l, 0, Address(l), l->shape(), op));
   EmitCopies(copies, op.name, op);
   out_.ops.push_back(std::move(op));
 }
 
+// Each device holds its share of the step's batch: its inputs' leading dimension.
 void Lowerer::SetUpInfeed() {
-  int64_t b = batch_.batch ? batch_.batch : 0;
-  if (!b && !batch_.inputs.empty())
-    b = batch_.inputs[0]->shape().dims[0] * std::max(1, out_.replicas);
+  const int64_t b = inputs_.empty() ? 0 : inputs_[0]->shape().dims[0] * std::max(1, out_.replicas);
   out_.global_batch = b;
   out_.batch_per_core = b / opt_.cores;
-  for (const HloInstruction* in : batch_.inputs) {
-    const uint64_t per_core = BytesPerCore(in->shape(), batch_.batch, opt_.cores);
+  for (const HloInstruction* in : inputs_) {
     if (out_.batch_per_core > 0)
-      out_.example_bytes += per_core / static_cast<uint64_t>(out_.batch_per_core);
+      out_.example_bytes += ByteSize(in->shape()) / static_cast<uint64_t>(out_.batch_per_core);
   }
-  if (!batch_.inputs.empty()) out_.infeed_address = Address(batch_.inputs[0]);
+  if (!inputs_.empty()) out_.infeed_address = Address(inputs_[0]);
 }
 
 void Lowerer::Emit(const std::string& s) {
@@ -136,20 +114,18 @@ void Lowerer::LowerComputation(const HloComputation& comp, int64_t executions, b
   for (const auto& owned : comp.instructions()) {
     const HloInstruction& i = *owned;
     if (i.opcode() == Opcode::kParameter && !entry) continue;
-    LowerInstruction(i, executions, entry);
+    LowerInstruction(i, executions);
   }
 }
 
-void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool entry) {
-  const bool carries = entry ? (batch_.carrying.count(&i) || batch_.reduced.count(&i))
-                             : in_batch_ && TouchesBatch(i, batch_.batch);
+void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
   switch (i.opcode()) {
     case Opcode::kWhile:
-      return LowerWhile(i, executions, entry);
+      return LowerWhile(i, executions);
     case Opcode::kCall:
-      return LowerCall(i, executions, carries);
+      return LowerCall(i, executions);
     case Opcode::kConditional:
-      return LowerConditional(i, executions, carries);
+      return LowerConditional(i, executions);
     default:
       break;
   }
@@ -157,8 +133,8 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   op.name = i.name();
   op.opcode = std::string(hlo::OpcodeName(i.opcode()));
   op.executions = executions;
-  const OpContext ctx = Context(carries, entry);
-  if (carries && LowerSplitBatchNorm(i, ctx, op)) return;
+  const OpContext ctx{[this](const HloInstruction* v) { return Address(v); }, opt_.cores,
+                      opt_.mxus_per_core, opt_.rng_seed};
   std::vector<std::string> per_core;
   try {
     if (i.opcode() == Opcode::kReplicaId || i.opcode() == Opcode::kPartitionId) {
@@ -170,12 +146,8 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
                             opt_.cores, CollectiveMailbox(opt_), opt_.mxus_per_core},
           op);
     } else {
-      if (IsBatchSlice(i, ctx.split) && IsShare(ctx, i.operand(0))) {
-        per_core = BatchSliceKernels(i, ctx, op);  // each core's rows of the window
-      } else {
-        const std::string k = OpKernel(i, ctx, op);
-        if (!k.empty()) per_core.assign(static_cast<size_t>(opt_.cores), k);
-      }
+      const std::string k = OpKernel(i, ctx, op);
+      if (!k.empty()) per_core.assign(static_cast<size_t>(opt_.cores), k);
     }
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("%" + i.name() + " (" + op.opcode + "): " + e.what());
@@ -183,70 +155,6 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions, bool
   AppendKernels(per_core);
   out_.flops_per_step_per_core += op.flops * static_cast<double>(executions);
   out_.ops.push_back(std::move(op));
-  const bool whole = i.opcode() == Opcode::kGetTupleElement && whole_grads_.count(i.operand(0));
-  if (!whole && (entry ? batch_.reduced.count(&i) > 0 : carries && ReducesBatch(i, batch_.batch)))
-    AllReducePartial(i, executions);
-}
-
-// The context of an op's kernel; `carries`: the op computes on each core's share. In the
-// entry the batch analysis knows which values are shares; inside a loop, call or branch
-// run on shares, every value with the batch's size is one.
-OpContext Lowerer::Context(bool carries, bool entry) {
-  OpContext c{[this](const HloInstruction* v) { return Address(v); },
-              carries ? batch_.batch : 0,
-              nullptr,
-              opt_.cores,
-              opt_.mxus_per_core,
-              opt_.rng_seed};
-  if (entry) c.is_share = [this](const HloInstruction* v) { return batch_.carrying.count(v) > 0; };
-  return c;
-}
-
-// A value each core computed from its share of the batch: sum it over the cores (a slice of
-// the batch: OR the cores' disjoint rows).
-void Lowerer::AllReducePartial(const HloInstruction& i, int64_t executions) {
-  LoweredOp op;
-  op.name = i.name() + ".data-parallel-all-reduce";
-  op.opcode = "all-reduce";
-  op.executions = executions;
-  const auto known = batch_.reduced.find(&i);  // entry values: the analysis's combination
-  const collectives::ReduceOp combine = known != batch_.reduced.end() ? known->second
-                                        : IsBatchSlice(i, batch_.batch)
-                                            ? collectives::ReduceOp::kBitOr
-                                            : collectives::ReduceOp::kSum;
-  op.note = "inserted: %" + i.name() +
-            (combine == collectives::ReduceOp::kBitOr
-                 ? " is a slice of the batch: each core holds its rows of it"
-             : combine == collectives::ReduceOp::kMax
-                 ? " is a partial maximum over each core's share of the batch"
-                 : " is a partial sum over each core's share of the batch");
-  const CollectiveContext ctx{[this](const HloInstruction* v) { return Address(v); }, opt_.ring,
-                              opt_.cores, CollectiveMailbox(opt_), opt_.mxus_per_core};
-  AppendKernels(DataParallelAllReduce(i.shape(), Address(&i), combine, op.name, ctx, op));
-  out_.ops.push_back(std::move(op));
-}
-
-// batch-norm-training over the split batch: each core's sums, their all-reduce, then the
-// statistics and y from the whole batch's sums. False when it does not take the op.
-bool Lowerer::LowerSplitBatchNorm(const HloInstruction& i, const OpContext& ctx, LoweredOp& op) {
-  const std::optional<SplitBatchNorm> bn = SplitBatchNormKernels(i, ctx, op);
-  if (!bn) return false;
-  const size_t cores = static_cast<size_t>(opt_.cores);
-  LoweredOp sums;
-  sums.name = i.name() + ".data-parallel-all-reduce";
-  sums.opcode = "all-reduce";
-  sums.executions = op.executions;
-  sums.note = "inserted: the sums of %" + i.name() + " over each core's share of the batch";
-  const CollectiveContext collective{[this](const HloInstruction* v) { return Address(v); },
-                                     opt_.ring, opt_.cores, CollectiveMailbox(opt_)};
-  AppendKernels(std::vector<std::string>(cores, bn->partial));
-  AppendKernels(DataParallelAllReduce(bn->sums_shape, bn->sums, collectives::ReduceOp::kSum,
-                                      sums.name, collective, sums));
-  AppendKernels(std::vector<std::string>(cores, bn->finish));
-  out_.ops.push_back(std::move(op));
-  out_.ops.push_back(std::move(sums));
-  if (i.opcode() == Opcode::kBatchNormGrad) whole_grads_.insert(&i);
-  return true;
 }
 
 void Lowerer::AppendKernels(const std::vector<std::string>& per_core) {
@@ -256,16 +164,8 @@ void Lowerer::AppendKernels(const std::vector<std::string>& per_core) {
   for (size_t c = 0; c < text_.size(); ++c) text_[c] << ScopeKernel(per_core[c], prefix) << barrier;
 }
 
-void Lowerer::LowerCalled(const HloComputation& comp, int64_t executions, bool carries) {
-  const bool saved = in_batch_;
-  in_batch_ = carries;
-  LowerComputation(comp, executions, false);
-  in_batch_ = saved;
-}
-
-// Bytes of a value of `shape` on each core (its share when it carries the split batch).
-uint64_t Lowerer::CopyBytes(const hlo::Shape& shape, bool carries) const {
-  return BytesPerCore(shape, carries ? batch_.batch : 0, opt_.cores);
+void Lowerer::LowerCalled(const HloComputation& comp, int64_t executions) {
+  LowerComputation(comp, executions, /*entry=*/false);
 }
 
 hlo::Result<LoweredModule> LowerModule(const hlo::HloModule& module, const passes::MemoryPlan& plan,

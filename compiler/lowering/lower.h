@@ -3,10 +3,11 @@
 // DMA copy or ring collective; docs/compiler.md), kernels run one after another separated
 // by a drain barrier, while loops become counted ISA loops whose state lives in the while's
 // buffers, and values inside loops, calls and branches get buffers of their own above the
-// memory plan (control_flow.cc, value_buffers.h). A module with
-// replica_count = cores runs as written on every core; a single-replica module is made
-// data parallel (data_parallel.h): its batch is split over the cores and every value
-// reduced over the batch is all-reduced.
+// memory plan (control_flow.cc, value_buffers.h). The module is one device's program: a
+// module of replica_count x num_partitions = cores devices runs device k on core k; a
+// single-replica module runs whole on every core. Data parallelism is decided before the
+// lowering: the batch-sharding pass and the SPMD partitioner (docs/spmd.md) turn a
+// single-replica step into a per-device program with its all-reduces.
 #pragma once
 
 #include <cstdint>
@@ -47,20 +48,19 @@ struct LoweredOp {
   uint64_t hbm_bytes = 0;  // bytes the kernel moves through HBM per core
   int64_t executions = 1;  // trip count of the loops around it
   bool exact = false;      // the kernel computes the op's values (not only its timing)
-  std::string note;        // padding, data-parallel all-reduce, approximations
+  std::string note;        // padding, approximations
 };
 
 struct OutputBuffer {  // one leaf of the entry's result
   std::string name;
   uint64_t address = 0;  // HBM, on every core
-  bool split = false;    // each core holds its share of the batch (rows of dim 0)
 };
 
 struct LoweredModule {
   std::vector<std::string> programs;  // assembly, one per core
   std::vector<LoweredOp> ops;
   int replicas = 1;              // devices: the module's replica_count x num_partitions
-  bool data_parallel = false;    // single-replica module split over the cores
+  bool data_parallel = false;    // a single-replica step the batch-sharding pass split
   std::string not_split_reason;  // single-replica module run whole on every core: why
   int64_t global_batch = 0, batch_per_core = 0;
   std::vector<std::string> batch_parameters;  // the inputs the host feeds each step

@@ -1,6 +1,5 @@
-// The lowering of one module (lower.h), shared by lower.cc (the entry, kernels, data
-// parallelism), control_flow.cc (call, conditional) and while_loop.cc. Internal to the
-// lowering.
+// The lowering of one module (lower.h), shared by lower.cc (the entry, kernels),
+// control_flow.cc (call, conditional) and while_loop.cc. Internal to the lowering.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +9,6 @@
 #include <vector>
 
 #include "compiler/hlo/ir.h"
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/lower.h"
 #include "compiler/lowering/op_kernels.h"
 #include "compiler/lowering/value_buffers.h"
@@ -47,13 +45,9 @@ class Lowerer {
   }
   void Emit(const std::string& s);
   void LowerComputation(const hlo::HloComputation& comp, int64_t executions, bool entry);
-  void LowerInstruction(const hlo::HloInstruction& i, int64_t executions, bool entry);
-  void AllReducePartial(const hlo::HloInstruction& i, int64_t executions);
-  bool LowerSplitBatchNorm(const hlo::HloInstruction& i, const OpContext& ctx, LoweredOp& op);
-  OpContext Context(bool carries, bool entry);
+  void LowerInstruction(const hlo::HloInstruction& i, int64_t executions);
   void AppendKernels(const std::vector<std::string>& per_core);
-  void LowerCalled(const hlo::HloComputation& comp, int64_t executions, bool carries);
-  uint64_t CopyBytes(const hlo::Shape& shape, bool carries) const;
+  void LowerCalled(const hlo::HloComputation& comp, int64_t executions);
 
   // control_flow.cc, while_loop.cc
   void Enter(const hlo::HloComputation& comp);
@@ -62,26 +56,23 @@ class Lowerer {
   // The copy of element `leaf_element` of `leaf` into `dst`; a constant is a fill of its word
   // (a constant of several values: `op` becomes timing only, with a note).
   ValueCopy CopyOf(const hlo::HloInstruction* leaf, int64_t leaf_element, uint64_t dst,
-                   const hlo::Shape& shape, bool carries, LoweredOp& op);
+                   const hlo::Shape& shape, LoweredOp& op);
   // Emits the copies whose source is not their destination; adds the bytes they move to `op`.
   void EmitCopies(const std::vector<ValueCopy>& copies, const std::string& tag, LoweredOp& op);
-  void LowerCall(const hlo::HloInstruction& c, int64_t executions, bool carries);
-  void LowerConditional(const hlo::HloInstruction& c, int64_t executions, bool carries);
-  void LowerWhile(const hlo::HloInstruction& w, int64_t executions, bool entry);
-  void CarryState(const hlo::HloInstruction& w, int64_t executions, bool carries);
+  void LowerCall(const hlo::HloInstruction& c, int64_t executions);
+  void LowerConditional(const hlo::HloInstruction& c, int64_t executions);
+  void LowerWhile(const hlo::HloInstruction& w, int64_t executions);
+  void CarryState(const hlo::HloInstruction& w, int64_t executions);
 
   const hlo::HloModule& module_;
   const passes::MemoryPlan& plan_;
   const LowerOptions& opt_;
   std::vector<std::ostringstream> text_;
   LoweredModule out_;
-  BatchAnalysis batch_;
+  std::vector<const hlo::HloInstruction*> inputs_;  // the batch the host feeds each step
   ValueBuffers buffers_;
   std::set<const hlo::HloComputation*> entered_;  // computations lowered at least once
-  // batch-norm-grads lowered on the split with their sums all-reduced: whole results.
-  std::set<const hlo::HloInstruction*> whole_grads_;
   int conditionals_ = 0, kernels_ = 0, loops_ = 0, loop_depth_ = 0;
-  bool in_batch_ = false;
 };
 
 }  // namespace tpusim::lowering

@@ -5,7 +5,6 @@
 #include <optional>
 #include <stdexcept>
 
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/move_kernel.h"
 
 namespace tpusim::lowering {
@@ -108,61 +107,6 @@ std::optional<float> FillImmediate(const HloInstruction* v, hlo::PrimitiveType t
   return std::nullopt;
 }
 
-// A copy of a value each core holds its share of (same shape and element type on both
-// sides): the share's bytes, as they lie.
-std::string SplitCopy(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  const hlo::Shape &in = instr.operand(0)->shape(), &out = instr.shape();
-  const int64_t elem = ElemBytesOf(out);
-  const uint64_t bytes = BytesPerCore(out, c.split, c.cores);
-  if (in.dims != out.dims || in.type != out.type || (elem != 4 && elem != 2) || !in.IsArray() ||
-      instr.operand(0)->opcode() == Opcode::kConstant)
-    return "";
-  const int64_t n = static_cast<int64_t>(bytes) / elem;
-  std::string k;
-  try {
-    k = MoveKernel(
-        {StridedMove{{n}, {elem}, {elem}, c.address(instr.operand(0)), c.address(&instr), elem}},
-        nullptr, instr.name());
-  } catch (const std::invalid_argument&) {
-    return "";
-  }
-  op.kind = KernelKind::kDma;
-  op.hbm_bytes = 2 * bytes;
-  op.exact = true;
-  return k;
-}
-
-// Under a data-parallel split, an op whose result is a share (the batch leading) and that
-// leaves the leading dimension as it is: it moves each core's rows as the whole op moves all.
-bool KeepsBatchLeading(const HloInstruction& instr, const OpContext& c) {
-  if (!IsShare(c, &instr) || instr.shape().dims.empty() || instr.shape().dims[0] != c.split)
-    return false;
-  for (const HloInstruction* o : instr.operands())
-    if (HasDim(o->shape(), c.split) && (!IsShare(c, o) || o->shape().dims[0] != c.split))
-      return false;
-  const std::vector<int64_t>* dims = instr.dimensions();
-  switch (instr.opcode()) {
-    case Opcode::kSlice: {
-      const hlo::SliceDim& b = (*instr.slice())[0];
-      return b.start == 0 && b.limit == c.split && b.stride == 1;
-    }
-    case Opcode::kConcatenate:
-      return (*dims)[0] != 0;
-    case Opcode::kPad: {
-      const hlo::PadDim& p = (*instr.padding())[0];
-      return p.low == 0 && p.high == 0;
-    }
-    case Opcode::kTranspose:
-      return (*dims)[0] == 0;
-    case Opcode::kReverse:
-      return std::find(dims->begin(), dims->end(), 0) == dims->end();
-    case Opcode::kBroadcast:  // the operand's batch, if it has one, stays leading
-      return !HasDim(instr.operand(0)->shape(), c.split) || (!dims->empty() && (*dims)[0] == 0);
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
@@ -172,12 +116,8 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
       code != Opcode::kPad)
     return "";
   if (!instr.shape().IsArray() || instr.shape().ElementCount() == 0) return "";
-  if (c.split > 0 && code == Opcode::kCopy && HasDim(instr.shape(), c.split))
-    return SplitCopy(instr, c, op);
-  const bool shares = c.split > 0 && HasDim(instr.shape(), c.split);
-  if (shares && !KeepsBatchLeading(instr, c)) return "";
   for (const HloInstruction* o : instr.operands())
-    if (!o->shape().IsArray() || (!shares && c.split > 0 && HasDim(o->shape(), c.split))) return "";
+    if (!o->shape().IsArray()) return "";
   const int64_t elem = ElemBytesOf(instr.shape());
   if (elem != 4 && elem != 2) return "";
   // Constants have no HBM buffer (kernels take them as immediates): a scalar one broadcast
@@ -210,11 +150,6 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   } catch (const std::invalid_argument&) {
     return "";  // the byte-count copy models its timing
   }
-  // Each core's rows: the leading dimension divided, every stride as on the whole.
-  const int64_t cores = shares ? c.cores : 1;
-  for (StridedMove& m : moves)
-    if (!m.dims.empty()) m.dims[0] /= cores;
-  if (fill) fill->bytes /= cores;
   std::string k;
   try {
     k = MoveKernel(moves, fill ? &*fill : nullptr, instr.name());
@@ -222,7 +157,7 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
     return "";
   }
   op.kind = KernelKind::kDma;
-  op.hbm_bytes = 2 * static_cast<uint64_t>(instr.shape().ElementCount() * elem / cores);
+  op.hbm_bytes = 2 * static_cast<uint64_t>(instr.shape().ElementCount() * elem);
   op.exact = true;
   return k;
 }

@@ -36,24 +36,11 @@ int Passes(const HloInstruction& op) {
   return passes;
 }
 
-// Divides the first of `sizes` equal to `split` by `cores`; true if one was.
-bool SplitOne(std::vector<int64_t*> sizes, const std::vector<std::vector<int64_t>>& dims,
-              int64_t split, int cores) {
-  if (split <= 0) return false;
-  for (size_t i = 0; i < sizes.size(); ++i)
-    for (int64_t d : dims[i])
-      if (d == split) {
-        *sizes[i] = *sizes[i] / split * (split / cores);
-        return true;
-      }
-  return false;
-}
-
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 }  // namespace
 
-MxuWork DotWork(const HloInstruction& dot, int64_t split, int cores) {
+MxuWork DotWork(const HloInstruction& dot) {
   const auto& ld = dot.operand(0)->shape().dims;
   const auto& rd = dot.operand(1)->shape().dims;
   auto list = [&](const char* key) {
@@ -66,13 +53,6 @@ MxuWork DotWork(const HloInstruction& dot, int64_t split, int cores) {
   const auto rf = Rest(static_cast<int64_t>(rd.size()), rb, rc);
   MxuWork w;
   w.batch = Product(ld, lb), w.m = Product(ld, lf), w.k = Product(ld, lc), w.n = Product(rd, rf);
-  auto sizes = [](const auto& dims, const auto& which) {
-    std::vector<int64_t> s;
-    for (int64_t d : which) s.push_back(dims[static_cast<size_t>(d)]);
-    return s;
-  };
-  SplitOne({&w.m, &w.k, &w.n, &w.batch},
-           {sizes(ld, lf), sizes(ld, lc), sizes(rd, rf), sizes(ld, lb)}, split, cores);
   w.passes = Passes(dot);
   w.flops = 2.0 * w.batch * w.m * w.k * w.n;
   w.exact = lb.empty() && ld.size() == 2 && rd.size() == 2 && lc == std::vector<int64_t>{1} &&
@@ -83,9 +63,8 @@ MxuWork DotWork(const HloInstruction& dot, int64_t split, int cores) {
   return w;
 }
 
-MxuWork ConvolutionWork(const HloInstruction& conv, int64_t split, int cores) {
+MxuWork ConvolutionWork(const HloInstruction& conv) {
   const hlo::ConvDims* cd = conv.conv_dims();
-  const auto& in = conv.operand(0)->shape().dims;
   const auto& ker = conv.operand(1)->shape().dims;
   const auto& out = conv.shape().dims;
   MxuWork w;
@@ -102,11 +81,6 @@ MxuWork ConvolutionWork(const HloInstruction& conv, int64_t split, int cores) {
   w.n = out[static_cast<size_t>(cd->output_feature)] / groups;
   // Taps landing on lhs-dilation holes do no work: about taps / dilation of them remain.
   w.k = std::max<int64_t>(1, (taps + dilation - 1) / dilation) * in_features;
-  const int64_t in_batch = in[static_cast<size_t>(cd->input_batch)];
-  if (split > 0 && batch == split)
-    w.m = w.m / cores;
-  else if (split > 0 && in_batch == split)
-    w.k = std::max<int64_t>(1, w.k / cores);  // kernel gradient
   w.passes = Passes(conv);
   w.flops = 2.0 * w.batch * w.m * w.k * w.n;
   if (dilation > 1) w.note = "lhs dilation: holes skipped";

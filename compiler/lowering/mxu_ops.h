@@ -23,9 +23,8 @@ inline bool FloatOrBf16(const hlo::Shape& s) {
   return s.IsArray() && (s.type == hlo::PrimitiveType::kF32 || s.type == hlo::PrimitiveType::kBF16);
 }
 
-// `split`: the data-parallel batch size to divide by `cores` wherever it appears (0: none).
-MxuWork DotWork(const hlo::HloInstruction& dot, int64_t split, int cores);
-MxuWork ConvolutionWork(const hlo::HloInstruction& conv, int64_t split, int cores);
+MxuWork DotWork(const hlo::HloInstruction& dot);
+MxuWork ConvolutionWork(const hlo::HloInstruction& conv);
 
 // The kernel for `w` with operands at HBM a, b and the result at c (padding noted in w).
 std::string MxuKernel(MxuWork& w, uint64_t a, uint64_t b, uint64_t c, const std::string& tag,

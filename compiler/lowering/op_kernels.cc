@@ -7,7 +7,6 @@
 #include "compiler/lowering/asm_util.h"
 #include "compiler/lowering/batch_norm_kernel.h"
 #include "compiler/lowering/conv_select.h"
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/dynamic_slice_kernel.h"
 #include "compiler/lowering/exact_dot_op.h"
 #include "compiler/lowering/gather_kernel.h"
@@ -30,14 +29,11 @@ using hlo::HloInstruction;
 using hlo::OpCategory;
 using hlo::Opcode;
 
-int64_t ElementsPerCore(const hlo::Shape& s, int64_t split, int cores) {
-  if (s.IsTuple()) {
-    int64_t n = 0;
-    for (const hlo::Shape& t : s.tuple_shapes) n += ElementsPerCore(t, split, cores);
-    return n;
-  }
-  int64_t n = s.ElementCount();
-  if (split > 0 && std::find(s.dims.begin(), s.dims.end(), split) != s.dims.end()) n /= cores;
+// Elements of `s` (a tuple: all leaves).
+int64_t Elements(const hlo::Shape& s) {
+  if (!s.IsTuple()) return s.ElementCount();
+  int64_t n = 0;
+  for (const hlo::Shape& t : s.tuple_shapes) n += Elements(t);
   return n;
 }
 
@@ -59,8 +55,7 @@ bool IsF32Scalar(const hlo::Shape& s) {
 }
 
 StreamOperand Operand(const HloInstruction* v, const OpContext& c) {
-  return StreamOperand{c.address(v), ElemBytes(v->shape()),
-                       BytesPerCore(v->shape(), c.split, c.cores)};
+  return StreamOperand{c.address(v), ElemBytes(v->shape()), ByteSize(v->shape())};
 }
 
 std::string Stream(const HloInstruction& instr, const OpContext& c, LoweredOp& op,
@@ -68,10 +63,10 @@ std::string Stream(const HloInstruction& instr, const OpContext& c, LoweredOp& o
                    int ops_per_vreg) {
   VpuStream st;
   st.tag = instr.name();
-  int64_t iter = ElementsPerCore(instr.shape(), c.split, c.cores);
+  int64_t iter = Elements(instr.shape());
   for (const HloInstruction* in : inputs) {
     if (!in->shape().IsArray()) continue;
-    iter = std::max(iter, body ? 0 : ElementsPerCore(in->shape(), c.split, c.cores));
+    iter = std::max(iter, body ? 0 : Elements(in->shape()));
     if (st.inputs.size() >= 6) continue;
     st.inputs.push_back(Operand(in, c));
     st.inputs.back().splat = body && IsF32Scalar(in->shape());
@@ -150,7 +145,7 @@ bool UsersRecompute(const HloInstruction& instr) {
 // A 2-D convolution in NHWC form (any kernel layout) on the implicit-GEMM kernel of
 // conv_kernel.h; empty when the shape is not one it takes (conv_select.h).
 std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  const ConvPlacement at{c.split, c.cores, c.mxus};
+  const ConvPlacement at{c.mxus};
   std::optional<ConvShape> shape = ConvShapeOf(instr, at);
   if (!shape) return "";
   ConvShape& s = *shape;
@@ -171,7 +166,7 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   op.hbm_bytes =
       static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * out_elem) +
                             s.kh * s.kw * s.cin * s.cout * ker_elem);
-  op.exact = ConvKernelIsExact(instr, at);
+  op.exact = ConvKernelIsExact(instr);
   const std::string& labels = instr.conv_dims()->labels;
   if (labels != "b01f_01io->b01f" && !s.kernel_oi)
     op.note = "kernel layout " + labels + ": timing of the 01io form";
@@ -181,7 +176,7 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
 // A weight gradient (`f01b_i01o->01bf`, window = the output gradient's size, f32 operands,
 // DEFAULT precision) on the kernel of conv_wgrad.h; empty when it does not take it.
 std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  std::optional<WeightGradShape> shape = WeightGradShapeOf(instr, {c.split, c.cores, c.mxus});
+  std::optional<WeightGradShape> shape = WeightGradShapeOf(instr, {c.mxus});
   if (!shape) return "";
   WeightGradShape& s = *shape;
   s.x = c.address(instr.operand(0)), s.dy = c.address(instr.operand(1)), s.dw = c.address(&instr);
@@ -196,8 +191,7 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
   const std::vector<int64_t>& taps = instr.shape().dims;  // dW: [kh, kw, cin, cout]
   op.flops = 2.0 * s.batch * s.ho * s.wo * taps[0] * taps[1] * s.cin * s.cout;
   const hlo::Shape &x = instr.operand(0)->shape(), &dy = instr.operand(1)->shape();
-  op.hbm_bytes = BytesPerCore(x, c.split, c.cores) + BytesPerCore(dy, c.split, c.cores) +
-                 BytesPerCore(instr.shape(), 0, 1);
+  op.hbm_bytes = ByteSize(x) + ByteSize(dy) + ByteSize(instr.shape());
   op.exact = true;
   return k;
 }
@@ -209,17 +203,13 @@ bool IsWord32(const hlo::Shape& s) {
                          s.type == hlo::PrimitiveType::kU32);
 }
 
-bool IsShare(const OpContext& c, const HloInstruction* v) {
-  return c.split > 0 && HasDim(v->shape(), c.split) && (!c.is_share || c.is_share(v));
-}
-
-uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores) {
+uint64_t ByteSize(const hlo::Shape& shape) {
   if (shape.IsTuple()) {
     uint64_t n = 0;
-    for (const hlo::Shape& t : shape.tuple_shapes) n += BytesPerCore(t, split, cores);
+    for (const hlo::Shape& t : shape.tuple_shapes) n += ByteSize(t);
     return n;
   }
-  return static_cast<uint64_t>(ElementsPerCore(shape, split, cores)) * ElemBytes(shape);
+  return static_cast<uint64_t>(shape.ElementCount()) * ElemBytes(shape);
 }
 
 bool DefinesNoBuffer(const HloInstruction& i) {
@@ -245,7 +235,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
   }
   switch (code) {
     case Opcode::kDot: {  // the tiled MXU kernel when it is exact, else the packing one
-      std::string k = Mxu(DotWork(instr, c.split, c.cores), instr, c, op);
+      std::string k = Mxu(DotWork(instr), instr, c, op);
       if (!op.exact)
         if (std::string e = ExactDotOp(instr, c, op); !e.empty()) return op.note.clear(), e;
       return k;
@@ -253,13 +243,12 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
     case Opcode::kConvolution:
       if (std::string k = WeightGrad(instr, c, op); !k.empty()) return k;
       if (std::string k = ConvolutionKernel(instr, c, op); !k.empty()) return k;
-      return Mxu(ConvolutionWork(instr, c.split, c.cores), instr, c, op);
+      return Mxu(ConvolutionWork(instr), instr, c, op);
     case Opcode::kFusion:
       // MXU work, then the epilogue, timing only: reached only when lowering runs without the
       // pipeline, whose contraction-defusion pass inlines these fusions.
       if (const HloInstruction* mm = FusedContraction(instr)) {
-        MxuWork w = mm->opcode() == Opcode::kDot ? DotWork(*mm, c.split, c.cores)
-                                                 : ConvolutionWork(*mm, c.split, c.cores);
+        MxuWork w = mm->opcode() == Opcode::kDot ? DotWork(*mm) : ConvolutionWork(*mm);
         std::string k = Mxu(w, instr, c, op);
         LoweredOp epilogue;
         k += Stream(instr, c, epilogue, {&instr}, nullptr, 2);
@@ -326,8 +315,7 @@ std::string OpKernel(const HloInstruction& instr, const OpContext& c, LoweredOp&
         const bool update = code == Opcode::kDynamicUpdateSlice || code == Opcode::kScatter;
         const HloInstruction* moved =
             update ? instr.operand(code == Opcode::kScatter ? 2 : 1) : &instr;
-        const uint64_t bytes =
-            std::max<uint64_t>(BytesPerCore(moved->shape(), c.split, c.cores), 512);
+        const uint64_t bytes = std::max<uint64_t>(ByteSize(moved->shape()), 512);
         op.kind = KernelKind::kDma;
         op.hbm_bytes = 2 * bytes;
         return DmaCopyKernel(c.address(instr.operand(0)), c.address(&instr), bytes, instr.name());

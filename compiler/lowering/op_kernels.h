@@ -13,22 +13,16 @@ namespace tpusim::lowering {
 
 struct OpContext {
   std::function<uint64_t(const hlo::HloInstruction*)> address;  // HBM buffer of a value
-  int64_t split = 0;  // data-parallel batch to divide by cores when the op carries it (0: none)
-  // Whether a value holds each core's share of the split batch (a weight whose dimension
-  // happens to equal the batch is whole); unset: every value with such a dimension does.
-  std::function<bool(const hlo::HloInstruction*)> is_share;
   int cores = 1;
   int mxus = 2;
   uint64_t rng_seed = 0;  // LowerOptions::rng_seed
 };
 
-// Whether `v` holds each core's share under ctx's split (OpContext::is_share).
-bool IsShare(const OpContext& ctx, const hlo::HloInstruction* v);
 // An array of 32-bit words the VPU holds as they are: f32, s32 or u32.
 bool IsWord32(const hlo::Shape& s);
 
-// Bytes of `shape` per core (a tuple: all leaves); `split` as in OpContext.
-uint64_t BytesPerCore(const hlo::Shape& shape, int64_t split, int cores);
+// Bytes of a value of `shape` (a tuple: all leaves).
+uint64_t ByteSize(const hlo::Shape& shape);
 
 // Fills `op` (kind, flops, bytes, exact, note) and returns the kernel's assembly; empty for
 // instructions that need no code (parameter, tuple, bitcast, ...). Throws

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -279,8 +278,6 @@ std::string MaxPoolGradKernel(const HloInstruction& instr, const OpContext& c, L
     if (win->dims[i].size != 1 || win->dims[i].stride != 1 || win->dims[i].pad_high) return "";
   Grad g;
   g.n = x.dims[0], g.h = x.dims[1], g.w = x.dims[2], g.c = x.dims[3];
-  if (c.split > 0 && HasDim(x, c.split) && g.n != c.split) return "";
-  if (c.split > 0 && g.n == c.split) g.n /= c.cores;
   g.ho = src.dims[1], g.wo = src.dims[2];
   g.ky = win->dims[1].size, g.kx = win->dims[2].size;
   g.sy = win->dims[1].stride, g.sx = win->dims[2].stride;

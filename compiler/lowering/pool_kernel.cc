@@ -10,7 +10,6 @@
 #include <tuple>
 
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -238,8 +237,6 @@ std::string ReduceWindowKernel(const HloInstruction& instr, const OpContext& c, 
       return "";
   Pool p;
   p.n = x.dims[0], p.h = x.dims[1], p.w = x.dims[2], p.c = x.dims[3];
-  if (c.split > 0 && HasDim(x, c.split) && p.n != c.split) return "";
-  if (c.split > 0 && p.n == c.split) p.n /= c.cores;
   p.ho = y.dims[1], p.wo = y.dims[2], p.dy = win->dims[1], p.dx = win->dims[2];
   p.init = init->literal().floats[0], p.reducer = *reducer;
   // With clamped taps standing for padding, every window must hold an input element.

@@ -9,7 +9,6 @@
 
 #include "compiler/eval/counter_rng.h"
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/tuple_results.h"
 #include "compiler/lowering/vpu_math.h"
 
@@ -304,7 +303,6 @@ std::string RngKernel(const HloInstruction& instr, const OpContext& c, uint64_t 
       r.low = a, r.high = b;
       if (!(*a < *b)) return "";
     }
-    if (c.split > 0 && HasDim(y, c.split)) return "";
     r.elements = y.ElementCount(), r.output = c.address(&instr);
     r.key = eval::RngOpKey(seed, instr.name(), 0);
   } else {
@@ -316,7 +314,6 @@ std::string RngKernel(const HloInstruction& instr, const OpContext& c, uint64_t 
         state.ElementCount() > kMaxStateElements || state.ElementCount() == 0 ||
         instr.operand(0)->opcode() == Opcode::kConstant)
       return "";
-    if (c.split > 0 && (HasDim(bits, c.split) || HasDim(state, c.split))) return "";
     std::vector<std::optional<uint64_t>> out;
     if (!TupleResultAddresses(instr, c, out) || !out[1]) return "";
     r.elements = bits.ElementCount(), r.output = *out[1];

@@ -14,9 +14,9 @@
 namespace tpusim::lowering {
 
 // The kernel for an rng or rng-bit-generator `instr`, with `op` filled (exact), or empty when
-// it does not take it: bounds that are not f32 constants, other element types,
-// a data-parallel split of the result, an op inside a loop or branch (each run draws anew),
-// or a state of more than 64 elements. `seed` is the evaluator's EvalOptions::rng_seed.
+// it does not take it: bounds that are not f32 constants, other element types, an op inside a
+// loop or branch (each run draws anew), or a state of more than 64 elements. `seed` is the
+// evaluator's EvalOptions::rng_seed.
 std::string RngKernel(const hlo::HloInstruction& instr, const OpContext& ctx, uint64_t seed,
                       LoweredOp& op);
 

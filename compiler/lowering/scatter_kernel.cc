@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -128,8 +127,6 @@ std::string ScatterKernel(const HloInstruction& instr, const OpContext& c, Lower
       !Is(instr, "update_window_dims", {upd.rank() - 1}) ||
       !Is(instr, "inserted_window_dims", {0}) || !Is(instr, "scatter_dims_to_operand_dims", {0}) ||
       !Is(instr, "input_batching_dims", {}) || !Is(instr, "scatter_indices_batching_dims", {}))
-    return "";
-  if (c.split > 0 && (HasDim(idx, c.split) || HasDim(table, c.split) || HasDim(upd, c.split)))
     return "";
   Plan p;
   p.table_rows = table.dims[0], p.row_stride = table.dims[1] * 4;

@@ -19,7 +19,7 @@
 namespace tpusim::lowering {
 
 // The kernel with `op` filled; empty when the scatter is not an f32 row scatter-add of that
-// form (or the data-parallel split divides it).
+// form.
 std::string ScatterKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
 
 }  // namespace tpusim::lowering

@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/sort_network.h"
 #include "compiler/lowering/tuple_results.h"
 
@@ -217,10 +216,6 @@ std::string SortKernel(const HloInstruction& instr, const OpContext& c, LoweredO
   Sort s;
   s.n = x.dims.back();
   s.rows = x.ElementCount() / std::max<int64_t>(s.n, 1);
-  if (c.split > 0 && HasDim(x, c.split)) {
-    if (rank < 2 || x.dims[0] != c.split) return "";
-    s.rows /= c.cores;
-  }
   const int64_t arrays = static_cast<int64_t>(instr.operand_count()) + 1;
   if (s.n <= 0 || s.rows <= 0 || arrays > static_cast<int64_t>(kSortMaxArrays) ||
       s.rows * s.n * 4 > (int64_t{1} << 31))

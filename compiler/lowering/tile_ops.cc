@@ -9,7 +9,6 @@
 
 #include "compiler/hlo/opcode.h"
 #include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/data_parallel.h"
 #include "compiler/lowering/tile_kernel.h"
 #include "compiler/lowering/vpu_body.h"
 #include "compiler/lowering/vpu_math.h"
@@ -295,8 +294,7 @@ std::optional<TileOperand> IotaLayout(const HloInstruction& iota, const DimMap& 
   return IotaOperand(iota, map[static_cast<size_t>(dim)], space, p);
 }
 
-// An iota over `space`: its whole shape, or each core's share of it (counting along a
-// dimension other than the split batch, so the share holds the whole's first rows).
+// An iota over `space`.
 bool PlanIota(const HloInstruction& instr, const hlo::Shape& space, TileProgram& p,
               std::vector<DimMap>& layouts) {
   const size_t rank = space.dims.size();
@@ -343,17 +341,8 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   const bool reduce = instr.opcode() == Opcode::kReduce;
   if (!(F32(instr.shape()) || (!reduce && (IsInt32(instr.shape()) || StoredPred(instr.shape())))))
     return "";
-  // Under a data-parallel split each core computes on its share (data_parallel.h): the
-  // result's (a reduction's operand's) leading dimension divided, as in every operand that
-  // has the batch. A reduction over the batch leaves a partial sum (all-reduced after it).
-  const hlo::Shape& whole = reduce ? instr.operand(0)->shape() : instr.shape();
-  const std::optional<hlo::Shape> share = ShareOf(whole, c.split, c.cores);
-  // An iota along the split batch would need each core's first row number: not taken.
-  auto along_batch = [&](const HloInstruction& i) {
-    return HasDim(i.shape(), c.split) && i.GetInt("iota_dimension").value_or(0) == 0;
-  };
-  if (!share || (c.split > 0 && iota && along_batch(instr))) return "";
-  const hlo::Shape& space = *share;
+  // The result's shape, or a reduction's operand's.
+  const hlo::Shape& space = reduce ? instr.operand(0)->shape() : instr.shape();
   TileProgram p;
   p.tag = instr.name();
   p.output = c.address(&instr);
@@ -370,14 +359,6 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
     return "";
   }
   bool ints = false;
-  for (size_t i = 0; i < loaded.size() && c.split > 0; ++i) {  // shares line up with the result's
-    const bool iota_i = loaded[i]->opcode() == Opcode::kIota;
-    if (HasDim(loaded[i]->shape(), c.split) &&
-        ((iota_i ? along_batch(*loaded[i]) : !IsShare(c, loaded[i])) ||
-         !ShareOf(loaded[i]->shape(), c.split, c.cores) || space.dims == whole.dims ||
-         (!reduce && layouts[i].at(0) != 0)))
-      return "";
-  }
   int64_t split = 0;  // > 0: the grouped view (GroupedLayout)
   for (const DimMap& m : layouts)
     if (const int64_t g = GapSplit(m, space.dims.size()); g > 0) {
@@ -418,9 +399,8 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   }
   if (k.empty()) return "";
   op.kind = KernelKind::kVpu;
-  op.hbm_bytes = BytesPerCore(instr.shape(), c.split, c.cores);
-  for (const HloInstruction* in : loaded)
-    op.hbm_bytes += BytesPerCore(in->shape(), c.split, c.cores);
+  op.hbm_bytes = ByteSize(instr.shape());
+  for (const HloInstruction* in : loaded) op.hbm_bytes += ByteSize(in->shape());
   op.exact = true;
   op.note =
       ints ? "s32 kept as bit patterns; the VPU's 32-bit integer instructions compute on them" : "";

@@ -11,8 +11,8 @@
 namespace tpusim::lowering {
 
 // The kernel for `instr`, with `op` filled (exact), or empty when the tiled kernel does not
-// take it: non-f32 values, operands it cannot lay out (transposes, reshapes), a
-// data-parallel split, or sizes beyond its bounds.
+// take it: non-f32 values, operands it cannot lay out (transposes, reshapes), or sizes
+// beyond its bounds.
 std::string TileOpKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
 
 }  // namespace tpusim::lowering

@@ -47,7 +47,7 @@ std::optional<int64_t> TripCount(const HloInstruction& w) {
 // while with a static trip count: the state (the while's buffers) starts as a copy of the
 // operand; a counted loop runs the body, whose parameter reads the state, then carries the
 // body's result into the state (CarryState). The while's value is the state.
-void Lowerer::LowerWhile(const HloInstruction& w, int64_t executions, bool entry) {
+void Lowerer::LowerWhile(const HloInstruction& w, int64_t executions) {
   const std::optional<int64_t> trips = TripCount(w);
   if (!trips)
     throw std::invalid_argument("%" + w.name() +
@@ -57,12 +57,10 @@ void Lowerer::LowerWhile(const HloInstruction& w, int64_t executions, bool entry
   if (body.parameters().size() != 1)
     throw std::invalid_argument("%" + w.name() + " (while): the body " + body.name() + " takes " +
                                 std::to_string(body.parameters().size()) + " parameters, not one");
-  const bool carries = entry ? batch_.carrying.count(&w) > 0 : in_batch_;
   LoweredOp init = CopyOp(w.name() + ".init", executions);
   std::vector<ValueCopy> copies;
   for (int64_t k = 0; k < Leaves(w.shape()); ++k)
-    copies.push_back(
-        CopyOf(w.operand(0), k, Address(&w, k), ElementShape(w.shape(), k), carries, init));
+    copies.push_back(CopyOf(w.operand(0), k, Address(&w, k), ElementShape(w.shape(), k), init));
   EmitCopies(copies, w.name(), init);
   if (!copies.empty()) out_.ops.push_back(std::move(init));
   if (*trips == 0) return;
@@ -72,7 +70,7 @@ void Lowerer::LowerWhile(const HloInstruction& w, int64_t executions, bool entry
   const std::string label = "loop" + std::to_string(loops_++),
                     slot = std::to_string(kLoopCounterSmem + 4 * depth);
   Emit("    li r31, 0\n    sst r31, r0, " + slot + "\n" + label + ":\n");
-  CarryState(w, executions * *trips, carries);
+  CarryState(w, executions * *trips);
   Emit("    sld r31, r0, " + slot + "\n    addi r31, r31, 1\n    sst r31, r0, " + slot +
        "\n    li r30, " + std::to_string(*trips) + "\n    blt r31, r30, " + label + "\n");
   --loop_depth_;
@@ -81,14 +79,14 @@ void Lowerer::LowerWhile(const HloInstruction& w, int64_t executions, bool entry
 // One iteration: the body, then its result into the state. Root elements computed in place
 // need nothing; the others are copied after the whole body, those read from another state
 // element first into staging buffers, so no copy overwrites an element another still reads.
-void Lowerer::CarryState(const HloInstruction& w, int64_t executions, bool carries) {
+void Lowerer::CarryState(const HloInstruction& w, int64_t executions) {
   const HloComputation& body = *w.body();
   const std::vector<RootElement> roots = BodyRootElements(body);
   std::vector<bool> placed(roots.size(), false);
   for (size_t k = 0; k < roots.size(); ++k)
     placed[k] = roots[k].in_place && buffers_.Place(roots[k].value, roots[k].value_element,
                                                     Address(&w, static_cast<int64_t>(k)));
-  LowerCalled(body, executions, carries);
+  LowerCalled(body, executions);
   std::set<uint64_t> state;
   for (int64_t k = 0; k < Leaves(w.shape()); ++k) state.insert(Address(&w, k));
   LoweredOp op = CopyOp(w.name() + ".carry", executions);
@@ -100,11 +98,11 @@ void Lowerer::CarryState(const HloInstruction& w, int64_t executions, bool carri
     const hlo::Shape& shape = ElementShape(w.shape(), e);
     ValueCopy c = r.state_element >= 0
                       ? ValueCopy{Address(&w, e),
-                                  CopyBytes(shape, carries),
+                                  ByteSize(shape),
                                   Address(&w, r.state_element),
                                   std::nullopt,
                                   {}}
-                      : CopyOf(r.value, r.value_element, Address(&w, e), shape, carries, op);
+                      : CopyOf(r.value, r.value_element, Address(&w, e), shape, op);
     if (!c.fill && c.src == c.dst) continue;
     if (!c.fill && state.count(c.src)) {  // another state element: through staging
       const uint64_t staging = buffers_.Staging(&w, e, c.bytes);

@@ -1,7 +1,7 @@
-// Data movement of single-replica modules split over the cores (data_parallel.h), simulated
-// with values against the evaluator: a slice or dynamic-slice along the batch (each core's rows of
-// the window into zeros, then an OR all-reduce), a copy of a split value, and constants of several
-// values returned by the entry. Seeded s32 inputs lie in [0, 8).
+// Data movement of single-replica modules split over the cores (the batch-sharding pass and the
+// SPMD partitioner, docs/spmd.md), simulated with values against the evaluator: a slice or
+// dynamic-slice along the batch (its rows lie on other devices: gathered first), a copy of a split
+// value, and constants of several values returned by the entry. Seeded s32 inputs lie in [0, 8).
 #include <gtest/gtest.h>
 
 #include "test/compiler/sim_values_util.h"
