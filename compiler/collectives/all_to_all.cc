@@ -5,20 +5,15 @@
 #include <stdexcept>
 
 #include "compiler/collectives/ring_emitter.h"
+#include "compiler/lowering/asm_util.h"
 
 namespace tpusim::collectives {
 
 std::string AllToAllProgram(const std::vector<ChunkSend>& sends, uint64_t chunk_bytes, int incoming,
                             const std::vector<int>& writers, int core, const std::string& tag,
                             int fb, std::optional<uint64_t> mailbox) {
-  constexpr uint64_t kLimit = 0x7fffffffull;
   if (chunk_bytes == 0 || chunk_bytes % 4) {
     throw std::invalid_argument("all-to-all chunks must be whole 4-byte words");
-  }
-  for (const ChunkSend& c : sends) {
-    if (c.source + chunk_bytes > kLimit || c.dest + chunk_bytes > kLimit) {
-      throw std::invalid_argument("all-to-all buffers must lie in the first 2 GiB of HBM");
-    }
   }
   std::ostringstream s;
   s << "# all-to-all\n.desc chunk rows=1 row_bytes=" << chunk_bytes
@@ -27,9 +22,10 @@ std::string AllToAllProgram(const std::vector<ChunkSend>& sends, uint64_t chunk_
   for (const ChunkSend& c : sends) targets += c.target != core;
   if (mailbox) EmitEntryHandshake(s, core, *mailbox, writers, targets);
   for (const ChunkSend& c : sends) {
-    s << "    li r1, " << c.target << "\n    shli r1, r1, 56\n    li r2, " << c.dest
-      << "\n    or r1, r1, r2\n    li r3, " << core << "\n    shli r3, r3, 56\n    li r4, "
-      << c.source << "\n    or r3, r3, r4\n    dma.g r1, r3, chunk, f" << fb + kFlagGathered
+    s << "    li r1, " << c.target << "\n    shli r1, r1, 56\n"
+      << lowering::LoadAddress(2, c.dest, 5) << "    or r1, r1, r2\n    li r3, " << core
+      << "\n    shli r3, r3, 56\n"
+      << lowering::LoadAddress(4, c.source, 5) << "    or r3, r3, r4\n    dma.g r1, r3, chunk, f" << fb + kFlagGathered
       << "\n";
   }
   if (incoming > 0) s << "    wait seq, f" << fb + kFlagGathered << ", " << incoming << "\n";

@@ -18,7 +18,7 @@ struct ChunkSend {
 
 // One core's program: `sends` (all of `chunk_bytes`), then a wait for `incoming` chunks.
 // `writers` are the other cores that send to this one (for the mailbox handshake). Throws
-// std::invalid_argument for chunks that are not whole 4-byte words in the first 2 GiB.
+// std::invalid_argument for chunks that are not whole 4-byte words.
 std::string AllToAllProgram(const std::vector<ChunkSend>& sends, uint64_t chunk_bytes, int incoming,
                             const std::vector<int>& writers, int core, const std::string& tag,
                             int flag_base, std::optional<uint64_t> mailbox);

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/lowering/asm_util.h"
+
 namespace tpusim::collectives {
 namespace {
 
@@ -16,12 +18,6 @@ void Header(std::ostringstream& s, const char* what, uint64_t part, uint64_t who
     << ".desc chunk rows=1 row_bytes=" << part << " src_stride=0 dst_stride=0\n"
     << ".desc whole rows=1 row_bytes=" << whole << " src_stride=0 dst_stride=0\n"
     << ".tag \"" << tag << "\"\n";
-}
-
-void CheckAddresses(const RingCollectiveSpec& spec, uint64_t out_bytes) {
-  if (spec.input_address + spec.input_bytes > 0x7fffffffull ||
-      spec.output_address + out_bytes > 0x7fffffffull)
-    throw std::invalid_argument("collective buffers must lie in the first 2 GiB of HBM");
 }
 
 // No replica groups: one group of every core, in replica (core id) order.
@@ -66,7 +62,6 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
     throw std::invalid_argument(
         "reduce-scatter input must be n parts of a multiple of 4096 "
         "bytes, at most 4 MiB");
-  CheckAddresses(spec, part);
   // Group index of each ring member (XLA numbers parts by position in the group).
   std::vector<int> group = spec.replica_groups.empty() ? DefaultGroup(spec) : std::vector<int>{};
   for (const auto& g : spec.replica_groups)
@@ -85,15 +80,14 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   for (int k = 0; k < n; ++k) {
     e.Vmem(1, data + k * part);
     const uint64_t stride = spec.member_stride ? spec.member_stride : part;
-    s << "    li r2, " << spec.input_address + index_of(ring[k]) * stride << "\n"
+    s << lowering::LoadAddress(2, spec.input_address + index_of(ring[k]) * stride, 9)
       << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
   }
   s << "    wait seq, f" << fb + kFlagInput << ", " << n << "\n";
   e.ReduceScatter(data, slots, /*shift=*/-1, spec.op);  // ends with chunk p reduced
   s << "    wait dma, f" << fb + kFlagAdded << ", 1\n";
   e.Vmem(2, data + p * part);
-  s << "    li r1, " << spec.output_address << "\n"
-    << "    dma.vh r1, r2, chunk, f" << fb + kFlagStored << "\n    halt\n";
+  s << lowering::LoadAddress(1, spec.output_address, 9) << "    dma.vh r1, r2, chunk, f" << fb + kFlagStored << "\n    halt\n";
   return s.str();
 }
 
@@ -106,7 +100,6 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
   if (part == 0 || rows == 0 || part % rows || (part / rows) % 4 || part * n > kMaxBytes)
     throw std::invalid_argument(
         "all-gather parts must be rows of a multiple of 4 bytes, at most 4 MiB in all");
-  CheckAddresses(spec, part * n);
   std::vector<int> group = spec.replica_groups.empty() ? DefaultGroup(spec) : std::vector<int>{};
   for (const auto& g : spec.replica_groups)
     if (std::find(g.begin(), g.end(), core) != g.end()) group = g;
@@ -122,15 +115,14 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
   // Chunks in ring order in VMEM; the output is written part by part in group order.
   const uint64_t data = 0, out = part * n;
   e.Vmem(1, data + p * part);
-  s << "    li r2, " << spec.input_address << "\n"
-    << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
+  s << lowering::LoadAddress(2, spec.input_address, 9) << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
   e.AllGather(data, out, static_cast<uint64_t>(p), kFlagInput);
   for (int k = 0; k < n; ++k) {
     uint64_t index =
         static_cast<uint64_t>(std::find(group.begin(), group.end(), ring[k]) - group.begin());
     e.Vmem(2, out + k * part);
     const uint64_t stride = spec.member_stride ? spec.member_stride : row;
-    s << "    li r1, " << spec.output_address + index * stride << "\n"
+    s << lowering::LoadAddress(1, spec.output_address + index * stride, 9)
       << "    dma.vh r1, r2, part, f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";
@@ -141,11 +133,8 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
                                      uint64_t input_address, uint64_t output_address,
                                      uint64_t bytes, int core, const std::string& tag, int fb,
                                      std::optional<uint64_t> mailbox) {
-  if (bytes == 0 || bytes % 4 || input_address + bytes > 0x7fffffffull ||
-      output_address + bytes > 0x7fffffffull)
-    throw std::invalid_argument(
-        "collective-permute buffers must be whole f32 words in the "
-        "first 2 GiB of HBM");
+  if (bytes == 0 || bytes % 4)
+    throw std::invalid_argument("collective-permute buffers must be whole f32 words");
   std::ostringstream s;
   s << "# collective-permute\n.desc whole rows=1 row_bytes=" << bytes
     << " src_stride=0 dst_stride=0\n.tag \"" << tag << "\"\n";
@@ -162,9 +151,10 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
   for (auto [src, dst] : pairs) {
     if (dst == core) ++incoming;
     if (src != core) continue;
-    s << "    li r1, " << dst << "\n    shli r1, r1, 56\n    li r2, " << output_address
-      << "\n    or r1, r1, r2\n    li r3, " << core << "\n    shli r3, r3, 56\n    li r4, "
-      << input_address << "\n    or r3, r3, r4\n    dma.g r1, r3, whole, f" << fb + kFlagGathered
+    s << "    li r1, " << dst << "\n    shli r1, r1, 56\n"
+      << lowering::LoadAddress(2, output_address, 5) << "    or r1, r1, r2\n    li r3, " << core
+      << "\n    shli r3, r3, 56\n"
+      << lowering::LoadAddress(4, input_address, 5) << "    or r3, r3, r4\n    dma.g r1, r3, whole, f" << fb + kFlagGathered
       << "\n";
   }
   if (incoming > 1)
@@ -176,7 +166,8 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
     s << "    vmovi v0, 0.0\n    li r5, 0\n    li r6, " << (bytes + 4095) / 4096 * 4096
       << "\nzero:\n    vst v0, r5\n    addi r5, r5, 4096\n    blt r5, r6, zero\n"
       << "    signal vpu, f" << fb + kFlagLocalCopy << ", 1\n    wait dma, f" << fb + kFlagLocalCopy
-      << ", 1\n    li r1, " << output_address << "\n    li r2, 0\n"
+      << ", 1\n"
+      << lowering::LoadAddress(1, output_address, 7) << "    li r2, 0\n"
       << "    dma.vh r1, r2, whole, f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";

@@ -201,9 +201,11 @@ BatchAnalysis AnalyzeBatch(const hlo::HloModule& module, int64_t cores) {
     return a;
   }
   a.batch = b;
+  // A floating-point vector of the batch's length is more often a per-feature one (a bias, a
+  // batch-norm scale over 1024 channels at batch 1024) than per-example: it stays whole.
   for (const hlo::HloInstruction* p : params)
     if (p->shape().IsArray() && p->shape().rank() >= 1 && p->shape().dims[0] == b &&
-        !weights.count(p)) {
+        !weights.count(p) && (p->shape().rank() >= 2 || !hlo::IsFloatingType(p->shape().type))) {
       a.inputs.push_back(p);
       carrying.insert(p);
     }
