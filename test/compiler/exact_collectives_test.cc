@@ -98,5 +98,39 @@ ENTRY %main (a: bf16[64], b: f32[4,6]) -> (bf16[512], f32[4,48]) {
   EXPECT_EQ(r.error, 0);
 }
 
+// Collective buffers above 2 GiB (a 3 GiB parameter first in HBM): their addresses are built
+// in registers, as other kernels' are (they were refused: "collective buffers must lie in the
+// first 2 GiB of HBM", which stopped ResNet-50 at global batch 1024 split by the partitioner).
+TEST(ExactCollectives, BuffersAboveTwoGiB) {
+  bool exact = false;
+  std::string inexact;
+  auto c = testing::CompileForValues(R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (big: f32[768,1048576], y: f32[256], z: f32[512], w: f32[8192], v: f32[1024]) -> (f32[2048], f32[512], f32[1024], f32[1024]) {
+  %big = f32[768,1048576]{1,0} parameter(0)
+  %y = f32[256]{0} parameter(1)
+  %z = f32[512]{0} parameter(2)
+  %w = f32[8192]{0} parameter(3)
+  %v = f32[1024]{0} parameter(4)
+  %g = f32[2048]{0} all-gather(%y), replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}
+  %p = f32[512]{0} collective-permute(%z), source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}
+  %r = f32[1024]{0} reduce-scatter(%w), replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, to_apply=%add
+  %a = f32[1024]{0} all-to-all(%v), replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}
+  ROOT %t = (f32[2048], f32[512], f32[1024], f32[1024]) tuple(%g, %p, %r, %a)
+})",
+                                     sim::LoadConfig("v3-8"), exact, inexact);
+  ASSERT_TRUE(c);
+  for (const char* name : {"y", "z", "w", "v", "g", "p", "r", "a"}) {
+    const passes::BufferInfo* b = c->report.memory.Find(name);
+    ASSERT_NE(b, nullptr) << name;
+    EXPECT_GT(b->offset, int64_t{1} << 31) << name;
+  }
+  EXPECT_TRUE(exact) << inexact;
+}
+
 }  // namespace
 }  // namespace tpusim

@@ -232,6 +232,33 @@ ENTRY main {
   EXPECT_FALSE(Has(ir, "%w = f32[32,16] parameter(0), sharding"));
 }
 
+// At batch 64 with 64 features, the batch-norm scale f32[64] has the batch's length: a
+// floating-point vector stays whole; the s32 labels are split with the images.
+TEST(SpmdRules, BatchShardingKeepsAFeatureVectorOfTheBatchsLengthWhole) {
+  auto m = hlo::ParseHlo(R"(HloModule bn
+ENTRY main {
+  w = f32[64,64] parameter(0)
+  g = f32[64] parameter(1)
+  b = f32[64] parameter(2)
+  x = f32[64,64] parameter(3)
+  labels = s32[64] parameter(4)
+  h = f32[64,64] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bn = (f32[64,64], f32[64], f32[64]) batch-norm-training(h, g, b), epsilon=0.001, feature_index=1
+  y = f32[64,64] get-tuple-element(bn), index=0
+  ROOT r = (f32[64,64], s32[64]) tuple(y, labels)
+}
+)",
+                         "m.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  BatchShardingPass pass(kDevices);
+  ASSERT_TRUE(pass.Run(m.value()).ok());
+  const std::string ir = hlo::PrintModule(m.value());
+  EXPECT_TRUE(Has(ir, "%x = f32[64,64] parameter(3), sharding={devices=[8,1]<=[8]}"));
+  EXPECT_TRUE(Has(ir, "%labels = s32[64] parameter(4), sharding={devices=[8]<=[8]}"));
+  EXPECT_FALSE(Has(ir, "%g = f32[64] parameter(1), sharding"));
+  EXPECT_FALSE(Has(ir, "%b = f32[64] parameter(2), sharding"));
+}
+
 // A scan's time-major sequence: its leading dimension is the loop's step, not a batch.
 TEST(SpmdRules, BatchShardingLeavesAScanWhole) {
   auto m = hlo::ParseHlo(R"(HloModule scan
