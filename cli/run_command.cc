@@ -173,12 +173,16 @@ int RunCommand(const std::vector<std::string>& argv) {
   peaks.hbm_capacity_bytes_per_core = board.core.hbm_bytes;
   profiler::RunContext ctx;
   ctx.tpu_type = board.name.rfind("v2", 0) == 0 ? "TPU v2" : "TPU v3";
-  ctx.batch_per_core = static_cast<int>(low.batch_per_core);
+  // A module every core runs whole names no batch: no advice on the batch per core.
+  if (low.batch_per_core > 0) ctx.batch_per_core = static_cast<int>(low.batch_per_core);
   ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled.report.peak_hbm_bytes);
   ctx.compilations = CompilationCount();
   ctx.steps = a.steps;
   for (const lowering::LoweredOp& op : low.ops)
     if (op.kind == lowering::KernelKind::kCollective) ctx.collective_ops.push_back(op.name);
+  for (const lowering::LoweredOp& op : low.ops)
+    if (!op.framework_op.empty() || !op.source.empty())
+      ctx.op_origins.emplace(op.name, profiler::OpOrigin{op.framework_op, op.source});
   ctx.steps_per_execution = a.steps_per_execution;
   for (const auto& op : compiled.report.padding.ops) {
     profiler::PaddingInfo info;
@@ -202,7 +206,11 @@ int RunCommand(const std::vector<std::string>& argv) {
   auto check = [](const std::string& err) {
     if (!err.empty()) throw CliError(err);
   };
-  if (!a.trace.empty()) check(traces::WriteChromeTrace(recorder, a.trace));
+  if (!a.trace.empty()) {
+    traces::ChromeTraceOptions trace_options;
+    trace_options.op_origins = ctx.op_origins;
+    check(traces::WriteChromeTrace(recorder, a.trace, trace_options));
+  }
   if (!a.summary.empty()) check(traces::WriteSummary(report, a.summary));
   if (!a.html.empty()) check(traces::WriteHtmlReport(report, recorder, a.html));
   return 0;

@@ -51,6 +51,16 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
       "step breakdown (ms): compute %.4f, infeed %.4f, all-reduce %.4f, outfeed %.4f, "
       "host overhead %.4f\n",
       b.compute_ms, b.infeed_ms, b.all_reduce_ms, b.outfeed_ms, b.host_overhead_ms);
+  // The framework ops that take the most op time, when the module's metadata names them.
+  std::string top;
+  int shown = 0;
+  for (const profiler::FrameworkOpEntry& f : report.framework_ops) {
+    if (f.framework_op == "(no framework op)" || shown == 3) continue;
+    top += std::string(shown++ ? "; " : "") + f.framework_op + " " +
+           std::to_string(static_cast<int>(f.time_percent + 0.5)) + "%" +
+           (f.source.empty() ? "" : " (" + f.source + ")");
+  }
+  if (!top.empty()) std::printf("top framework ops: %s\n", top.c_str());
 }
 
 namespace {

@@ -5,7 +5,8 @@
 namespace tpusim::profiler {
 
 std::vector<OpProfileEntry> ComputeOpProfile(const std::vector<TagAgg>& tags,
-                                             const HardwarePeaks& peaks) {
+                                             const HardwarePeaks& peaks,
+                                             const std::map<std::string, OpOrigin>& origins) {
   std::vector<OpProfileEntry> out;
   double total = 0;
   for (const TagAgg& t : tags) total += static_cast<double>(t.time);
@@ -13,6 +14,10 @@ std::vector<OpProfileEntry> ComputeOpProfile(const std::vector<TagAgg>& tags,
   for (const TagAgg& t : tags) {
     OpProfileEntry e;
     e.name = t.name;
+    if (const auto it = origins.find(t.name); it != origins.end()) {
+      e.framework_op = it->second.framework_op;
+      e.source = it->second.source;
+    }
     e.time_ms = static_cast<double>(t.time) / 1e12;
     e.span_ms = static_cast<double>(t.span) / 1e12;
     e.time_percent = Percent(static_cast<double>(t.time), total);
@@ -36,6 +41,31 @@ std::vector<OpProfileEntry> ComputeOpProfile(const std::vector<TagAgg>& tags,
     if (a.time_ms != b.time_ms) return a.time_ms > b.time_ms;
     return a.name < b.name;
   });
+  return out;
+}
+
+std::vector<FrameworkOpEntry> ByFrameworkOp(const std::vector<OpProfileEntry>& ops) {
+  std::map<std::string, FrameworkOpEntry> by;
+  double total = 0;
+  for (const OpProfileEntry& o : ops) {
+    const std::string key = o.framework_op.empty() ? "(no framework op)" : o.framework_op;
+    FrameworkOpEntry& f = by[key];
+    f.framework_op = key;
+    if (f.source.empty()) f.source = o.source;
+    f.time_ms += o.time_ms;
+    f.flops += o.flops;
+    f.bytes += o.bytes;
+    ++f.hlo_ops;
+    total += o.time_ms;
+  }
+  std::vector<FrameworkOpEntry> out;
+  for (auto& [key, f] : by) {
+    f.time_percent = total > 0 ? 100 * f.time_ms / total : 0;
+    out.push_back(std::move(f));
+  }
+  std::stable_sort(
+      out.begin(), out.end(),
+      [](const FrameworkOpEntry& a, const FrameworkOpEntry& b) { return a.time_ms > b.time_ms; });
   return out;
 }
 

@@ -2,6 +2,7 @@
 // the roofline (compute- or memory-bound, time lost against its roofline bound).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,15 +23,34 @@ struct OpProfileEntry {
   double wasted_ms = 0;        // time_ms - roofline_ms, at least 0
   double flop_rate_utilization_relative_to_roofline_percent = 0;
   uint64_t count = 0;
-  double span_ms = 0;  // TagAgg::span
+  double span_ms = 0;                // TagAgg::span
+  std::string framework_op, source;  // OpOrigin of the HLO op, "" when unknown
 };
 
+// Where an HLO op came from in the user's program (XProf's "framework op" and its source).
+struct OpOrigin {
+  std::string framework_op, source;
+};
+
+// Op time by framework op (XProf's op profile grouped by the TensorFlow / JAX op): the HLO
+// ops of one framework op summed, sorted by time, descending; ops of no known origin under
+// "(no framework op)".
+struct FrameworkOpEntry {
+  std::string framework_op, source;
+  double time_ms = 0, time_percent = 0, flops = 0, bytes = 0;
+  int hlo_ops = 0;
+};
+std::vector<FrameworkOpEntry> ByFrameworkOp(const std::vector<OpProfileEntry>& ops);
+
 // Sorted by time, descending; ties by name, ascending.
+// `origins` (by HLO op name) fills each entry's framework op and source.
 std::vector<OpProfileEntry> ComputeOpProfile(const std::vector<TagAgg>& tags,
-                                             const HardwarePeaks& peaks);
-inline std::vector<OpProfileEntry> ComputeOpProfile(const Recorder& rec,
-                                                    const HardwarePeaks& peaks) {
-  return ComputeOpProfile(rec.tags(), peaks);
+                                             const HardwarePeaks& peaks,
+                                             const std::map<std::string, OpOrigin>& origins = {});
+inline std::vector<OpProfileEntry> ComputeOpProfile(
+    const Recorder& rec, const HardwarePeaks& peaks,
+    const std::map<std::string, OpOrigin>& origins = {}) {
+  return ComputeOpProfile(rec.tags(), peaks, origins);
 }
 
 }  // namespace tpusim::profiler

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ struct RunContext {
   std::vector<PaddingInfo> padding;
   // HLO ops that are collectives (their op-profile time is the step's all-reduce share).
   std::vector<std::string> collective_ops;
+  // Where each HLO op came from in the user's program, by op name (metadata).
+  std::map<std::string, OpOrigin> op_origins;
   int steps = 1;
   RecommendationThresholds thresholds;
 };

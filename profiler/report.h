@@ -16,6 +16,7 @@ struct Report {
   RunContext context;
   Metrics metrics;
   std::vector<OpProfileEntry> ops;
+  std::vector<FrameworkOpEntry> framework_ops;  // ops grouped by framework op
   std::vector<Recommendation> recommendations;
 };
 
@@ -44,7 +45,8 @@ inline Report BuildReport(const Recorder& rec, const HardwarePeaks& peaks, RunCo
   r.peaks = peaks;
   r.context = std::move(context);
   r.metrics = ComputeMetrics(rec, peaks);
-  r.ops = ComputeOpProfile(rec, peaks);
+  r.ops = ComputeOpProfile(rec, peaks, r.context.op_origins);
+  r.framework_ops = ByFrameworkOp(r.ops);
   AttributeCollectives(r);
   r.recommendations = Recommend(r.metrics, r.context, peaks, r.ops);
   return r;

@@ -91,7 +91,9 @@ void WriteUnitRuns(TraceWriter& w, const Recorder& rec, int core,
 }
 
 // The XLA Ops track: each union span of the core's work, cut where the tag changes.
-void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vector<uint32_t>& idx) {
+// One event per run of an op's busy records; `origins` adds the framework op and source.
+void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vector<uint32_t>& idx,
+                 const std::map<std::string, profiler::OpOrigin>& origins) {
   const auto& busy = rec.events().busy;
   bool open = false;
   uint16_t tag = 0;
@@ -102,8 +104,12 @@ void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vecto
     if (end > seg_start) {
       std::string name = tag == 0 ? "(untagged)" : rec.TagName(core, tag);
       if (name.empty()) name = "tag#" + std::to_string(tag);
-      w.Complete(core, Track::kXlaOps, name, seg_start, end,
-                 "{\"flops\":" + Fixed(flops, 0) + ",\"bytes\":" + std::to_string(bytes) + "}");
+      std::string args = "{\"flops\":" + Fixed(flops, 0) + ",\"bytes\":" + std::to_string(bytes);
+      if (const auto it = origins.find(name); it != origins.end()) {
+        args += ",\"framework_op\":" + JsonString(it->second.framework_op) +
+                ",\"source\":" + JsonString(it->second.source);
+      }
+      w.Complete(core, Track::kXlaOps, name, seg_start, end, args + "}");
     }
     flops = 0;
     bytes = 0;
@@ -131,7 +137,8 @@ void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vecto
   if (open) emit(span_end);
 }
 
-void WriteCore(TraceWriter& w, const Recorder& rec, int core) {
+void WriteCore(TraceWriter& w, const Recorder& rec, int core,
+               const std::map<std::string, profiler::OpOrigin>& origins) {
   const profiler::EventLog& ev = rec.events();
   for (uint32_t i : SortedFor(ev.steps, core)) {
     const sim::StepRecord& s = ev.steps[i];
@@ -139,7 +146,7 @@ void WriteCore(TraceWriter& w, const Recorder& rec, int core) {
                "{\"step\":" + std::to_string(s.step) + "}");
   }
   const std::vector<uint32_t> busy = SortedFor(ev.busy, core);
-  WriteXlaOps(w, rec, core, busy);
+  WriteXlaOps(w, rec, core, busy, origins);
   WriteUnitRuns(w, rec, core, busy);
   for (uint32_t i : SortedFor(ev.waits, core)) {
     const sim::WaitRecord& r = ev.waits[i];
@@ -204,7 +211,7 @@ std::string WriteChromeTrace(const Recorder& rec, const std::string& path,
 
   AtomicFile file(path);
   TraceWriter w(file, rec.num_cores(), origin);
-  for (int c = 0; c < rec.num_cores(); ++c) WriteCore(w, rec, c);
+  for (int c = 0; c < rec.num_cores(); ++c) WriteCore(w, rec, c, options.op_origins);
   WriteHost(w, rec);
   if (options.counters) WriteCounters(w, rec, end);
   w.Finish(rec.options().mxus_per_core, ev.truncated, ev.dropped);

@@ -2,14 +2,18 @@
 // shared/DESIGN.md section 4). Streams events to disk and writes atomically.
 #pragma once
 
+#include <map>
 #include <string>
 
+#include "profiler/op_profile.h"
 #include "profiler/recorder.h"
 
 namespace tpusim::traces {
 
 struct ChromeTraceOptions {
   bool counters = true;  // "MXU utilization" and "Idle time" counter tracks
+  // Framework op and source of each HLO op, by name: args of its events on the XLA Ops track.
+  std::map<std::string, profiler::OpOrigin> op_origins;
 };
 
 // Writes the trace to `path` (via path.tmp). Returns "" on success, else the error; on

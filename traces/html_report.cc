@@ -117,12 +117,22 @@ std::string HtmlReport(const profiler::Report& report, const profiler::Recorder&
        "ms (max) over " + std::to_string(m.num_steps) + " steps</p>\n<h2>Over time</h2>\n";
   h += Chart(rec) + "<h2>Step-time breakdown</h2>\n" + Breakdown(m.step_breakdown);
   h += "<h2>Op profile</h2>\n<table id=ops><tr><th>op</th><th>time ms</th><th>time %</th>"
-       "<th>FLOPs</th><th>bytes</th><th>FLOP/byte</th><th>bound</th><th>wasted ms</th></tr>";
+       "<th>FLOPs</th><th>bytes</th><th>FLOP/byte</th><th>bound</th><th>wasted ms</th>"
+       "<th>framework op</th><th>source</th></tr>";
   for (const profiler::OpProfileEntry& o : report.ops) {
     h += "<tr><td style=text-align:left>" + Esc(o.name) + "</td><td>" + Fixed(o.time_ms, 3) +
          "</td><td>" + Fixed(o.time_percent, 1) + "</td><td>" + Fixed(o.flops, 0) + "</td><td>" +
          Fixed(o.bytes, 0) + "</td><td>" + Fixed(o.intensity, 2) + "</td><td>" +
          (o.compute_bound ? "compute" : "memory") + "</td><td>" + Fixed(o.wasted_ms, 3) +
+         "</td><td style=text-align:left>" + Esc(o.framework_op) +
+         "</td><td style=text-align:left>" + Esc(o.source) + "</td></tr>";
+  }
+  h += "</table>\n<h2>By framework op</h2>\n<table id=framework-ops><tr><th>framework op</th>"
+       "<th>source</th><th>time ms</th><th>time %</th><th>HLO ops</th></tr>";
+  for (const profiler::FrameworkOpEntry& f : report.framework_ops) {
+    h += "<tr><td style=text-align:left>" + Esc(f.framework_op) +
+         "</td><td style=text-align:left>" + Esc(f.source) + "</td><td>" + Fixed(f.time_ms, 3) +
+         "</td><td>" + Fixed(f.time_percent, 1) + "</td><td>" + std::to_string(f.hlo_ops) +
          "</td></tr>";
   }
   h += "</table>\n<h2>Recommendations</h2>\n<ul id=recommendations>";

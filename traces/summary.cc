@@ -82,9 +82,22 @@ std::string SummaryJson(const profiler::Report& report) {
                        {"bound", o.compute_bound ? "compute" : "memory"},
                        {"roofline_ms", R(o.roofline_ms)},
                        {"wasted_ms", R(o.wasted_ms)},
-                       {"count", o.count}});
+                       {"count", o.count},
+                       {"framework_op", o.framework_op},
+                       {"source", o.source}});
   }
   j["op_profile"] = ops;
+  Json by_framework = Json::array();
+  for (const profiler::FrameworkOpEntry& f : report.framework_ops) {
+    by_framework.push_back(Json{{"framework_op", f.framework_op},
+                                {"source", f.source},
+                                {"time_ms", R(f.time_ms)},
+                                {"time_percent", R(f.time_percent)},
+                                {"flops", f.flops},
+                                {"bytes", f.bytes},
+                                {"hlo_ops", f.hlo_ops}});
+  }
+  j["framework_op_profile"] = by_framework;
   Json recs = Json::array();
   for (const profiler::Recommendation& r : report.recommendations) {
     recs.push_back(Json{{"id", r.id},

@@ -1,4 +1,5 @@
 #include "compiler/lowering/lower.h"
+#include "compiler/hlo/metadata.h"
 
 #include "compiler/hlo/sharding.h"
 
@@ -131,6 +132,8 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
   }
   LoweredOp op;
   op.name = i.name();
+  op.framework_op = hlo::MetadataOf(i).op_name;
+  op.source = hlo::SourceLocation(module_, i);
   op.opcode = std::string(hlo::OpcodeName(i.opcode()));
   op.executions = executions;
   const OpContext ctx{[this](const HloInstruction* v) { return Address(v); }, opt_.cores,

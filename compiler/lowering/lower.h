@@ -49,6 +49,9 @@ struct LoweredOp {
   int64_t executions = 1;  // trip count of the loops around it
   bool exact = false;      // the kernel computes the op's values (not only its timing)
   std::string note;        // padding, approximations
+  // What the framework called the op (metadata op_name, "jit(step)/Dense_0/dot_general")
+  // and the Python source that made it ("train.py:17"); "" when the HLO does not say.
+  std::string framework_op, source;
 };
 
 struct OutputBuffer {  // one leaf of the entry's result

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "test/cli/cli_test_util.h"
 
 #include "traces/trace_validator.h"
@@ -136,6 +138,28 @@ TEST(Cli, RunEveryJaxModule) {
     Output o = Tpusim(std::string("run examples/jax/mlp_dp8_b1024") + stage + " --timing");
     EXPECT_THAT(o.text, HasSubstr("8 replicas, one per core, batch 128 per core")) << stage;
   }
+}
+
+// The JAX op and the user's source line of each HLO op (metadata op_name, stack frames):
+// on the one-screen result, in the summary's op profile and its view by framework op, in
+// the trace's XLA Ops events and the HTML page.
+TEST(Cli, RunNamesTheFrameworkOpsAndTheirSource) {
+  const std::string summary = Temp("fw.json"), trace = Temp("fw.trace.json"),
+                    html = Temp("fw.html");
+  Output o = Tpusim("run examples/jax/mnist_cnn_b200.opt.hlo --timing --summary " + summary +
+                    " --trace " + trace + " --html " + html);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("top framework ops: jit(step)/transpose(jvp(MnistCnn))/Conv_1/"
+                                "conv_general_dilated 24% (gen.py:94)"));
+  EXPECT_THAT(o.text, Not(HasSubstr("batch per core is 0")));  // whole on every core
+  const nlohmann::json j = nlohmann::json::parse(Slurp(summary));
+  ASSERT_FALSE(j["framework_op_profile"].empty());
+  EXPECT_EQ(j["framework_op_profile"][0]["source"], "gen.py:94");
+  EXPECT_EQ(j["op_profile"][0]["framework_op"],
+            "jit(step)/transpose(jvp(MnistCnn))/Conv_1/conv_general_dilated");
+  EXPECT_THAT(Slurp(trace), HasSubstr("\"framework_op\":\"jit(step)/jvp(MnistCnn)/Conv_1/"));
+  EXPECT_THAT(Slurp(html), HasSubstr("<table id=framework-ops>"));
+  for (const std::string& f : {summary, trace, html}) std::remove(f.c_str());
 }
 
 TEST(Cli, CompilePrintsThePartitionedModule) {
