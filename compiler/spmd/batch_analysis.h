@@ -5,10 +5,10 @@
 // dimension of the last other entry parameter of rank >= 2 (inputs follow the weights in JAX
 // and TF steps; rank-1 parameters are biases and scales more often than labels), and every
 // non-weight parameter with that leading dimension is an input (of rank 1 only when it is not
-// floating point: labels, not a bias or scale that happens to have the batch's length). The split is taken when every
-// value computed from the batch either keeps a dimension of its size or reduces over it in a
-// way the devices' parts combine by an all-reduce (sums, maxima, contractions, batch-norm
-// statistics, slices); a reshape merging the batch, a concatenate or a reduce by another
+// floating point: labels, not a bias or scale that happens to have the batch's length). The split
+// is taken when every value computed from the batch either keeps a dimension of its size or reduces
+// over it in a way the devices' parts combine by an all-reduce (sums, maxima, contractions,
+// batch-norm statistics, slices); a reshape merging the batch, a concatenate or a reduce by another
 // function keeps the module whole, with the reason, as does a leading dimension a loop
 // indexes (the time axis of a scan).
 #pragma once

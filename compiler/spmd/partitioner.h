@@ -94,9 +94,10 @@ class Partitioner {
 
   hlo::HloModule& m_;
   int64_t n_;
-  hlo::HloComputation* comp_ = nullptr;  // being partitioned
-  bool pure_ = false;                    // partitioning a fusion's body: no collectives
-  bool impure_ = false;                  // ... and one was needed
+  hlo::HloComputation* comp_ = nullptr;           // being partitioned
+  const hlo::HloInstruction* current_ = nullptr;  // the global op being partitioned
+  bool pure_ = false;                             // partitioning a fusion's body: no collectives
+  bool impure_ = false;                           // ... and one was needed
   int64_t next_channel_ = 1;
   std::unordered_map<const hlo::HloComputation*, hlo::HloInstruction*> partition_ids_;
   std::unordered_set<const hlo::HloComputation*> partitioned_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <unordered_set>
+#include <utility>
 
 #include "compiler/passes/ir_edit.h"
 #include "compiler/spmd/annotations.h"
@@ -80,7 +81,15 @@ Result<bool> SpmdPartitionerPass::Run(hlo::HloModule& module) {
 
 HloInstruction* Partitioner::Add(std::string_view base, Opcode op, hlo::Shape shape,
                                  const std::vector<HloInstruction*>& operands) {
-  return passes::AddNew(*comp_, base, op, std::move(shape), operands);
+  HloInstruction* i = passes::AddNew(*comp_, base, op, std::move(shape), operands);
+  // What the partitioner adds for an op (its collectives, a batch norm's expansion) is that
+  // op's work in the profile: the framework's name and source line carry over, as in XLA.
+  if (current_) {
+    if (const std::string* metadata = current_->RawAttr("metadata")) {
+      i->SetAttr("metadata", hlo::RawText{*metadata});
+    }
+  }
+  return i;
 }
 
 HloInstruction* Partitioner::Clone(const HloInstruction& from, hlo::Shape shape,
@@ -157,6 +166,11 @@ Result<Local> Partitioner::PartitionParameter(const HloInstruction& i, const Hlo
 }
 
 Result<Local> Partitioner::PartitionOne(const HloInstruction& i) {
+  struct Current {  // the op being partitioned, for Add's metadata; restored on return
+    const HloInstruction*& slot;
+    const HloInstruction* saved;
+    ~Current() { slot = saved; }
+  } current{current_, std::exchange(current_, &i)};
   if (i.opcode() == Opcode::kParameter) {
     Result<std::optional<HloSharding>> s = StatedSharding(m_, i);
     if (!s.ok()) return s.status();

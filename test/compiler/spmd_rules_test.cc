@@ -211,6 +211,20 @@ TEST(SpmdRules, WhileLoopsCarryEachDevicesTiles) {
   EXPECT_LT(PartitionError(kLoop), 1e-5);
 }
 
+// What the partitioner adds for an op keeps the op's framework name and source line.
+TEST(SpmdRules, AddedInstructionsKeepTheOpsMetadata) {
+  const std::string ir = Partition(std::string("HloModule md\n") + kAdd + R"(
+ENTRY main {
+  x = f32[16,4] parameter(0), sharding={devices=[8,1]<=[8]}
+  y = f32[16,4] parameter(1), sharding={devices=[8,1]<=[8]}
+  ROOT gw = f32[4,4] dot(x, y), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(f)/dot_general" source_file="f.py" source_line=3}
+}
+)");
+  EXPECT_TRUE(Has(ir, "all-reduce(f32[4,4] %gw)"));
+  EXPECT_EQ(
+      Count(ir, "metadata={op_name=\"jit(f)/dot_general\" source_file=\"f.py\" source_line=3}"), 2);
+}
+
 // The pass on an unannotated step: the batch input gets the split, weights stay whole.
 TEST(SpmdRules, BatchShardingWritesTheInferredSplit) {
   auto m = hlo::ParseHlo(std::string("HloModule dp\n") + kAdd + R"(
