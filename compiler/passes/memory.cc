@@ -252,7 +252,15 @@ hlo::Result<bool> MemoryPlanningPass::Run(hlo::HloModule& module) {
   if (auto aliases = hlo::ParseInputOutputAlias(module.input_output_alias); !aliases.ok())
     return aliases.status();
   plan_ = PlanMemory(module);
-  if (plan_.peak_bytes > capacity_) return hlo::Status::Error(OutOfMemoryMessage(plan_, capacity_));
+  if (plan_.peak_bytes > capacity_) {
+    std::string message = OutOfMemoryMessage(plan_, capacity_);
+    // A single-replica module the batch-sharding pass left whole holds its global batch on
+    // every core: say why it was not split.
+    if (!module.batch_not_split_reason.empty())
+      message += "\nThe module was not split over the cores (it holds its whole batch on each): " +
+                 module.batch_not_split_reason + ".\n";
+    return hlo::Status::Error(message);
+  }
   return false;
 }
 

@@ -130,6 +130,8 @@ bool Combines(const hlo::HloInstruction& i) {
     case Opcode::kSlice:
     case Opcode::kDynamicSlice:
       return op == &i;
+    case Opcode::kScatter:  // a scatter-add of each device's updates: partial sums
+      return op->to_apply() && op->to_apply()->root()->opcode() == Opcode::kAdd;
     default:  // a concatenate, pad, gather, reduce-window, or elementwise work on a reduce
       return false;
   }
@@ -162,6 +164,21 @@ const hlo::HloInstruction* IndexedAlongLeading(const hlo::HloModule& m, const hl
   return nullptr;
 }
 
+// A value whose leading dimension holds the batch as its major part: a reshape of [B, S, H]
+// into [B*S, H] (a dense layer over a sequence), or any op on such a value that keeps that
+// leading dimension. Each device's rows stay contiguous (the partitioner's reshape rule).
+bool MergesBatchMajor(const hlo::HloInstruction& i, int64_t b) {
+  const hlo::Shape& s = i.shape();
+  if (!s.IsArray() || s.dims.empty() || s.dims[0] <= b || s.dims[0] % b != 0) return false;
+  for (const hlo::HloInstruction* o : i.operands()) {
+    const hlo::Shape& os = o->shape();
+    if (!os.IsArray() || os.dims.empty()) continue;
+    if (os.dims[0] == b && os.ElementCount() == s.ElementCount()) return true;  // the merge
+    if (os.dims[0] == s.dims[0]) return true;  // keeps the merged rows
+  }
+  return false;
+}
+
 }  // namespace
 
 BatchAnalysis AnalyzeBatch(const hlo::HloModule& module, int64_t cores) {
@@ -170,6 +187,9 @@ BatchAnalysis AnalyzeBatch(const hlo::HloModule& module, int64_t cores) {
   std::set<const hlo::HloInstruction*> carrying;
   const std::vector<hlo::HloInstruction*> params = entry.parameters();
   std::set<const hlo::HloInstruction*> weights = ParametersFeeding(entry, kContractions, 1);
+  // Tables a gather looks rows up in (embeddings) are weights too.
+  for (const hlo::HloInstruction* t : ParametersFeeding(entry, {hlo::Opcode::kGather}, 0))
+    weights.insert(t);
   const std::set<const hlo::HloInstruction*> activations =
       ParametersFeeding(entry, kContractions, 0);
   // Optimizer state (momentum, Adam moments) has its weight's shape: not an input either.
@@ -179,11 +199,20 @@ BatchAnalysis AnalyzeBatch(const hlo::HloModule& module, int64_t cores) {
     if (p->shape().IsArray() && p->shape().rank() >= 2 && !activations.count(p) &&
         weight_shapes.count(p->shape().dims))
       weights.insert(p);
-  const hlo::HloInstruction* last = nullptr;
-  for (const hlo::HloInstruction* p : params)
-    if (p->shape().IsArray() && p->shape().rank() >= 2 && !weights.count(p) &&
-        (!last || p->parameter_number() > last->parameter_number()))
-      last = p;
+  // Token ids are integers, tables and their optimizer state floats: an integer input of
+  // rank >= 2 names the batch before any float one (BERT's position table [128, 768] is
+  // added by broadcast, not looked up, and its Adam moments follow the inputs).
+  const auto last_input = [&](bool integral_only) {
+    const hlo::HloInstruction* last = nullptr;
+    for (const hlo::HloInstruction* p : params)
+      if (p->shape().IsArray() && p->shape().rank() >= 2 && !weights.count(p) &&
+          (!integral_only || hlo::IsIntegralType(p->shape().type)) &&
+          (!last || p->parameter_number() > last->parameter_number()))
+        last = p;
+    return last;
+  };
+  const hlo::HloInstruction* last = last_input(true);
+  if (!last) last = last_input(false);
   if (!last) {
     a.why_not = "no entry parameter has a batch dimension";
     return a;
@@ -223,7 +252,7 @@ BatchAnalysis AnalyzeBatch(const hlo::HloModule& module, int64_t cores) {
                                  producer->opcode() == hlo::Opcode::kCall ||
                                  producer->opcode() == hlo::Opcode::kConditional ||
                                  producer->opcode() == hlo::Opcode::kBatchNormTraining;
-    if (HasDim(i->shape(), b)) {
+    if (HasDim(i->shape(), b) || MergesBatchMajor(*i, b)) {
       carrying.insert(i);
     } else if ((i->opcode() == hlo::Opcode::kReshape || i->opcode() == hlo::Opcode::kBitcast) &&
                i->shape().IsArray()) {

@@ -1,7 +1,8 @@
 // Which entry parameters of a single-replica module without shardings carry the batch, for
 // the data parallelism tpusim infers over the board's cores (batch_sharding.h writes it as a
-// sharding). Weights are the parameters that feed the weight operand of a dot or convolution,
-// and parameters of rank >= 2 shaped like one (optimizer state); the batch is the leading
+// sharding). Weights are the parameters that feed the weight operand of a dot or convolution
+// or the table of a gather (embeddings), and parameters of rank >= 2 shaped like one
+// (optimizer state); the batch is the leading
 // dimension of the last other entry parameter of rank >= 2 (inputs follow the weights in JAX
 // and TF steps; rank-1 parameters are biases and scales more often than labels), and every
 // non-weight parameter with that leading dimension is an input (of rank 1 only when it is not

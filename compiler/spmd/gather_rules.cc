@@ -11,6 +11,7 @@ namespace tpusim::spmd {
 using hlo::HloInstruction;
 using hlo::HloSharding;
 using hlo::IntList;
+using hlo::Opcode;
 using hlo::Result;
 using hlo::Shape;
 
@@ -109,6 +110,10 @@ Result<std::optional<Local>> Partitioner::ScatterRule(const HloInstruction& i) {
       }
     }
   }
+  if (od < 0 && op.replicated() && id >= 0 && upos >= 0 && ud == upos && !Has(ib, id) &&
+      i.to_apply() && i.to_apply()->root()->opcode() == Opcode::kAdd) {
+    return ScatterAddOfShares(i, idx.value, updates);
+  }
   if (od < 0 || !(op.replicated() || OneTiledDim(op.sharding) == od)) return std::optional<Local>();
   HloSharding s = Tiled1D(rank, od);
   Result<HloInstruction*> operand = Reshard(op, i.operand(0)->shape(), s);
@@ -116,6 +121,30 @@ Result<std::optional<Local>> Partitioner::ScatterRule(const HloInstruction& i) {
   if (!operand.ok() || !ls.ok()) return std::optional<Local>();
   return std::optional<Local>(
       Local{Clone(i, ls.value(), {operand.value(), idx.value, updates}), s});
+}
+
+// A scatter-add of updates split with their indices along the scatter's batch (an embedding
+// gradient): each device adds its updates into zeros, an all-reduce sums the devices' parts,
+// and the operand (unless it is zeros) is added once.
+Result<std::optional<Local>> Partitioner::ScatterAddOfShares(const HloInstruction& i,
+                                                             HloInstruction* indices,
+                                                             HloInstruction* updates) {
+  const HloInstruction* operand = i.operand(0);
+  const bool zeros = operand->opcode() == Opcode::kBroadcast &&
+                     operand->operand(0)->opcode() == Opcode::kConstant &&
+                     operand->operand(0)->literal().floats == std::vector<double>{0.0} &&
+                     operand->operand(0)->literal().ints.empty();
+  if (pure_ && !zeros) return std::optional<Local>();
+  const Shape scalar = Shape::Array(i.shape().type, {});
+  HloInstruction* zero = Add(i.name() + ".zero", Opcode::kConstant, scalar, {});
+  zero->mutable_literal().floats = {0.0};
+  HloInstruction* init = Add(i.name() + ".zeros", Opcode::kBroadcast, i.shape(), {zero});
+  init->SetAttr("dimensions", hlo::IntList{});
+  Local total = Combined(Clone(i, i.shape(), {init, indices, updates}), i.to_apply());
+  if (zeros) return std::optional<Local>(total);
+  HloInstruction* sum =
+      Add(i.name() + ".plus-operand", Opcode::kAdd, i.shape(), {Of(operand).value, total.value});
+  return std::optional<Local>(Local{sum, HloSharding::Replicated()});
 }
 
 }  // namespace tpusim::spmd

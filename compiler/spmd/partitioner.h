@@ -39,6 +39,9 @@ class Partitioner {
   hlo::Result<std::optional<Local>> ConvolutionRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> GatherRule(const hlo::HloInstruction& i);  // gather_rules.cc
   hlo::Result<std::optional<Local>> ScatterRule(const hlo::HloInstruction& i);
+  hlo::Result<std::optional<Local>> ScatterAddOfShares(const hlo::HloInstruction& i,
+                                                       hlo::HloInstruction* indices,
+                                                       hlo::HloInstruction* updates);
   // Slices, pads, concatenates, reverses and sorts that leave the tiled dimension whole
   // (layout_rules.cc); reduce-window and select-and-scatter with a window of one along it.
   hlo::Result<std::optional<Local>> LayoutRule(const hlo::HloInstruction& i);

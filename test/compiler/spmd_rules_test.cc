@@ -273,6 +273,56 @@ ENTRY main {
   EXPECT_FALSE(Has(ir, "%b = f32[64] parameter(2), sharding"));
 }
 
+// BERT as tpusim writes it: token ids first, then weights and a position table added by
+// broadcast, whose Adam moments come last. The integer ids name the batch (256), not the
+// last float parameter (the table's moment, 128 rows); the embedding table a gather reads
+// is a weight.
+TEST(SpmdRules, BatchShardingTakesTheBatchFromTheTokenIds) {
+  auto m = hlo::ParseHlo(R"(HloModule bert
+ENTRY main {
+  tokens = s32[256,128] parameter(0)
+  table = f32[1000,16] parameter(1)
+  pos = f32[128,16] parameter(2)
+  pos_m = f32[128,16] parameter(3)
+  e = f32[256,128,16] gather(table, tokens), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,16}
+  p = f32[256,128,16] broadcast(pos), dimensions={1,2}
+  s = f32[256,128,16] add(e, p)
+  ROOT r = (f32[256,128,16], f32[128,16]) tuple(s, pos_m)
+}
+)",
+                         "m.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  BatchShardingPass pass(kDevices);
+  ASSERT_TRUE(pass.Run(m.value()).ok());
+  EXPECT_EQ(m->inferred_batch, 256) << m->batch_not_split_reason;
+  const std::string ir = hlo::PrintModule(m.value());
+  EXPECT_TRUE(Has(ir, "%tokens = s32[256,128] parameter(0), sharding={devices=[8,1]<=[8]}"));
+  EXPECT_FALSE(Has(ir, "%table = f32[1000,16] parameter(1), sharding"));
+}
+
+// The embedding gradient: a scatter-add of each device's rows into zeros, all-reduced; into
+// a table that is not zeros, the table is added once after the sum.
+const std::string kScatterAdd = std::string("HloModule sa\n") + kAdd + R"(
+ENTRY main {
+  ids = s32[16,4] parameter(0), sharding={devices=[8,1]<=[8]}
+  g = f32[16,4,8] parameter(1), sharding={devices=[8,1,1]<=[8]}
+  t = f32[10,8] parameter(2)
+  zero = f32[] constant(0)
+  z = f32[10,8] broadcast(zero), dimensions={}
+  d = f32[10,8] scatter(z, ids, g), update_window_dims={2}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=add
+  u = f32[10,8] scatter(t, ids, g), update_window_dims={2}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=add
+  ROOT r = (f32[10,8], f32[10,8]) tuple(d, u)
+}
+)";
+
+TEST(SpmdRules, ScatterAddOfEachDevicesRowsIsAllReduced) {
+  const std::string ir = Partition(kScatterAdd);
+  EXPECT_EQ(Count(ir, " all-reduce("), 2);
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_TRUE(Has(ir, "%u.plus-operand = f32[10,8] add("));
+  EXPECT_LT(PartitionError(kScatterAdd), 1e-5);
+}
+
 // A scan's time-major sequence: its leading dimension is the loop's step, not a batch.
 TEST(SpmdRules, BatchShardingLeavesAScanWhole) {
   auto m = hlo::ParseHlo(R"(HloModule scan
