@@ -9,6 +9,7 @@
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/passes/algsimp.h"
+#include "compiler/passes/all_reduce_combiner.h"
 #include "compiler/passes/async_conversion.h"
 #include "compiler/passes/contraction_defusion.h"
 #include "compiler/passes/conv_canon.h"
@@ -81,6 +82,7 @@ PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<spmd::BatchShardingPass>(options.devices);
   p.AddPass<spmd::SpmdPartitionerPass>(options.devices);
   p.AddPass<AsyncConversionPass>();
+  p.AddPass<AllReduceCombinerPass>(options.all_reduce_combine_bytes);
   p.AddPass<ContractionDefusionPass>();
   p.AddPass<DcePass>();
   p.AddPass<AlgebraicSimplifierPass>();

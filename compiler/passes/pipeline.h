@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/passes/all_reduce_combiner.h"
 #include "compiler/passes/layout.h"
 #include "compiler/passes/memory.h"
 #include "compiler/passes/pass.h"
@@ -52,11 +53,13 @@ class PassPipeline {
 
 struct CompileOptions {
   int64_t hbm_capacity_bytes = kDefaultHbmBytes;
-  int64_t devices = 1;   // the board's cores: a sharded global program is partitioned over them
-  std::string dump_dir;  // empty: no IR dumps
+  int64_t devices = 1;  // the board's cores: a sharded global program is partitioned over them
+  int64_t all_reduce_combine_bytes = kDefaultAllReduceCombineBytes;  // all_reduce_combiner.h
+  std::string dump_dir;                                              // empty: no IR dumps
 };
 
-// spmd-partitioner, async-conversion, contraction-defusion, dce, algsimp, dce,
+// batch-sharding, spmd-partitioner, async-conversion, all-reduce-combiner,
+// contraction-defusion, dce, algsimp, dce,
 // conv-canonicalization, layout-assignment, elementwise-fusion, dce, memory-planning.
 PassPipeline DefaultPipeline(const CompileOptions& options = {});
 

@@ -207,12 +207,12 @@ TEST(Cli, RunFusionTiledSlicesTheSplitBatchExactly) {
 
 TEST(Cli, RunConvBnReluComputesWholeBatchStatistics) {
   // One image per core: a bf16 convolution rounded on the VPU, and batch norm expanded by the
-  // partitioner, its sums and sums of squares all-reduced over the cores before the
-  // statistics.
+  // partitioner, its sums and sums of squares all-reduced over the cores (in one ring) before
+  // the statistics.
   Output o = Tpusim("run examples/hlo/conv_bn_relu.hlo");
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_THAT(o.text, Not(HasSubstr("timing-only")));
-  EXPECT_THAT(o.text, HasSubstr("kernels: 1 MXU, 9 VPU, 0 DMA, 2 collective"));
+  EXPECT_THAT(o.text, HasSubstr("kernels: 1 MXU, 9 VPU, 0 DMA, 1 collective"));
   EXPECT_THAT(o.text, HasSubstr("(match)"));
 }
 

@@ -101,7 +101,14 @@ TEST(Lower, SingleReplicaTrainStepSplitsTheBatchAndAllReducesWeightGradients) {
   EXPECT_EQ(m.example_bytes, (784u + 10u) * 4u);
   int all_reduces = 0;
   for (const auto& op : m.ops) all_reduces += op.opcode == "all-reduce";
-  EXPECT_GE(all_reduces, 4);                // both weight and both bias gradients, and the loss
+  // Both weight and both bias gradients and the loss, in one ring (all-reduce-combiner).
+  EXPECT_EQ(all_reduces, 1);
+  const std::string& hlo = c->report.hlo;
+  int carried = 0;
+  for (size_t p = hlo.find(".combined), index="); p != std::string::npos;
+       p = hlo.find(".combined), index=", p + 1))
+    ++carried;
+  EXPECT_EQ(carried, 5);
   EXPECT_NE(m.programs[0], m.programs[1]);  // ring positions differ
 }
 
