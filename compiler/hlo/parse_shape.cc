@@ -1,4 +1,5 @@
 // Shapes, layouts and constant literals of the HLO parser.
+#include <algorithm>
 #include <charconv>
 
 #include "compiler/hlo/parser.h"
@@ -8,6 +9,9 @@ namespace tpusim::hlo::internal {
 namespace {
 
 constexpr int64_t kMaxDim = int64_t{1} << 40;
+// 1 PiB, far beyond any board's HBM: byte counts of shapes, padded to tiles (at most 2^10
+// times larger), still fit an int64.
+constexpr int64_t kMaxShapeBytes = int64_t{1} << 50;
 constexpr const char* kDynamicMsg =
     "dynamic shapes are not supported: TPU programs need static shapes; pad to a fixed size";
 
@@ -54,6 +58,14 @@ bool Parser::ParseShape(Shape* out) {
       out->dims.push_back(d);
     } while (TryEat(','));
     if (!Expect(']', "to end the dimensions")) return false;
+    // Element and byte counts must fit 64 bits with room for tile padding later on.
+    int64_t bytes = std::max(1, PrimitiveTypeBits(*type) / 8);
+    for (int64_t d : out->dims) {
+      if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxShapeBytes) {
+        return Fail(type_pos,
+                    "shape " + out->ToString(false) + " holds more than 2^50 bytes (1 PiB)");
+      }
+    }
   }
   if (PeekRaw() == '{') {  // a layout follows only when attached to ']'
     Layout layout;

@@ -320,6 +320,32 @@ TEST(Cli, BadInputsAreOneLineErrorsWithNonZeroStatus) {
   o = Tpusim("run examples/hlo/dot_bf16.hlo --bogus");
   EXPECT_EQ(o.status, 2);
   EXPECT_THAT(o.text, HasSubstr("unrecognised option '--bogus'"));
+  // A directory, a file that is not text (said "unexpected end of input" before).
+  o = Tpusim("run examples/hlo");
+  EXPECT_EQ(o.status, 1);
+  EXPECT_THAT(o.text, HasSubstr("tpusim run: 'examples/hlo' is a directory, not a file"));
+  const std::string binary = Temp("binary.hlo");
+  std::ofstream(binary, std::ios::binary) << std::string("HloModule m\0\x01\x02", 14);
+  o = Tpusim("run " + binary);
+  EXPECT_EQ(o.status, 1);
+  EXPECT_THAT(o.text, HasSubstr("is not a text file (byte 11 is NUL)"));
+  std::remove(binary.c_str());
+}
+
+// A chain of 200,000 elementwise ops (the VPU body builder recurses once per op) compiled
+// and run on the command's own 4 GiB stack; 200,000 died with SIGSEGV on the 8 MiB main one.
+TEST(Cli, ADeepChainOfOpsCompilesAndRuns) {
+  const std::string path = Temp("deep.hlo");
+  {
+    std::ofstream out(path);
+    out << "HloModule deep\nENTRY main {\n  a0 = f32[128] parameter(0)\n";
+    for (int i = 1; i <= 200000; ++i) out << "  a" << i << " = f32[128] negate(a" << i - 1 << ")\n";
+    out << "}\n";
+  }
+  Output o = Tpusim("run " + path + " --timing");
+  EXPECT_EQ(o.status, 0) << o.text.substr(0, 2000);
+  EXPECT_THAT(o.text, HasSubstr("kernels: 0 MXU, 1 VPU, 0 DMA, 0 collective"));
+  std::remove(path.c_str());
 }
 
 TEST(Cli, CompileEmitsOptimizedHloAndIsa) {

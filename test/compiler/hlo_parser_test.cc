@@ -90,6 +90,13 @@ TEST(Parser, ErrorPositions) {
             "start of the module");
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"),
             "m.hlo:2:1: computation %e is missing its '}'");
+  // A byte count past 64 bits wrapped into the memory report ("Used 5.39E").
+  EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[100000000000,100000000] "
+                       "parameter(0)\n}\n"),
+            "m.hlo:3:12: shape f32[100000000000,100000000] holds more than 2^50 bytes (1 PiB)");
+  EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  ROOT p = (s32[], bf16[1099511627776,1024]) "
+                       "parameter(0)\n}\n"),
+            "m.hlo:3:20: shape bf16[1099511627776,1024] holds more than 2^50 bytes (1 PiB)");
 }
 
 TEST(Parser, UnsupportedOps) {
