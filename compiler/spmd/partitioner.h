@@ -92,6 +92,8 @@ class Partitioner {
   hlo::Result<Local> Replicated(const hlo::HloInstruction& i);
   hlo::Result<hlo::HloInstruction*> AllGather(hlo::HloInstruction* v, const hlo::Shape& global,
                                               const hlo::HloSharding& from);
+  hlo::Result<hlo::HloInstruction*> AllToAll(hlo::HloInstruction* v, const hlo::Shape& global,
+                                             int64_t from_dim, int64_t to_dim);
   hlo::Result<hlo::HloInstruction*> DynamicSliceOf(hlo::HloInstruction* v, const hlo::Shape& global,
                                                    const hlo::HloSharding& to);
 

@@ -172,6 +172,63 @@ Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Sha
   return ds;
 }
 
+// Tiled along `a` to tiled along `b`, as XLA's partitioner does it: each device's tile,
+// its dimension b cut into one chunk per device and the chunk index moved to the front, goes
+// through one all-to-all along that leading dimension (chunk j to device j, contiguous); the
+// chunks received, one per source device in device order, become the major part of a.
+// No device holds the whole value.
+Result<HloInstruction*> Partitioner::AllToAll(HloInstruction* v, const Shape& global, int64_t a,
+                                              int64_t b) {
+  impure_ |= pure_;
+  const Shape& local = v->shape();
+  const int64_t rank = static_cast<int64_t>(local.dims.size());
+  Shape cut = local;  // dimension b as [n, dims[b] / n]
+  cut.dims[b] = global.dims[b] / n_;
+  cut.dims.insert(cut.dims.begin() + b, n_);
+  HloInstruction* chunks = Add(v->name() + ".chunks", Opcode::kReshape, cut, {v});
+  // The chunk index first: [n, the tile's dimensions with b cut to dims[b] / n].
+  hlo::IntList front = {b};
+  Shape lead = cut;
+  lead.dims = {n_};
+  for (int64_t d = 0; d <= rank; ++d) {
+    if (d == b) continue;
+    front.push_back(d);
+    lead.dims.push_back(cut.dims[d]);
+  }
+  HloInstruction* leading = chunks;
+  if (b != 0) {
+    leading = Add(v->name() + ".chunks-first", Opcode::kTranspose, lead, {chunks});
+    leading->SetAttr("dimensions", front);
+  }
+  HloInstruction* swapped = Add(v->name() + ".all-to-all", Opcode::kAllToAll, lead, {leading});
+  std::vector<int64_t> all(n_);
+  std::iota(all.begin(), all.end(), 0);
+  hlo::ReplicaGroups groups;
+  groups.groups = {all};
+  swapped->SetAttr("channel_id", next_channel_++);
+  swapped->SetAttr("replica_groups", groups);
+  swapped->SetAttr("dimensions", hlo::IntList{0});
+  swapped->SetAttr("use_global_device_ids", hlo::RawText{"true"});
+  // The source device (leading) goes just before a, as its major part.
+  HloInstruction* stacked = swapped;
+  if (a != 0) {
+    hlo::IntList perm;
+    Shape moved = lead;
+    moved.dims.clear();
+    for (int64_t d = 1; d <= rank; ++d) {
+      if (d == a + 1) perm.push_back(0), moved.dims.push_back(n_);
+      perm.push_back(d);
+      moved.dims.push_back(lead.dims[d]);
+    }
+    stacked = Add(v->name() + ".stacked", Opcode::kTranspose, moved, {swapped});
+    stacked->SetAttr("dimensions", perm);
+  }
+  Shape out = local;
+  out.dims[a] = global.dims[a];
+  out.dims[b] = global.dims[b] / n_;
+  return Add(v->name() + ".resharded", Opcode::kReshape, out, {stacked});
+}
+
 Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global,
                                              const HloSharding& to) {
   const HloSharding& from = v.sharding;
@@ -198,6 +255,9 @@ Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global
     }
     return Add(v.value->name() + ".resharded", Opcode::kTuple, Shape::Tuple(shapes), parts);
   }
+  const int64_t a = OneTiledDim(from), b = OneTiledDim(to);
+  if (a >= 0 && b >= 0 && a != b && global.dims[b] % n_ == 0)
+    return AllToAll(v.value, global, a, b);
   HloInstruction* whole = v.value;
   if (from.kind == HloSharding::Kind::kTiled) {
     Result<HloInstruction*> g = AllGather(v.value, global, from);

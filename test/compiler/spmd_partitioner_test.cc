@@ -69,8 +69,8 @@ TEST(SpmdPartitioner, MegatronColumnThenRowParallel) {
 }
 
 // FSDP: a parameter sharded along its first dimension is all-gathered before use; a tiled
-// value meets a whole one by each device's dynamic slice; a partially replicated layout and
-// a sharding along the second dimension are resharded through whole values.
+// value meets a whole one by each device's dynamic slice; a partially replicated layout is
+// resharded through the whole value, rows to columns by one all-to-all.
 const std::string kReshard = std::string("HloModule fsdp\n") + R"(
 ENTRY main {
   x = f32[64,32] parameter(0), sharding={devices=[8,1]<=[8]}
@@ -93,7 +93,14 @@ TEST(SpmdPartitioner, ReshardsBetweenLayouts) {
   EXPECT_TRUE(Has(ir, "%c = f32[32,16] parameter(3)"));
   // The partially replicated operand: the pairs of devices {0,4}, {1,5}, ... hold one tile.
   EXPECT_TRUE(Has(ir, "replica_groups={{0,4},{1,5},{2,6},{3,7}}"));
-  EXPECT_TRUE(Has(ir, "f32[64,2] dynamic-slice("));  // into the output's columns
+  // Rows to the output's columns: each device's 8 rows cut into 8 chunks of 2 columns, one
+  // to each device, stacked back in device order.
+  EXPECT_TRUE(Has(ir,
+                  "%o.chunks-first = f32[8,8,2] transpose(f32[8,8,2] %o.chunks), "
+                  "dimensions={1,0,2}"));
+  EXPECT_TRUE(Has(ir, "all-to-all(f32[8,8,2] %o.chunks-first)"));
+  EXPECT_TRUE(Has(ir, "%o.resharded = f32[64,2] reshape("));
+  EXPECT_FALSE(Has(ir, "f32[64,16] all-gather(f32[8,16] %o)"));
   EXPECT_LT(PartitionError(kReshard), 1e-5);
 }
 

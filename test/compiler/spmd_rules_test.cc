@@ -225,6 +225,28 @@ ENTRY main {
       Count(ir, "metadata={op_name=\"jit(f)/dot_general\" source_file=\"f.py\" source_line=3}"), 2);
 }
 
+// Between two tiled layouts by one all-to-all, not through the whole value: columns to rows,
+// and in 3-D from the middle dimension to the last.
+const std::string kAllToAll = std::string("HloModule a2a\n") + R"(
+ENTRY main {
+  x = f32[16,32] parameter(0), sharding={devices=[1,8]<=[8]}
+  r = f32[16,32] copy(x), sharding={devices=[8,1]<=[8]}
+  y = f32[4,16,24] parameter(1), sharding={devices=[1,8,1]<=[8]}
+  z = f32[4,16,24] copy(y), sharding={devices=[1,1,8]<=[8]}
+  ROOT t = (f32[16,32], f32[4,16,24]) tuple(r, z)
+}
+)";
+
+TEST(SpmdRules, TiledToTiledIsOneAllToAll) {
+  const std::string ir = Partition(kAllToAll);
+  EXPECT_EQ(Count(ir, " all-to-all("), 2);
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_EQ(Count(ir, " dynamic-slice("), 0);
+  EXPECT_TRUE(Has(ir, "%r.resharded = f32[2,32] reshape("));
+  EXPECT_TRUE(Has(ir, "%z.resharded = f32[4,16,3] reshape("));
+  EXPECT_EQ(PartitionError(kAllToAll), 0);
+}
+
 // The pass on an unannotated step: the batch input gets the split, weights stay whole.
 TEST(SpmdRules, BatchShardingWritesTheInferredSplit) {
   auto m = hlo::ParseHlo(std::string("HloModule dp\n") + kAdd + R"(
