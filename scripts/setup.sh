@@ -2,7 +2,7 @@
 # Installs the Debian packages tpusim needs, only those missing. Safe to run twice.
 set -euo pipefail
 pkgs=(cmake g++ clang libclang-rt-14-dev pkg-config libsystemc-dev libboost-program-options-dev
-      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

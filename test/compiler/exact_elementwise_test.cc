@@ -361,5 +361,19 @@ ENTRY %main (x: f32[20,130], row: f32[130], n: s32[20,130]) -> f32[20,130] {
                        1e-6);
 }
 
+// Found by scripts/difftest.py (seed 69, minimized): a clamp on its own (no fusion) whose
+// bounds are scalar constants splatted them from an HBM buffer constants do not have, and
+// clamped to whatever lay there (error 1.0 of the largest value). They are immediates now.
+TEST(ExactElementwise, ClampByScalarConstantsOutsideAFusion) {
+  testing::ExpectMatch(R"(HloModule difftest_69
+ENTRY main {
+  x = f32[8,8,128] parameter(0)
+  lo = f32[] constant(-0.5)
+  hi = f32[] constant(0.75)
+  ROOT c = f32[8,8,128] clamp(lo, x, hi)
+}
+)");
+}
+
 }  // namespace
 }  // namespace tpusim

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Differential testing of tpusim against its reference evaluator (docs/testing.md).
+
+Generates random valid HLO modules (elementwise, broadcast, transpose, reshape, slice,
+concatenate, pad, reverse, reduce, reduce-window, dot, select, clamp, iota, dynamic-slice,
+converts) from a seed, runs each with
+`tpusim run FILE` (which simulates it with values and compares every output with the
+evaluator), and sorts the outcomes: match, timing-only (a kernel computes no values),
+refused (a clean one-line error), and the bugs: MISMATCH, CRASH (a signal), HANG (timeout).
+A failing module is reduced to the fewest outputs and instructions that still fail and
+kept under --out.
+
+  scripts/difftest.py --tpusim build/cli/tpusim --seed 1 --count 200 --out /tmp/difftest
+"""
+import argparse
+import collections
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+REDUCERS = """add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+
+"""
+DIMS = [1, 2, 3, 4, 5, 8, 16, 24, 128, 130]
+MAX_ELEMENTS = 1 << 16
+
+
+def shape(dims, t="f32"):
+    return "%s[%s]" % (t, ",".join(str(d) for d in dims))
+
+
+def count(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+class Module:
+    """A module under construction: instructions as (name, dims, text) in order."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.instrs = []  # (name, dims or None for non-f32 values, text)
+        self.params = 0
+
+    def add(self, dims, text, t="f32"):
+        name = "v%d" % len(self.instrs)
+        self.instrs.append((name, dims if t == "f32" else None, "%s = %s %s" % (name, shape(dims, t), text)))
+        return name
+
+    def param(self, dims):
+        p = self.add(dims, "parameter(%d)" % self.params)
+        self.params += 1
+        return p
+
+    def values(self):
+        return [(n, d) for n, d, _ in self.instrs if d is not None]
+
+    def random_dims(self, rank=None):
+        rank = rank if rank is not None else self.rng.randint(1, 3)
+        while True:
+            dims = [self.rng.choice(DIMS) for _ in range(rank)]
+            if count(dims) <= MAX_ELEMENTS:
+                return dims
+
+
+def grow(m):
+    """Adds one random op on existing values."""
+    r = m.rng
+    name, dims = r.choice([(n, d) for n, d in m.values() if d])  # arrays, not scalars
+    kind = r.choice(["unary", "binary", "binary", "broadcast", "transpose", "reshape", "slice",
+                     "concatenate", "pad", "reduce", "dot", "select", "convert", "reverse",
+                     "iota", "window", "dynamic-slice", "clamp", "divide"])
+    if kind == "unary":
+        op = r.choice(["negate", "abs", "tanh", "logistic", "sine", "floor", "copy"])
+        return m.add(dims, "%s(%s)" % (op, name))
+    if kind == "binary":
+        same = [n for n, d in m.values() if d == dims]
+        other = r.choice(same)
+        op = r.choice(["add", "subtract", "multiply", "maximum", "minimum"])
+        return m.add(dims, "%s(%s, %s)" % (op, name, other))
+    if kind == "broadcast" and len(dims) < 3:
+        at = r.randint(0, len(dims))
+        new = dims[:at] + [r.choice(DIMS)] + dims[at:]
+        if count(new) > MAX_ELEMENTS:
+            return None
+        mapping = [d if d < at else d + 1 for d in range(len(dims))]
+        return m.add(new, "broadcast(%s), dimensions={%s}" % (name, ",".join(map(str, mapping))))
+    if kind == "transpose" and len(dims) >= 2:
+        perm = list(range(len(dims)))
+        r.shuffle(perm)
+        return m.add([dims[p] for p in perm],
+                      "transpose(%s), dimensions={%s}" % (name, ",".join(map(str, perm))))
+    if kind == "reshape":
+        if len(dims) >= 2 and r.random() < 0.5:
+            k = r.randint(0, len(dims) - 2)
+            new = dims[:k] + [dims[k] * dims[k + 1]] + dims[k + 2:]
+        else:
+            k = r.randint(0, len(dims) - 1)
+            f = [x for x in (2, 3, 4, 8) if dims[k] % x == 0 and dims[k] > x]
+            if not f or len(dims) >= 3:
+                return None
+            x = r.choice(f)
+            new = dims[:k] + [x, dims[k] // x] + dims[k + 1:]
+        return m.add(new, "reshape(%s)" % name)
+    if kind == "slice":
+        bounds, new = [], []
+        for d in dims:
+            lo = r.randint(0, d - 1)
+            hi = r.randint(lo + 1, d)
+            st = r.choice([1, 1, 2])
+            bounds.append("[%d:%d:%d]" % (lo, hi, st))
+            new.append((hi - lo + st - 1) // st)
+        return m.add(new, "slice(%s), slice={%s}" % (name, ", ".join(bounds)))
+    if kind == "concatenate":
+        d = r.randint(0, len(dims) - 1)
+        new = list(dims)
+        new[d] *= 2
+        if count(new) > MAX_ELEMENTS:
+            return None
+        return m.add(new, "concatenate(%s, %s), dimensions={%d}" % (name, name, d))
+    if kind == "pad":
+        zero = m.add([], "constant(0)")
+        cfg, new = [], []
+        for d in dims:
+            lo, hi = r.randint(0, 2), r.randint(0, 2)
+            cfg.append("%d_%d" % (lo, hi))
+            new.append(d + lo + hi)
+        if count(new) > MAX_ELEMENTS:
+            return None
+        return m.add(new, "pad(%s, %s), padding=%s" % (name, zero, "x".join(cfg)))
+    if kind == "reduce":
+        red = [d for d in range(len(dims)) if r.random() < 0.5] or [r.randint(0, len(dims) - 1)]
+        fn = r.choice(["add", "max"])
+        init = m.add([], "constant(%s)" % ("0" if fn == "add" else "-inf"))
+        new = [dims[d] for d in range(len(dims)) if d not in red]
+        return m.add(new, "reduce(%s, %s), dimensions={%s}, to_apply=%s" %
+                     (name, init, ",".join(map(str, red)), fn))
+    if kind == "dot" and len(dims) == 2:
+        n = r.choice(DIMS)
+        if dims[1] * n > MAX_ELEMENTS or dims[0] * n > MAX_ELEMENTS:
+            return None
+        w = m.param([dims[1], n])
+        return m.add([dims[0], n], "dot(%s, %s), lhs_contracting_dims={1}, rhs_contracting_dims={0}"
+                     % (name, w))
+    if kind == "select":
+        same = [n for n, d in m.values() if d == dims]
+        other = r.choice(same)
+        p = m.add(dims, "compare(%s, %s), direction=%s" % (name, other, r.choice(["GT", "LT", "GE"])),
+                  t="pred")
+        return m.add(dims, "select(%s, %s, %s)" % (p, name, other))
+    if kind == "reverse":
+        flip = [d for d in range(len(dims)) if r.random() < 0.5] or [0]
+        return m.add(dims, "reverse(%s), dimensions={%s}" % (name, ",".join(map(str, flip))))
+    if kind == "iota":
+        d = r.randint(0, len(dims) - 1)
+        i = m.add(dims, "iota(), iota_dimension=%d" % d, t="s32")
+        f = m.add(dims, "convert(%s)" % i)
+        return m.add(dims, "multiply(%s, %s)" % (name, f))
+    if kind == "window":  # pooling: max or sum over a window, strides and padding
+        size = [r.choice([1, 2, 3]) if d >= 3 else 1 for d in dims]
+        stride = [r.choice([1, 2]) if s > 1 else 1 for s in size]
+        pad = [r.choice([0, 1]) if s > 1 else 0 for s in size]
+        new = [(d + 2 * p - s) // st + 1 for d, s, st, p in zip(dims, size, stride, pad)]
+        fn = r.choice(["add", "max"])
+        init = m.add([], "constant(%s)" % ("0" if fn == "add" else "-inf"))
+        win = "size=%s stride=%s pad=%s" % ("x".join(map(str, size)), "x".join(map(str, stride)),
+                                            "x".join("%d_%d" % (p, p) for p in pad))
+        return m.add(new, "reduce-window(%s, %s), window={%s}, to_apply=%s" % (name, init, win, fn))
+    if kind == "dynamic-slice":
+        sizes = [r.randint(1, d) for d in dims]
+        starts = [m.add([], "constant(%d)" % r.randint(-1, d), t="s32") for d in dims]
+        return m.add(sizes, "dynamic-slice(%s, %s), dynamic_slice_sizes={%s}" %
+                     (name, ", ".join(starts), ",".join(map(str, sizes))))
+    if kind == "clamp":
+        lo = m.add([], "constant(-0.5)")
+        hi = m.add([], "constant(0.75)")
+        return m.add(dims, "clamp(%s, %s, %s)" % (lo, name, hi))
+    if kind == "divide":  # by 1 + |x|: no division by zero
+        one = m.add([], "constant(1)")
+        ones = m.add(dims, "broadcast(%s), dimensions={}" % one)
+        a = m.add(dims, "abs(%s)" % name)
+        return m.add(dims, "divide(%s, %s)" % (name, m.add(dims, "add(%s, %s)" % (a, ones))))
+    if kind == "convert":
+        b = m.add(dims, "convert(%s)" % name, t="bf16")
+        return m.add(dims, "convert(%s)" % b)
+    return None
+
+
+def generate(seed):
+    m = Module(random.Random(seed))
+    for _ in range(m.rng.randint(1, 3)):
+        m.param(m.random_dims())
+    for _ in range(m.rng.randint(3, 12)):
+        grow(m)
+    computed = [n for n, d, t in m.instrs if d and "parameter(" not in t]
+    if not computed:
+        computed = [grow(m) or m.add(m.values()[0][1], "negate(%s)" % m.values()[0][0])]
+    outs = m.rng.sample(computed, min(len(computed), m.rng.randint(1, 3)))
+    return m, outs
+
+
+def text(m, outs, name="difftest"):
+    """The module with `outs` as its result; instructions nothing reaches are dropped."""
+    by_name = {n: t for n, _, t in m.instrs}
+    dims = {n: d for n, d, _ in m.instrs}
+    live, work = set(), list(outs)
+    while work:
+        n = work.pop()
+        if n in live:
+            continue
+        live.add(n)
+        t = by_name[n]
+        args = t[t.index("(") + 1:] if "(" in t else ""
+        for other in by_name:
+            if other in live:
+                continue
+            for sep in (",", ")"):
+                if (" " + other + sep) in (" " + args) or ("(" + other + sep) in ("(" + args):
+                    work.append(other)
+                    break
+    lines = ["HloModule %s" % name, "", REDUCERS + "ENTRY main {"]
+    for n, _, t in m.instrs:
+        if n in live or "parameter(" in t:
+            lines.append("  " + t)
+    root = "(%s)" % ", ".join(shape(dims[o]) for o in outs)
+    lines.append("  ROOT out = %s tuple(%s)" % (root, ", ".join(outs)))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def run(tpusim, module_text, timeout):
+    with tempfile.NamedTemporaryFile("w", suffix=".hlo", delete=False) as f:
+        f.write(module_text)
+        path = f.name
+    try:
+        p = subprocess.run([tpusim, "run", path], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "HANG", "no result in %d s" % timeout
+    finally:
+        os.unlink(path)
+    out = p.stdout + p.stderr
+    if p.returncode < 0 or p.returncode >= 128:
+        return "CRASH", "exit status %d" % p.returncode
+    if "simulated values differ" in out:
+        worst = [l for l in out.splitlines() if l.startswith("values: worst")]
+        return "MISMATCH", worst[0] if worst else ""
+    if p.returncode != 0:
+        return "refused", out.strip().splitlines()[-1] if out.strip() else "exit %d" % p.returncode
+    if "(match)" in out:
+        return "match", ""
+    if "timing-only" in out:  # grouped by the opcodes of the kernels that compute no values
+        line = [l for l in out.splitlines() if "model only time" in l]
+        ops = sorted(set(re.findall(r"\(([a-z-]+)\)", line[0]))) if line else []
+        return "timing-only", " ".join(ops)
+    return "unchecked", ""
+
+
+def minimize(tpusim, m, outs, verdict, timeout):
+    """The fewest outputs (then a prefix of the instructions) that still give `verdict`."""
+    for o in outs:
+        if run(tpusim, text(m, [o]), timeout)[0] == verdict:
+            outs = [o]
+            break
+    return text(m, outs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tpusim", default="build/cli/tpusim")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--out", default="", help="keep each failing module (minimized) here")
+    args = ap.parse_args()
+    tally = collections.Counter()
+    reasons = collections.Counter()
+    bugs = []
+    for seed in range(args.seed, args.seed + args.count):
+        m, outs = generate(seed)
+        verdict, why = run(args.tpusim, text(m, outs, "difftest_%d" % seed), args.timeout)
+        tally[verdict] += 1
+        if verdict in ("refused", "timing-only"):
+            reasons[(verdict, why)] += 1
+        if verdict in ("MISMATCH", "CRASH", "HANG"):
+            small = minimize(args.tpusim, m, outs, verdict, args.timeout)
+            bugs.append((seed, verdict, why))
+            if args.out:
+                os.makedirs(args.out, exist_ok=True)
+                with open(os.path.join(args.out, "seed_%d.hlo" % seed), "w") as f:
+                    f.write(small)
+    print("difftest: seeds %d..%d: %s" % (args.seed, args.seed + args.count - 1,
+                                         ", ".join("%s %d" % kv for kv in sorted(tally.items()))))
+    for (verdict, why), n in reasons.most_common(8):
+        print("  %-11s x%-4d %s" % (verdict, n, why))
+    for seed, verdict, why in bugs:
+        print("  %s seed %d: %s" % (verdict, seed, why))
+    return 1 if bugs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
