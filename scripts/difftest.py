@@ -2,8 +2,8 @@
 """Differential testing of tpusim against its reference evaluator (docs/testing.md).
 
 Generates random valid HLO modules (elementwise, broadcast, transpose, reshape, slice,
-concatenate, pad, reverse, reduce, reduce-window, dot, select, clamp, iota, dynamic-slice,
-converts) from a seed, runs each with
+concatenate, pad, reverse, reduce, reduce-window, dot, convolution, gather, sort, select,
+clamp, iota, dynamic-slice, a while loop, converts) from a seed, runs each with
 `tpusim run FILE` (which simulates it with values and compares every output with the
 evaluator), and sorts the outcomes: match, timing-only (a kernel computes no values),
 refused (a clean one-line error), and the bugs: MISMATCH, CRASH (a signal), HANG (timeout).
@@ -33,12 +33,37 @@ max {
   ROOT m = f32[] maximum(a, b)
 }
 
+lt {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
+}
+
+cond {
+  s = (s32[], f32[8,16]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
+
+body {
+  s = (s32[], f32[8,16]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[8,16] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[8,16] tanh(x)
+  ROOT out = (s32[], f32[8,16]) tuple(j, y)
+}
+
 """
 DIMS = [1, 2, 3, 4, 5, 8, 16, 24, 128, 130]
 MAX_ELEMENTS = 1 << 16
 
 
 def shape(dims, t="f32"):
+    if t.startswith("("):  # a tuple type, written whole
+        return t
     return "%s[%s]" % (t, ",".join(str(d) for d in dims))
 
 
@@ -62,8 +87,8 @@ class Module:
         self.instrs.append((name, dims if t == "f32" else None, "%s = %s %s" % (name, shape(dims, t), text)))
         return name
 
-    def param(self, dims):
-        p = self.add(dims, "parameter(%d)" % self.params)
+    def param(self, dims, t="f32"):
+        p = self.add(dims, "parameter(%d)" % self.params, t)
         self.params += 1
         return p
 
@@ -84,7 +109,8 @@ def grow(m):
     name, dims = r.choice([(n, d) for n, d in m.values() if d])  # arrays, not scalars
     kind = r.choice(["unary", "binary", "binary", "broadcast", "transpose", "reshape", "slice",
                      "concatenate", "pad", "reduce", "dot", "select", "convert", "reverse",
-                     "iota", "window", "dynamic-slice", "clamp", "divide"])
+                     "iota", "window", "dynamic-slice", "clamp", "divide", "sort", "gather",
+                     "convolution", "while"])
     if kind == "unary":
         op = r.choice(["negate", "abs", "tanh", "logistic", "sine", "floor", "copy"])
         return m.add(dims, "%s(%s)" % (op, name))
@@ -195,6 +221,34 @@ def grow(m):
         ones = m.add(dims, "broadcast(%s), dimensions={}" % one)
         a = m.add(dims, "abs(%s)" % name)
         return m.add(dims, "divide(%s, %s)" % (name, m.add(dims, "add(%s, %s)" % (a, ones))))
+    if kind == "sort":
+        d = len(dims) - 1
+        return m.add(dims, "sort(%s), dimensions={%d}, to_apply=lt" % (name, d))
+    if kind == "gather" and len(dims) == 2:  # rows of `name` picked by s32 ids in [0, 8)
+        if dims[0] < 8:
+            return None
+        b_ = r.choice([1, 4, 8, 16])
+        ids = m.param([b_], t="s32")
+        return m.add([b_, dims[1]], "gather(%s, %s), offset_dims={1}, collapsed_slice_dims={0}, "
+                     "start_index_map={0}, index_vector_dim=1, slice_sizes={1,%d}"
+                     % (name, ids, dims[1]))
+    if kind == "convolution":  # NHWC, a k x k window with same padding, stride 1 or 2
+        n, h, w, c, o = r.choice([1, 2, 8]), r.choice([4, 5, 8]), r.choice([4, 8]), \
+            r.choice([3, 8, 16]), r.choice([4, 8])
+        k = r.choice([1, 3])
+        st = r.choice([1, 2])
+        x = m.param([n, h, w, c])
+        f = m.param([k, k, c, o])
+        p = (k - 1) // 2
+        oh, ow = (h + 2 * p - k) // st + 1, (w + 2 * p - k) // st + 1
+        return m.add([n, oh, ow, o], "convolution(%s, %s), window={size=%dx%d stride=%dx%d "
+                     "pad=%d_%dx%d_%d}, dim_labels=b01f_01io->b01f" % (x, f, k, k, st, st, p, p, p, p))
+    if kind == "while":  # three trips of tanh over a f32[8,16] state
+        x = m.param([8, 16])
+        zero = m.add([], "constant(0)", t="s32")
+        init = m.add([], "tuple(%s, %s)" % (zero, x), t="(s32[], f32[8,16])")
+        loop = m.add([], "while(%s), condition=cond, body=body" % init, t="(s32[], f32[8,16])")
+        return m.add([8, 16], "get-tuple-element(%s), index=1" % loop)
     if kind == "convert":
         b = m.add(dims, "convert(%s)" % name, t="bf16")
         return m.add(dims, "convert(%s)" % b)

@@ -106,6 +106,12 @@ class Partitioner {
   int64_t next_channel_ = 1;
   std::unordered_map<const hlo::HloComputation*, hlo::HloInstruction*> partition_ids_;
   std::unordered_set<const hlo::HloComputation*> partitioned_;
+  // Each partitioned computation's instructions and root as they were, to copy it whole.
+  struct Global {
+    std::vector<const hlo::HloInstruction*> instructions;
+    const hlo::HloInstruction* root = nullptr;
+  };
+  std::unordered_map<const hlo::HloComputation*, Global> globals_;
   std::unordered_set<const hlo::HloInstruction*> remove_;  // replaced or rolled back
   std::unordered_map<const hlo::HloInstruction*, Local> local_;
   std::unordered_map<int, hlo::HloComputation*> adders_;

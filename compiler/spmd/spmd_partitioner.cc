@@ -237,6 +237,7 @@ Result<std::optional<Local>> Partitioner::PartitionCalled(
   comp_ = &c, pure_ = pure_ || pure, impure_ = false;
   std::vector<const HloInstruction*> old;
   for (const auto& i : c.instructions()) old.push_back(i.get());
+  globals_[&c] = {old, c.root()};  // to copy the global computation whole
   auto attempt = [&]() -> Result<Local> {
     for (const HloInstruction* i : old) {
       Result<Local> l = i->opcode() == Opcode::kParameter

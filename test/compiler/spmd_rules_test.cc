@@ -247,6 +247,24 @@ TEST(SpmdRules, TiledToTiledIsOneAllToAll) {
   EXPECT_EQ(PartitionError(kAllToAll), 0);
 }
 
+// Two loops share one body and condition (HLO allows it): each is partitioned on its own
+// copy of the global computations (found by scripts/difftest.py: "its body also serves
+// another loop").
+TEST(SpmdRules, LoopsSharingABodyEachGetACopy) {
+  std::string shared = kLoop;
+  shared.replace(shared.find("ROOT loop"), 0,
+                 "l1 = (s32[], f32[16,8], f32[]) while(init), condition=cond, body=body\n  ");
+  shared.replace(
+      shared.find("ROOT loop = (s32[], f32[16,8], f32[]) while(init)"),
+      std::string("ROOT loop = (s32[], f32[16,8], f32[]) while(init)").size(),
+      "y = f32[16,8] get-tuple-element(l1), index=1\n  init2 = (s32[], f32[16,8], f32[]) "
+      "tuple(z, y, a)\n  ROOT loop = (s32[], f32[16,8], f32[]) while(init2)");
+  const std::string ir = Partition(shared);
+  EXPECT_EQ(Count(ir, " while("), 2);
+  EXPECT_EQ(Count(ir, " all-reduce("), 2);  // one in each copy of the body
+  EXPECT_LT(PartitionError(shared), 1e-5);
+}
+
 // The pass on an unannotated step: the batch input gets the split, weights stay whole.
 TEST(SpmdRules, BatchShardingWritesTheInferredSplit) {
   auto m = hlo::ParseHlo(std::string("HloModule dp\n") + kAdd + R"(
