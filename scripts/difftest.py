@@ -3,7 +3,7 @@
 
 Generates random valid HLO modules (elementwise, broadcast, transpose, reshape, slice,
 concatenate, pad, reverse, reduce, reduce-window, dot, convolution, gather, sort, select,
-clamp, iota, dynamic-slice, a while loop, converts) from a seed, runs each with
+clamp, iota, dynamic-slice, a while loop, s32 arithmetic, converts) from a seed, runs each with
 `tpusim run FILE` (which simulates it with values and compares every output with the
 evaluator), and sorts the outcomes: match, timing-only (a kernel computes no values),
 refused (a clean one-line error), and the bugs: MISMATCH, CRASH (a signal), HANG (timeout).
@@ -110,7 +110,7 @@ def grow(m):
     kind = r.choice(["unary", "binary", "binary", "broadcast", "transpose", "reshape", "slice",
                      "concatenate", "pad", "reduce", "dot", "select", "convert", "reverse",
                      "iota", "window", "dynamic-slice", "clamp", "divide", "sort", "gather",
-                     "convolution", "while"])
+                     "convolution", "while", "integer"])
     if kind == "unary":
         op = r.choice(["negate", "abs", "tanh", "logistic", "sine", "floor", "copy"])
         return m.add(dims, "%s(%s)" % (op, name))
@@ -249,6 +249,21 @@ def grow(m):
         init = m.add([], "tuple(%s, %s)" % (zero, x), t="(s32[], f32[8,16])")
         loop = m.add([], "while(%s), condition=cond, body=body" % init, t="(s32[], f32[8,16])")
         return m.add([8, 16], "get-tuple-element(%s), index=1" % loop)
+    if kind == "integer":  # s32 arithmetic on a new s32 parameter (values in [0, 8)), back to f32
+        q = m.param(dims, t="s32")
+        op = r.choice(["add", "subtract", "multiply", "maximum", "minimum", "negate", "abs",
+                       "divide", "remainder", "and", "or", "xor", "shift-left"])
+        if op in ("negate", "abs"):
+            v = m.add(dims, "%s(%s)" % (op, q), t="s32")
+        elif op in ("divide", "remainder"):  # by 1 + q: never zero
+            one = m.add([], "constant(1)", t="s32")
+            ones = m.add(dims, "broadcast(%s), dimensions={}" % one, t="s32")
+            d = m.add(dims, "add(%s, %s)" % (q, ones), t="s32")
+            v = m.add(dims, "%s(%s, %s)" % (op, q, d), t="s32")
+        else:
+            v = m.add(dims, "%s(%s, %s)" % (op, q, m.param(dims, t="s32")), t="s32")
+        f = m.add(dims, "convert(%s)" % v)
+        return m.add(dims, "add(%s, %s)" % (name, f))
     if kind == "convert":
         b = m.add(dims, "convert(%s)" % name, t="bf16")
         return m.add(dims, "convert(%s)" % b)
