@@ -87,7 +87,8 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   e.ReduceScatter(data, slots, /*shift=*/-1, spec.op);  // ends with chunk p reduced
   s << "    wait dma, f" << fb + kFlagAdded << ", 1\n";
   e.Vmem(2, data + p * part);
-  s << lowering::LoadAddress(1, spec.output_address, 9) << "    dma.vh r1, r2, chunk, f" << fb + kFlagStored << "\n    halt\n";
+  s << lowering::LoadAddress(1, spec.output_address, 9) << "    dma.vh r1, r2, chunk, f"
+    << fb + kFlagStored << "\n    halt\n";
   return s.str();
 }
 
@@ -115,7 +116,8 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
   // Chunks in ring order in VMEM; the output is written part by part in group order.
   const uint64_t data = 0, out = part * n;
   e.Vmem(1, data + p * part);
-  s << lowering::LoadAddress(2, spec.input_address, 9) << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
+  s << lowering::LoadAddress(2, spec.input_address, 9) << "    dma.hv r1, r2, chunk, f"
+    << fb + kFlagInput << "\n";
   e.AllGather(data, out, static_cast<uint64_t>(p), kFlagInput);
   for (int k = 0; k < n; ++k) {
     uint64_t index =
@@ -154,8 +156,8 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
     s << "    li r1, " << dst << "\n    shli r1, r1, 56\n"
       << lowering::LoadAddress(2, output_address, 5) << "    or r1, r1, r2\n    li r3, " << core
       << "\n    shli r3, r3, 56\n"
-      << lowering::LoadAddress(4, input_address, 5) << "    or r3, r3, r4\n    dma.g r1, r3, whole, f" << fb + kFlagGathered
-      << "\n";
+      << lowering::LoadAddress(4, input_address, 5)
+      << "    or r3, r3, r4\n    dma.g r1, r3, whole, f" << fb + kFlagGathered << "\n";
   }
   if (incoming > 1)
     throw std::invalid_argument("core " + std::to_string(core) + " is the target of " +

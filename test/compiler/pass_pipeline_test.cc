@@ -110,18 +110,18 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"batch-sharding", "spmd-partitioner",
-                                             "async-conversion", "all-reduce-combiner",
-                                             "contraction-defusion", "dce", "algsimp", "dce",
-                                             "conv-canonicalization", "layout-assignment",
-                                             "elementwise-fusion", "dce", "memory-planning"}));
-  EXPECT_FALSE(rep.passes[0].changed);  // one device: nothing to split
-  EXPECT_FALSE(rep.passes[1].changed);  // no sharding
-  EXPECT_FALSE(rep.passes[2].changed);  // no async pair
-  EXPECT_FALSE(rep.passes[3].changed);  // no all-reduce
-  EXPECT_FALSE(rep.passes[4].changed);  // no fusion holds a dot
-  EXPECT_TRUE(rep.passes[5].changed);   // %unused
-  EXPECT_TRUE(rep.passes[6].changed);   // multiply by one
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                "batch-sharding", "spmd-partitioner", "async-conversion", "all-reduce-combiner",
+                "contraction-defusion", "dce", "algsimp", "dce", "conv-canonicalization",
+                "layout-assignment", "elementwise-fusion", "dce", "memory-planning"}));
+  EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
+  EXPECT_FALSE(rep.passes[1].changed);   // no sharding
+  EXPECT_FALSE(rep.passes[2].changed);   // no async pair
+  EXPECT_FALSE(rep.passes[3].changed);   // no all-reduce
+  EXPECT_FALSE(rep.passes[4].changed);   // no fusion holds a dot
+  EXPECT_TRUE(rep.passes[5].changed);    // %unused
+  EXPECT_TRUE(rep.passes[6].changed);    // multiply by one
   EXPECT_FALSE(rep.passes[11].changed);  // analysis only
   // The optimized module: dot, then one loop fusion of bias-add + relu.
   hlo::HloModule out = Parse(rep.hlo);
