@@ -340,7 +340,7 @@ def run(tpusim, module_text, timeout):
 
 
 def minimize(tpusim, m, outs, verdict, timeout):
-    """The fewest outputs (then a prefix of the instructions) that still give `verdict`."""
+    """One output that still gives `verdict` (else all of them), with the instructions it needs."""
     for o in outs:
         if run(tpusim, text(m, [o]), timeout)[0] == verdict:
             outs = [o]

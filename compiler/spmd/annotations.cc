@@ -2,6 +2,8 @@
 // with the mesh from the module's xla.sdy.meshes), converted to HLO's mesh form.
 #include "compiler/spmd/annotations.h"
 
+#include <algorithm>
+
 #include <map>
 
 namespace tpusim::spmd {
@@ -140,6 +142,26 @@ Result<std::vector<HloSharding>> SdyShardings(const hlo::HloModule& m, const hlo
     pos = v->find('<', e + 1);
   }
   return out;
+}
+
+namespace {
+bool Splits(const hlo::HloSharding& s) {
+  if (s.kind == hlo::HloSharding::Kind::kTuple) {
+    return std::any_of(s.elements.begin(), s.elements.end(), Splits);
+  }
+  return s.kind != hlo::HloSharding::Kind::kReplicated;
+}
+}  // namespace
+
+bool StatesSplit(const hlo::HloModule& m) {
+  for (const auto& c : m.computations()) {
+    for (const auto& i : c->instructions()) {
+      if (!CustomCallTarget(*i).empty()) return true;
+      hlo::Result<std::optional<hlo::HloSharding>> s = StatedSharding(m, *i);
+      if (!s.ok() || (s.value() && Splits(**s))) return true;
+    }
+  }
+  return false;
 }
 
 bool IsScheduled(const hlo::HloModule& m) {

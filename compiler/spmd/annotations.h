@@ -26,6 +26,10 @@ hlo::Result<std::vector<hlo::HloSharding>> SdyShardings(const hlo::HloModule& m,
 // The value of frontend attribute `key` (unescaped), or nullopt.
 std::optional<std::string> FrontendAttribute(const hlo::HloInstruction& i, std::string_view key);
 
+// Whether some instruction states a sharding that splits a value (tuple elements included),
+// a sharding that does not parse (reported when partitioning), or is a sharding custom-call.
+bool StatesSplit(const hlo::HloModule& m);
+
 // Whether the module is XLA's scheduled output (is_scheduled=true): per-device already.
 bool IsScheduled(const hlo::HloModule& m);
 

@@ -19,8 +19,6 @@ using hlo::Shape;
 
 namespace {
 
-const Result<std::optional<Local>> kNone = std::optional<Local>();
-
 // Builds the expansion's instructions on one device.
 class Expander {
  public:
@@ -84,7 +82,7 @@ Result<std::optional<Local>> Partitioner::BatchNormRule(const HloInstruction& i)
   const std::optional<int64_t> f = i.GetInt("feature_index");
   const double eps = i.GetFloat("epsilon").value_or(0.0);
   const Shape& global = i.operand(0)->shape();
-  if (d < 0 || !f || d == *f || !global.IsArray()) return kNone;
+  if (d < 0 || !f || d == *f || !global.IsArray()) return NoRule();
   const HloSharding s = x.sharding;
   // Operands past the first: per-feature vectors made whole; batch-norm-grad's dy (the
   // last) laid out as x.
@@ -99,7 +97,7 @@ Result<std::optional<Local>> Partitioner::BatchNormRule(const HloInstruction& i)
   if (i.opcode() == Opcode::kBatchNormInference) {
     return std::optional<Local>(Local{Clone(i, x.value->shape(), ops), s});
   }
-  if (pure_) return kNone;  // the sums' all-reduce has no place in a fusion
+  if (pure_) return NoRule();  // the sums' all-reduce has no place in a fusion
   Expander e(*this, i, *f);
   const Shape& local = x.value->shape();
   const double n = static_cast<double>(global.ElementCount() / global.dims[*f]);
@@ -121,7 +119,7 @@ Result<std::optional<Local>> Partitioner::BatchNormRule(const HloInstruction& i)
                              e.Spread(ops[2], local));
     return std::optional<Local>(Local{e.Tuple({y, mean, var}), out});
   }
-  if (i.opcode() != Opcode::kBatchNormGrad) return kNone;
+  if (i.opcode() != Opcode::kBatchNormGrad) return NoRule();
   HloInstruction *scale = ops[1], *mean = ops[2], *var = ops[3], *dy = ops[4];
   HloInstruction* rstd = e.Rsqrt(e.Op(Opcode::kAdd, var, e.Spread(e.Scalar(eps), var->shape())));
   HloInstruction* centred = e.Op(Opcode::kSubtract, xl, e.Spread(mean, local));

@@ -7,29 +7,9 @@
 
 namespace tpusim::spmd {
 
-namespace {
-
-// Whether any instruction states a sharding or is a sharding custom-call: the program then
-// says how it is laid out, and nothing is inferred.
-bool StatesLayout(const hlo::HloModule& m) {
-  for (const auto& c : m.computations()) {
-    for (const auto& i : c->instructions()) {
-      if (!CustomCallTarget(*i).empty()) return true;
-      hlo::Result<std::optional<hlo::HloSharding>> s = StatedSharding(m, *i);
-      if (!s.ok() || s.value()) {
-        if (s.ok() && (*s)->kind == hlo::HloSharding::Kind::kReplicated) continue;
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 hlo::Result<bool> BatchShardingPass::Run(hlo::HloModule& module) {
   if (devices_ < 2 || module.replica_count != 1 || module.num_partitions != 1 || !module.entry() ||
-      (!IsScheduled(module) && StatesLayout(module))) {
+      (!IsScheduled(module) && StatesSplit(module))) {
     return false;
   }
   const BatchAnalysis a = AnalyzeBatch(module, devices_);

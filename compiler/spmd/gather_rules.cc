@@ -58,10 +58,10 @@ Result<std::optional<Local>> Partitioner::GatherRule(const HloInstruction& i) {
   const int64_t ivd = i.GetInt("index_vector_dim").value_or(0);
   const int64_t od = OneTiledDim(op.sharding), id = OneTiledDim(idx.sharding);
   auto out = [&](int64_t dim, IntList sizes) -> Result<std::optional<Local>> {
-    if (dim < 0) return std::optional<Local>();
+    if (dim < 0) return NoRule();
     HloSharding s = Tiled1D(shape.dims.size(), dim);
     Result<Shape> ls = LocalShape(shape, s);
-    if (!ls.ok()) return std::optional<Local>();
+    if (!ls.ok()) return NoRule();
     HloInstruction* g = Clone(i, ls.value(), {op.value, idx.value});
     g->SetAttr("slice_sizes", sizes);
     return std::optional<Local>(Local{g, s});
@@ -78,11 +78,11 @@ Result<std::optional<Local>> Partitioner::GatherRule(const HloInstruction& i) {
   if (op.replicated() && id >= 0 && id != ivd && ob.empty()) {
     return out(BatchPosition(id, ivd, offset, shape.dims.size()), sizes);
   }
-  return std::optional<Local>();
+  return NoRule();
 }
 
 Result<std::optional<Local>> Partitioner::ScatterRule(const HloInstruction& i) {
-  if (i.operand_count() != 3 || i.shape().IsTuple()) return std::optional<Local>();
+  if (i.operand_count() != 3 || i.shape().IsTuple()) return NoRule();
   const Local &op = Of(i.operand(0)), &idx = Of(i.operand(1)), &upd = Of(i.operand(2));
   const IntList &window = List(i, "update_window_dims"),
                 &inserted = List(i, "inserted_window_dims");
@@ -99,7 +99,7 @@ Result<std::optional<Local>> Partitioner::ScatterRule(const HloInstruction& i) {
     od = ob.at(IndexOf(ib, id));
     if (upd.replicated()) {  // each device's updates: its slice of the whole ones
       Result<HloInstruction*> r = Reshard(upd, i.operand(2)->shape(), Tiled1D(urank, upos));
-      if (!r.ok()) return std::optional<Local>();
+      if (!r.ok()) return NoRule();
       updates = r.value();
     }
   } else if (idx.replicated() && ud >= 0 && Has(window, ud)) {
@@ -114,11 +114,11 @@ Result<std::optional<Local>> Partitioner::ScatterRule(const HloInstruction& i) {
       i.to_apply() && i.to_apply()->root()->opcode() == Opcode::kAdd) {
     return ScatterAddOfShares(i, idx.value, updates);
   }
-  if (od < 0 || !(op.replicated() || OneTiledDim(op.sharding) == od)) return std::optional<Local>();
+  if (od < 0 || !(op.replicated() || OneTiledDim(op.sharding) == od)) return NoRule();
   HloSharding s = Tiled1D(rank, od);
   Result<HloInstruction*> operand = Reshard(op, i.operand(0)->shape(), s);
   Result<Shape> ls = LocalShape(i.shape(), s);
-  if (!operand.ok() || !ls.ok()) return std::optional<Local>();
+  if (!operand.ok() || !ls.ok()) return NoRule();
   return std::optional<Local>(
       Local{Clone(i, ls.value(), {operand.value(), idx.value, updates}), s});
 }
@@ -134,7 +134,7 @@ Result<std::optional<Local>> Partitioner::ScatterAddOfShares(const HloInstructio
                      operand->operand(0)->opcode() == Opcode::kConstant &&
                      operand->operand(0)->literal().floats == std::vector<double>{0.0} &&
                      operand->operand(0)->literal().ints.empty();
-  if (pure_ && !zeros) return std::optional<Local>();
+  if (pure_ && !zeros) return NoRule();
   const Shape scalar = Shape::Array(i.shape().type, {});
   HloInstruction* zero = Add(i.name() + ".zero", Opcode::kConstant, scalar, {});
   zero->mutable_literal().floats = {0.0};

@@ -17,13 +17,6 @@ using hlo::Status;
 
 namespace {
 
-using Rule = Result<std::optional<Local>>;  // nullopt: no tiled strategy
-const Rule kNone = std::optional<Local>();
-
-bool Contains(const hlo::IntList* l, int64_t d) {
-  return l && std::find(l->begin(), l->end(), d) != l->end();
-}
-
 // Position of `dim` among the dimensions of `rank` not in `a` nor `b` (a dot's free dims).
 int64_t FreeIndex(int64_t dim, size_t rank, const hlo::IntList* a, const hlo::IntList* b) {
   int64_t k = 0;
@@ -42,18 +35,18 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
     ops.push_back(&Of(o));
     any_tiled |= !ops.back()->replicated();
   }
-  if (!any_tiled) return kNone;
+  if (!any_tiled) return NoRule();
   const OpCategory cat = hlo::GetOpcodeInfo(i.opcode()).category;
   const Shape& shape = i.shape();
   auto local = [&](const HloSharding& s, std::vector<HloInstruction*> operands) -> Rule {
     Result<Shape> ls = LocalShape(shape, s);
-    if (!ls.ok()) return kNone;  // e.g. unequal tiles: replicated instead
+    if (!ls.ok()) return NoRule();  // e.g. unequal tiles: replicated instead
     return std::optional<Local>(Local{Clone(i, ls.value(), operands), s});
   };
 
   if (i.opcode() == Opcode::kGetTupleElement) {
     const Local& t = *ops[0];
-    if (t.sharding.kind != HloSharding::Kind::kTuple) return kNone;
+    if (t.sharding.kind != HloSharding::Kind::kTuple) return NoRule();
     int64_t k = i.GetInt("index").value_or(0);
     const HloSharding& e = t.sharding.elements.at(k);
     return std::optional<Local>(Local{Clone(i, t.value->shape().tuple_shapes.at(k), {t.value}), e});
@@ -64,7 +57,7 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
     std::vector<HloInstruction*> vals;
     std::vector<Shape> shapes;
     for (const Local* o : ops) {
-      if (o->manual()) return kNone;
+      if (o->manual()) return NoRule();
       s.elements.push_back(o->sharding);
       vals.push_back(o->value);
       shapes.push_back(o->value->shape());
@@ -79,7 +72,7 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
     for (const Local* o : ops) {
       if (o->tiled()) target = target ? target : &o->sharding;
     }
-    if (!target) return kNone;
+    if (!target) return NoRule();
     std::vector<HloInstruction*> vals;
     for (size_t k = 0; k < ops.size(); ++k) {
       const Shape& os = i.operand(k)->shape();
@@ -87,7 +80,7 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
         vals.push_back(ops[k]->value);
         continue;
       }
-      if (os.dims != shape.dims) return kNone;
+      if (os.dims != shape.dims) return NoRule();
       Result<HloInstruction*> r = Reshard(*ops[k], os, *target);
       if (!r.ok()) return r.status();
       vals.push_back(r.value());
@@ -98,12 +91,12 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
   switch (i.opcode()) {
     case Opcode::kBroadcast: {  // the operand's tiled dimension lands where `dimensions` says
       const hlo::IntList* dims = i.dimensions();
-      if (d0 < 0 || !dims) return kNone;
+      if (d0 < 0 || !dims) return NoRule();
       return local(Tiled1D(shape.dims.size(), (*dims)[d0]), {ops[0]->value});
     }
     case Opcode::kTranspose: {
       const hlo::IntList* perm = i.dimensions();
-      if (d0 < 0 || !perm) return kNone;
+      if (d0 < 0 || !perm) return NoRule();
       int64_t out = std::find(perm->begin(), perm->end(), d0) - perm->begin();
       return local(Tiled1D(shape.dims.size(), out), {ops[0]->value});
     }
@@ -113,19 +106,19 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
       // splits as evenly (the tiled dimension merged as the major part, or split into a major
       // part that still divides).
       const Shape& in = i.operand(0)->shape();
-      if (d0 < 0 || !shape.IsArray()) return kNone;
+      if (d0 < 0 || !shape.IsArray()) return NoRule();
       int64_t before = 1, after = 1;
       for (int64_t d = 0; d < d0; ++d) before *= in.dims[d];
       size_t e = 0;
       while (e < shape.dims.size() && after < before) after *= shape.dims[e++];
       while (e < shape.dims.size() && shape.dims[e] == 1 && in.dims[d0] != 1) ++e;
-      if (after != before || e >= shape.dims.size() || shape.dims[e] % n_ != 0) return kNone;
+      if (after != before || e >= shape.dims.size() || shape.dims[e] % n_ != 0) return NoRule();
       return local(Tiled1D(shape.dims.size(), e), {ops[0]->value});
     }
     case Opcode::kReduce: {
-      if (i.operand_count() != 2 || d0 < 0 || !ops[1]->replicated()) return kNone;
+      if (i.operand_count() != 2 || d0 < 0 || !ops[1]->replicated()) return NoRule();
       const hlo::IntList* dims = i.dimensions();
-      if (!dims) return kNone;
+      if (!dims) return NoRule();
       if (Contains(dims, d0)) {  // each device's partial result, combined by the reducer
         HloInstruction* partial = Clone(i, shape, {ops[0]->value, ops[1]->value});
         return std::optional<Local>(Combined(partial, i.to_apply()));
@@ -162,7 +155,7 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
     case Opcode::kWhile:
       return WhileRule(i);
     default:
-      return kNone;
+      return NoRule();
   }
 }
 
@@ -178,7 +171,7 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
   const int64_t ld = OneTiledDim(lhs.sharding), rd = OneTiledDim(rhs.sharding);
   auto out = [&](const HloSharding& s) -> Result<std::optional<Local>> {
     Result<Shape> ls = LocalShape(i.shape(), s);
-    if (!ls.ok()) return kNone;
+    if (!ls.ok()) return NoRule();
     return std::optional<Local>(Local{Clone(i, ls.value(), {lhs.value, rhs.value}), s});
   };
   const size_t rank = i.shape().dims.size();
@@ -191,7 +184,7 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
     if (!w.ok()) return w.status();
     HloSharding s = Tiled1D(rank, batch + FreeIndex(ld, lrank, lb, lc));
     Result<Shape> ls = LocalShape(i.shape(), s);
-    if (!ls.ok()) return kNone;
+    if (!ls.ok()) return NoRule();
     return std::optional<Local>(Local{Clone(i, ls.value(), {lhs.value, w.value()}), s});
   }
   if (rd >= 0 && !Contains(rb, rd) && !Contains(rc, rd) && ld < 0) {  // columns split
@@ -200,7 +193,7 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
     size_t lhs_free = lrank - batch - (lc ? lc->size() : 0);
     HloSharding s = Tiled1D(rank, batch + lhs_free + FreeIndex(rd, rrank, rb, rc));
     Result<Shape> ls = LocalShape(i.shape(), s);
-    if (!ls.ok()) return kNone;
+    if (!ls.ok()) return NoRule();
     return std::optional<Local>(Local{Clone(i, ls.value(), {x.value(), rhs.value}), s});
   }
   if (ld >= 0 && rd >= 0) {
@@ -214,7 +207,7 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
       if ((*lb)[k] == ld && (*rb)[k] == rd) return out(Tiled1D(rank, k));
     }
   }
-  return kNone;
+  return NoRule();
 }
 
 // Batch split with whole weights: each device convolves its examples (in feature groups or
@@ -223,20 +216,20 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
 Result<std::optional<Local>> Partitioner::ConvolutionRule(const HloInstruction& i) {
   const Local &lhs = Of(i.operand(0)), &rhs = Of(i.operand(1));
   const hlo::ConvDims* cd = i.conv_dims();
-  if (!cd || i.GetInt("batch_group_count").value_or(1) != 1) return kNone;
+  if (!cd || i.GetInt("batch_group_count").value_or(1) != 1) return NoRule();
   const bool grouped = i.GetInt("feature_group_count").value_or(1) != 1;
   const int64_t ld = OneTiledDim(lhs.sharding), rd = OneTiledDim(rhs.sharding);
   if (ld == cd->input_batch && rhs.replicated()) {  // feature groups split no example
     HloSharding s = Tiled1D(i.shape().dims.size(), cd->output_batch);
     Result<Shape> ls = LocalShape(i.shape(), s);
-    if (!ls.ok()) return kNone;
+    if (!ls.ok()) return NoRule();
     return std::optional<Local>(Local{Clone(i, ls.value(), {lhs.value, rhs.value}), s});
   }
   if (!grouped && ld == cd->input_feature && rd == cd->kernel_input_feature) {
     HloInstruction* partial = Clone(i, i.shape(), {lhs.value, rhs.value});
     return std::optional<Local>(Combined(partial, AddComputation(i.shape().type)));
   }
-  return kNone;
+  return NoRule();
 }
 
 }  // namespace tpusim::spmd

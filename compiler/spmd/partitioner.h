@@ -4,6 +4,7 @@
 // manual: a shard_map body's per-device value; tuple: per element).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -25,6 +26,16 @@ struct Local {
   bool replicated() const { return sharding.kind == hlo::HloSharding::Kind::kReplicated; }
   bool tiled() const { return sharding.kind == hlo::HloSharding::Kind::kTiled; }
 };
+
+// A partitioning rule's answer: the op's Local, or nullopt when the op takes no tiled
+// strategy (it then runs replicated on gathered operands).
+using Rule = hlo::Result<std::optional<Local>>;
+inline Rule NoRule() { return std::optional<Local>(); }
+
+// Whether list `l` (absent: empty) holds dimension `d`.
+inline bool Contains(const hlo::IntList* l, int64_t d) {
+  return l && std::find(l->begin(), l->end(), d) != l->end();
+}
 
 class Partitioner {
  public:
@@ -63,6 +74,12 @@ class Partitioner {
   hlo::HloSharding Tiled1D(size_t rank, size_t dim) const;
   // The one dimension `s` splits over all devices in order (no replication), or -1.
   int64_t OneTiledDim(const hlo::HloSharding& s) const;
+  // One group of every device, in order.
+  hlo::ReplicaGroups AllDevices() const;
+  // A collective's attributes as XLA's partitioner writes them: a new channel, `groups` of
+  // global device ids, the gathered or split `dimension` if any.
+  void MarkCollective(hlo::HloInstruction& c, hlo::ReplicaGroups groups,
+                      std::optional<int64_t> dimension = std::nullopt);
   // all-reduce of `v` over every device by `reducer` (a scalar computation).
   hlo::HloInstruction* AllReduce(hlo::HloInstruction* v, hlo::HloComputation* reducer);
   // The whole of a value each device holds a part of, combined by `reducer`: an all-reduce,
@@ -81,9 +98,10 @@ class Partitioner {
 
  private:
   // Partitions `c` in place for its parameters' layouts and returns its root's Local (laid
-  // out as `root_as` when given). `pure` (a fusion's body): nullopt, with `c` unchanged,
-  // when any instruction would need a collective.
-  hlo::Result<std::optional<Local>> PartitionCalled(hlo::HloComputation& c,
+  // out as `root_as` when given); `c` becomes a copy of its global form first when another
+  // op had it partitioned. `pure` (a fusion's body): nullopt, with `c` unchanged, when any
+  // instruction would need a collective.
+  hlo::Result<std::optional<Local>> PartitionCalled(hlo::HloComputation*& c,
                                                     const std::vector<hlo::HloSharding>& params,
                                                     bool pure,
                                                     const std::optional<hlo::HloSharding>& root_as);
@@ -105,13 +123,13 @@ class Partitioner {
   bool impure_ = false;                           // ... and one was needed
   int64_t next_channel_ = 1;
   std::unordered_map<const hlo::HloComputation*, hlo::HloInstruction*> partition_ids_;
-  std::unordered_set<const hlo::HloComputation*> partitioned_;
   // Each partitioned computation's instructions and root as they were, to copy it whole.
   struct Global {
     std::vector<const hlo::HloInstruction*> instructions;
     const hlo::HloInstruction* root = nullptr;
   };
   std::unordered_map<const hlo::HloComputation*, Global> globals_;
+  hlo::HloComputation* CopyOfGlobal(const hlo::HloComputation& c);
   std::unordered_set<const hlo::HloInstruction*> remove_;  // replaced or rolled back
   std::unordered_map<const hlo::HloInstruction*, Local> local_;
   std::unordered_map<int, hlo::HloComputation*> adders_;

@@ -108,10 +108,7 @@ Result<HloInstruction*> Partitioner::AllGather(HloInstruction* v, const Shape& g
     Shape out = v->shape();
     out.dims[d] = global.dims[d];
     HloInstruction* ag = Add(v->name() + ".all-gather", Opcode::kAllGather, out, {v});
-    ag->SetAttr("channel_id", next_channel_++);
-    ag->SetAttr("replica_groups", rg);
-    ag->SetAttr("dimensions", hlo::IntList{static_cast<int64_t>(d)});
-    ag->SetAttr("use_global_device_ids", hlo::RawText{"true"});
+    MarkCollective(*ag, std::move(rg), static_cast<int64_t>(d));
     v = ag;
   }
   return v;
@@ -201,14 +198,7 @@ Result<HloInstruction*> Partitioner::AllToAll(HloInstruction* v, const Shape& gl
     leading->SetAttr("dimensions", front);
   }
   HloInstruction* swapped = Add(v->name() + ".all-to-all", Opcode::kAllToAll, lead, {leading});
-  std::vector<int64_t> all(n_);
-  std::iota(all.begin(), all.end(), 0);
-  hlo::ReplicaGroups groups;
-  groups.groups = {all};
-  swapped->SetAttr("channel_id", next_channel_++);
-  swapped->SetAttr("replica_groups", groups);
-  swapped->SetAttr("dimensions", hlo::IntList{0});
-  swapped->SetAttr("use_global_device_ids", hlo::RawText{"true"});
+  MarkCollective(*swapped, AllDevices(), 0);
   // The source device (leading) goes just before a, as its major part.
   HloInstruction* stacked = swapped;
   if (a != 0) {

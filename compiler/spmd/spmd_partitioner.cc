@@ -4,6 +4,9 @@
 #include "compiler/spmd/spmd_partitioner.h"
 
 #include <algorithm>
+#include <memory>
+#include <numeric>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -19,17 +22,6 @@ using hlo::Opcode;
 using hlo::Result;
 using hlo::Status;
 
-namespace {
-
-bool Splits(const HloSharding& s) {
-  if (s.kind == HloSharding::Kind::kTuple) {
-    return std::any_of(s.elements.begin(), s.elements.end(), Splits);
-  }
-  return s.kind != HloSharding::Kind::kReplicated;
-}
-
-}  // namespace
-
 // A global program states a layout other than replicated (an unannotated one gets the batch
 // split batch_sharding.h infers, as parameter shardings). XLA's scheduled output is
 // per-device already, whatever shardings it still carries, unless that pass split it; its
@@ -40,14 +32,7 @@ bool HasShardings(const hlo::HloModule& module, int64_t devices) {
       (module.num_partitions != 1 && module.num_partitions != devices)) {
     return false;
   }
-  for (const auto& c : module.computations()) {
-    for (const auto& i : c->instructions()) {
-      if (!CustomCallTarget(*i).empty()) return true;
-      Result<std::optional<HloSharding>> s = StatedSharding(module, *i);
-      if (!s.ok() || (s.value() && Splits(**s))) return true;  // a bad one is reported later
-    }
-  }
-  return false;
+  return StatesSplit(module);  // a bad sharding is reported when partitioning
 }
 
 namespace {
@@ -123,18 +108,28 @@ hlo::HloComputation* Partitioner::AddComputation(hlo::PrimitiveType t) {
 
 HloInstruction* Partitioner::AllReduce(HloInstruction* v, hlo::HloComputation* reducer) {
   HloInstruction* r = Add(v->name() + ".all-reduce", Opcode::kAllReduce, v->shape(), {v});
-  std::vector<int64_t> all;
-  for (int64_t d = 0; d < n_; ++d) all.push_back(d);
-  r->SetAttr("channel_id", next_channel_++);
-  hlo::ReplicaGroups groups;
-  groups.groups = {all};
-  r->SetAttr("replica_groups", groups);
-  r->SetAttr("use_global_device_ids", hlo::RawText{"true"});
+  MarkCollective(*r, AllDevices());
   hlo::ComputationRefs refs;
   refs.names = {reducer->name()};
   refs.computations = {reducer};
   r->SetAttr("to_apply", refs);
   return r;
+}
+
+hlo::ReplicaGroups Partitioner::AllDevices() const {
+  std::vector<int64_t> all(static_cast<size_t>(n_));
+  std::iota(all.begin(), all.end(), 0);
+  hlo::ReplicaGroups groups;
+  groups.groups = {all};
+  return groups;
+}
+
+void Partitioner::MarkCollective(HloInstruction& c, hlo::ReplicaGroups groups,
+                                 std::optional<int64_t> dimension) {
+  c.SetAttr("channel_id", next_channel_++);
+  c.SetAttr("replica_groups", std::move(groups));
+  if (dimension) c.SetAttr("dimensions", hlo::IntList{*dimension});
+  c.SetAttr("use_global_device_ids", hlo::RawText{"true"});
 }
 
 Local Partitioner::Combined(HloInstruction* part, hlo::HloComputation* reducer) {
@@ -228,10 +223,25 @@ Result<Local> Partitioner::PartitionOne(const HloInstruction& i) {
   return out;
 }
 
+hlo::HloComputation* Partitioner::CopyOfGlobal(const hlo::HloComputation& c) {
+  const Global& g = globals_.at(&c);
+  auto copy = std::make_unique<hlo::HloComputation>(passes::UniqueComputationName(m_, c.name()));
+  std::unordered_map<const HloInstruction*, HloInstruction*> now;
+  for (const HloInstruction* i : g.instructions) {
+    std::vector<HloInstruction*> ops;
+    for (const HloInstruction* o : i->operands()) ops.push_back(now.at(o));
+    now[i] = copy->AddInstruction(passes::CloneWithOperands(*i, i->name(), ops));
+  }
+  copy->set_root(now.at(g.root));
+  return m_.AddComputation(std::move(copy));
+}
+
 Result<std::optional<Local>> Partitioner::PartitionCalled(
-    hlo::HloComputation& c, const std::vector<HloSharding>& params, bool pure,
+    hlo::HloComputation*& computation, const std::vector<HloSharding>& params, bool pure,
     const std::optional<HloSharding>& root_as) {
-  if (!partitioned_.insert(&c).second) return std::optional<Local>();  // shared: not twice
+  // Shared with an op partitioned before (or tried, for a fusion): a copy of its own.
+  if (globals_.count(computation)) computation = CopyOfGlobal(*computation);
+  hlo::HloComputation& c = *computation;
   hlo::HloComputation* const saved_comp = comp_;
   const bool saved_pure = pure_, saved_impure = impure_;
   comp_ = &c, pure_ = pure_ || pure, impure_ = false;

@@ -10,17 +10,6 @@
 namespace tpusim::spmd {
 namespace {
 
-bool Has(const std::string& ir, const std::string& s) { return ir.find(s) != std::string::npos; }
-int Count(const std::string& ir, const std::string& s) {
-  int n = 0;
-  for (size_t p = ir.find(s); p != std::string::npos; p = ir.find(s, p + 1)) ++n;
-  return n;
-}
-
-constexpr char kAdd[] =
-    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-    "  ROOT s = f32[] add(a, b)\n}\n";
-
 // Data parallel (jit over a batch-sharded input): the layer runs on each device's rows, the
 // weight gradient and the loss are partial sums, all-reduced.
 const std::string kDataParallel = std::string("HloModule dp\n") + kAdd + R"(

@@ -12,16 +12,6 @@
 namespace tpusim::spmd {
 namespace {
 
-bool Has(const std::string& ir, const std::string& s) { return ir.find(s) != std::string::npos; }
-int Count(const std::string& ir, const std::string& s) {
-  int n = 0;
-  for (size_t p = ir.find(s); p != std::string::npos; p = ir.find(s, p + 1)) ++n;
-  return n;
-}
-
-constexpr char kAdd[] =
-    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-    "  ROOT s = f32[] add(a, b)\n}\n";
 constexpr char kMax[] =
     "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
     "  ROOT m = f32[] maximum(a, b)\n}\n";
@@ -263,6 +253,37 @@ TEST(SpmdRules, LoopsSharingABodyEachGetACopy) {
   EXPECT_EQ(Count(ir, " while("), 2);
   EXPECT_EQ(Count(ir, " all-reduce("), 2);  // one in each copy of the body
   EXPECT_LT(PartitionError(shared), 1e-5);
+}
+
+// Two fusions share one fused computation: the second is partitioned on a copy of its
+// global form (partitioning the first changed it in place), and one whose body needs a
+// collective runs replicated on its own global copy.
+const std::string kSharedFusion = std::string("HloModule sf\n") + kAdd + R"(
+negated {
+  p0 = f32[16,8] parameter(0)
+  ROOT n = f32[16,8] negate(p0)
+}
+shifted {
+  r0 = f32[16,8] parameter(0)
+  ROOT sl = f32[4,8] slice(r0), slice={[6:10], [0:8]}
+}
+ENTRY main {
+  x = f32[16,8] parameter(0), sharding={devices=[8,1]<=[8]}
+  y = f32[16,8] parameter(1), sharding={devices=[8,1]<=[8]}
+  a = f32[16,8] fusion(x), kind=kLoop, calls=negated
+  b = f32[16,8] fusion(y), kind=kLoop, calls=negated
+  c = f32[4,8] fusion(a), kind=kLoop, calls=shifted
+  d = f32[4,8] fusion(b), kind=kLoop, calls=shifted
+  ROOT r = (f32[16,8], f32[16,8], f32[4,8], f32[4,8]) tuple(a, b, c, d)
+}
+)";
+
+TEST(SpmdRules, FusionsSharingAComputationEachGetACopy) {
+  const std::string ir = Partition(kSharedFusion);
+  EXPECT_TRUE(Has(ir, "%a = f32[2,8] fusion(f32[2,8] %x), kind=kLoop, calls=%negated"));
+  EXPECT_TRUE(Has(ir, "%b = f32[2,8] fusion(f32[2,8] %y), kind=kLoop, calls=%negated.1"));
+  EXPECT_EQ(Count(ir, " all-gather("), 2);  // rows 6..9 of a and of b
+  EXPECT_EQ(PartitionError(kSharedFusion), 0);
 }
 
 // The pass on an unannotated step: the batch input gets the split, weights stay whole.

@@ -19,6 +19,21 @@ namespace tpusim::spmd {
 
 inline constexpr int64_t kDevices = 8;
 
+// Whether IR text `ir` holds `s`, and how many times.
+inline bool Has(const std::string& ir, const std::string& s) {
+  return ir.find(s) != std::string::npos;
+}
+inline int Count(const std::string& ir, const std::string& s) {
+  int n = 0;
+  for (size_t p = ir.find(s); p != std::string::npos; p = ir.find(s, p + 1)) ++n;
+  return n;
+}
+
+// A scalar f32 add, the reducer of the modules the tests write.
+inline constexpr char kAdd[] =
+    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+    "  ROOT s = f32[] add(a, b)\n}\n";
+
 // Partitions `text` over kDevices; the per-device module, printed ("" on failure).
 inline std::string Partition(const std::string& text, hlo::HloModule* out = nullptr) {
   auto m = hlo::ParseHlo(text, "m.hlo");
