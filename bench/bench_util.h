@@ -22,11 +22,6 @@ inline sim::BoardConfig BenchBoard() {
   return sim::LoadConfig(config && *config ? config : "v3-8");
 }
 
-// Peak bf16 FLOP/s of one core: every MXU does rows x cols multiply-adds per cycle.
-inline double PeakFlopsPerCore(const sim::CoreConfig& c) {
-  return 2.0 * c.mxus * c.mxu_rows * c.mxu_cols * c.clock_hz;
-}
-
 // Instructions executed on every core (DMA, MXU, VPU instructions and runs of scalar work).
 inline uint64_t ExecutedInstructions(const sim::RunReport& r) {
   uint64_t n = 0;

@@ -2,9 +2,9 @@
 // for model training steps built by the model zoo (no simulation).
 #include <benchmark/benchmark.h>
 
-#include "cli/board_target.h"
 #include "compiler/compile.h"
 #include "compiler/model/models.h"
+#include "driver/board_target.h"
 #include "sim/config.h"
 
 namespace tpusim {
@@ -17,7 +17,7 @@ void BM_CompileTrainingStep(benchmark::State& state, const char* name, int64_t b
   options.global_batch = batch;
   if (bf16) options.dtype = hlo::PrimitiveType::kBF16;
   const std::string text = model::BuildModel(*model::FindModel(name), options).hlo;
-  CompileTarget target = cli::TargetFor(sim::LoadConfig("v3-8"));
+  CompileTarget target = driver::TargetFor(sim::LoadConfig("v3-8"));
   target.use_cache = false;
   size_t program_bytes = 0;
   for (auto _ : state) {

@@ -10,7 +10,8 @@
 #include <algorithm>
 
 #include "bench/bench_util.h"
-#include "compiler/lowering/matmul_kernel.h"
+#include "compiler/lowering/dot/matmul_kernel.h"
+#include "driver/board_target.h"
 
 namespace tpusim::bench {
 namespace {
@@ -32,7 +33,8 @@ void ReportMatmul(benchmark::State& state, const sim::BoardConfig& board, const 
   const double sim_s = run.report.time_us * 1e-6;
   const double tflops = useful_flops / sim_s / 1e12;
   state.counters["tflops"] = tflops;
-  state.counters["mxu_pct"] = 100.0 * tflops * 1e12 / (PeakFlopsPerCore(board.core) * cores);
+  state.counters["mxu_pct"] =
+      100.0 * tflops * 1e12 / (driver::PeakFlopsPerCore(board.core) * cores);
   state.counters["mxu_busy_pct"] = MeanBusyPercent(run.report, "mxu");
   ReportSimulatorSpeed(state, run);
 }

@@ -11,15 +11,15 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "bench/bench_util.h"
 #include "bench/read_module.h"
-#include "cli/board_target.h"
 #include "compiler/compile.h"
-#include "compiler/lowering/asm_util.h"
+#include "driver/board_target.h"
 #include "isa/assembler.h"
 #include "profiler/metrics.h"
 #include "profiler/recorder.h"
@@ -27,28 +27,6 @@
 
 namespace tpusim::bench {
 namespace {
-
-profiler::HardwarePeaks PeaksOf(const sim::BoardConfig& board) {
-  profiler::HardwarePeaks peaks;
-  peaks.flops_per_s_per_core = PeakFlopsPerCore(board.core);
-  peaks.hbm_bytes_per_s_per_core = board.core.hbm_bandwidth_bytes_per_s;
-  peaks.clock_hz = board.core.clock_hz;
-  peaks.mxus_per_core = board.core.mxus;
-  peaks.hbm_capacity_bytes_per_core = board.core.hbm_bytes;
-  return peaks;
-}
-
-// One training step of the host loop, its batch fed by infeed as `tpusim run` feeds it.
-sim::TrainingLoop OneStep(const lowering::LoweredModule& low, const sim::BoardConfig& board) {
-  sim::TrainingLoop loop;
-  loop.steps = 1;
-  loop.steps_per_execution = 1;
-  loop.global_batch = static_cast<uint64_t>(std::max<int64_t>(low.global_batch, board.cores()));
-  loop.example_bytes = std::max<uint64_t>(low.example_bytes, 1);
-  loop.infeed_hbm_address = low.infeed_address;
-  loop.infeed_flag = lowering::kInfeedFlag;
-  return loop;
-}
 
 // CPU time this process has used, in seconds: unlike wall time, it does not count the
 // time other processes on a shared machine take from this one.
@@ -65,15 +43,15 @@ void BM_Model(benchmark::State& state, const std::string& path) {
   if (text.empty()) return state.SkipWithError(("cannot read " + path).c_str());
   const sim::BoardConfig board = sim::LoadConfig("v3-8");
   for (auto _ : state) {
-    auto compiled_or = CompileForBoard(text, path, cli::TargetFor(board));
+    auto compiled_or = CompileForBoard(text, path, driver::TargetFor(board));
     if (!compiled_or.ok()) return state.SkipWithError(compiled_or.status().message().c_str());
     const CompiledModule& compiled = *compiled_or.value();
     const lowering::LoweredModule& low = compiled.lowered;
     std::vector<isa::Program> programs;
-    for (int c = 0; c < board.cores(); ++c) {
-      auto program = isa::Assemble(low.programs[c], path + ".core" + std::to_string(c));
-      if (!program.ok()) return state.SkipWithError(program.error().message.c_str());
-      programs.push_back(std::move(program.value()));
+    try {
+      programs = driver::AssembleCores(low, path);
+    } catch (const std::runtime_error& e) {
+      return state.SkipWithError(e.what());
     }
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = ProcessCpuSeconds();
@@ -85,14 +63,14 @@ void BM_Model(benchmark::State& state, const std::string& path) {
       recorder.SetTags(c, programs[c].tags);
       simulation.AddCore(programs[c]);
     }
-    simulation.SetTrainingLoop(OneStep(low, board));
+    simulation.SetTrainingLoop(driver::TrainingLoopFor(low, board, 1, 1));
     const sim::RunReport r = simulation.Run();
     recorder.Finish();
     const double host_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double host_cpu_s = ProcessCpuSeconds() - cpu_start;
     if (!r.ok) return state.SkipWithError(r.error.c_str());
-    const profiler::Metrics m = profiler::ComputeMetrics(recorder, PeaksOf(board));
+    const profiler::Metrics m = profiler::ComputeMetrics(recorder, driver::PeaksOf(board));
     const double step_s = m.step_time_ms.avg * 1e-3;
     state.counters["step_time_ms"] = m.step_time_ms.avg;
     state.counters["examples_per_s"] = step_s > 0 ? low.global_batch / step_s : 0;

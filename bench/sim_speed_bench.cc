@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "compiler/lowering/matmul_kernel.h"
+#include "compiler/lowering/dot/matmul_kernel.h"
 #include "isa/assembler.h"
 #include "isa/bf16.h"
 #include "profiler/recorder.h"

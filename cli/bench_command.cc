@@ -19,7 +19,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/progress.h"
+#include "driver/progress.h"
 #include "sim/config.h"
 #include "traces/atomic_file.h"
 
@@ -178,7 +178,7 @@ int BenchCommand(const std::vector<std::string>& argv) {
   const fs::path tmp_dir = tmp_template;
   nlohmann::ordered_json merged;
   bool failed = false;
-  ProgressBar bar(static_cast<int64_t>(names.size()));
+  driver::ProgressBar bar(static_cast<int64_t>(names.size()));
   for (size_t i = 0; i < names.size(); ++i) {
     bar.Update(static_cast<int64_t>(i),
                names[i] + " (" + std::to_string(i + 1) + "/" + std::to_string(names.size()) + ")");

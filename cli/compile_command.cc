@@ -3,12 +3,12 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
-#include "cli/board_target.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
-#include "compiler/passes/pipeline.h"
+#include "compiler/hlo_pipeline.h"
+#include "driver/board_target.h"
 #include "sim/config.h"
 #include "traces/atomic_file.h"
 
@@ -40,7 +40,7 @@ int CompileCommand(const std::vector<std::string>& argv) {
   std::string text;
   if (emit == "isa") {
     sim::BoardConfig board = sim::LoadConfig(config);
-    CompileTarget target = TargetFor(board);
+    CompileTarget target = driver::TargetFor(board);
     target.dump_dir = dump_dir;
     auto compiled = CompileForBoard(ReadFileOrThrow(module_path), module_path, target);
     if (!compiled.ok()) throw CliError(compiled.status().message());
@@ -50,13 +50,13 @@ int CompileCommand(const std::vector<std::string>& argv) {
       if (!op.note.empty()) text += "# %" + op.name + ": " + op.note + "\n";
     text += low.programs[0];
   } else {
-    passes::CompileOptions options;
+    CompileOptions options;
     options.dump_dir = dump_dir;
     // A sharded global program is partitioned over the board's cores, as `run` does.
-    const CompileTarget target = TargetFor(sim::LoadConfig(config));
+    const CompileTarget target = driver::TargetFor(sim::LoadConfig(config));
     options.devices = target.lowering.cores;
     options.hbm_capacity_bytes = target.hbm_bytes_per_core;
-    auto compiled = passes::CompileToHlo(parsed.value(), options);
+    auto compiled = CompileToHlo(parsed.value(), options);
     if (!compiled.ok()) throw CliError(compiled.status().message());
     text = compiled->hlo;
   }

@@ -8,20 +8,14 @@
 #include <iostream>
 #include <utility>
 
-#include "cli/board_target.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/progress.h"
 #include "cli/run_report.h"
-#include "cli/run_values.h"
-#include "cli/step_check.h"
-#include "compiler/collectives/ring_allreduce.h"
 #include "compiler/compile.h"
-#include "compiler/eval/evaluator.h"
-#include "compiler/hlo/parser.h"
-#include "compiler/hlo/printer.h"
-#include "compiler/hlo/verifier.h"
-#include "compiler/lowering/asm_util.h"
+#include "driver/board_target.h"
+#include "driver/progress.h"
+#include "driver/run_values.h"
+#include "driver/step_check.h"
 #include "isa/assembler.h"
 #include "isa/bf16.h"
 #include "profiler/report.h"
@@ -100,16 +94,16 @@ int RunCommand(const std::vector<std::string>& argv) {
   if (a.steps < 1 || a.steps_per_execution < 1 || a.infeed_rate < 0)
     throw CliError("--steps and --steps-per-execution must be >= 1, --infeed-rate >= 0", 2);
   sim::BoardConfig board = sim::LoadConfig(a.config);
-  CompileTarget target = TargetFor(board);
+  CompileTarget target = driver::TargetFor(board);
   auto compiled_or = CompileForBoard(ReadFileOrThrow(a.module_path), a.module_path, target);
   if (!compiled_or.ok()) throw CliError(compiled_or.status().message());
   const CompiledModule& compiled = *compiled_or.value();
   const lowering::LoweredModule& low = compiled.lowered;
   if (!a.timing && !low.exact) PrintTimingOnlyOps(low);
   const std::string memory_note =
-      a.timing || !low.exact
-          ? ""
-          : ValueMemoryNote(compiled, board.cores(), a.value_memory_gib * 1024 * 1024 * 1024);
+      a.timing || !low.exact ? ""
+                             : driver::ValueMemoryNote(compiled, board.cores(),
+                                                       a.value_memory_gib * 1024 * 1024 * 1024);
   std::fputs(memory_note.c_str(), stdout);
   const bool values = !a.timing && low.exact && memory_note.empty();
 
@@ -118,12 +112,12 @@ int RunCommand(const std::vector<std::string>& argv) {
                                                         .mxus_per_core = board.core.mxus,
                                                         .sample_interval_fs = 1'000'000'000,
                                                         .keep_events = !a.trace.empty()});
-  ProgressBar progress(a.steps);  // on a terminal, once the run has lasted over a second
+  driver::ProgressBar progress(a.steps);  // on a terminal, once the run has lasted over a second
   // The profiler computes busy time; the units' own unions would repeat it.
   sim::RunOptions run_options{.functional = values, .sink = &recorder, .unit_busy = false};
   // With values each step is checked as it ends (step_check.h); references are evaluated
   // between slices of the run, outside SystemC's threads.
-  std::unique_ptr<StepCheck> step_check;
+  std::unique_ptr<driver::StepCheck> step_check;
   sim::Simulation* simulation_ptr = nullptr;
   const bool tty = isatty(STDERR_FILENO);
   if (tty || values)
@@ -141,36 +135,23 @@ int RunCommand(const std::vector<std::string>& argv) {
     };
   sim::Simulation simulation(board, std::move(run_options));
   simulation_ptr = &simulation;
+  const std::vector<isa::Program> programs = driver::AssembleCores(low, a.module_path);
   for (int c = 0; c < board.cores(); ++c) {
-    auto program = isa::Assemble(low.programs[c], a.module_path + ".core" + std::to_string(c));
-    if (!program.ok()) throw CliError("internal: generated program: " + program.error().message);
-    recorder.SetTags(c, program->tags);
-    simulation.AddCore(*program);
+    recorder.SetTags(c, programs[c].tags);
+    simulation.AddCore(programs[c]);
   }
-  // The host: each step's batch (the lhs rows, bf16) arrives by infeed over PCIe.
-  sim::TrainingLoop loop;
-  loop.steps = a.steps;
-  loop.steps_per_execution = a.steps_per_execution;
-  loop.global_batch = static_cast<uint64_t>(std::max<int64_t>(low.global_batch, board.cores()));
-  loop.example_bytes = std::max<uint64_t>(low.example_bytes, 1);
-  loop.input_examples_per_s = a.infeed_rate;
-  loop.infeed_hbm_address = low.infeed_address;
-  loop.infeed_flag = lowering::kInfeedFlag;
-  simulation.SetTrainingLoop(loop);
+  // The host: each step's batch arrives by infeed over PCIe.
+  simulation.SetTrainingLoop(
+      driver::TrainingLoopFor(low, board, a.steps, a.steps_per_execution, a.infeed_rate));
   if (values)
-    step_check =
-        std::make_unique<StepCheck>(compiled, LoadInputs(simulation, compiled, a.seed), a.steps);
+    step_check = std::make_unique<driver::StepCheck>(
+        compiled, driver::LoadInputs(simulation, compiled, a.seed), a.steps);
   sim::RunReport r = simulation.Run();
   progress.Finish();
   if (!r.ok) throw CliError(r.error);
   recorder.Finish();
 
-  profiler::HardwarePeaks peaks;
-  peaks.flops_per_s_per_core = 2.0 * board.core.mxus * 128 * 128 * board.core.clock_hz;
-  peaks.hbm_bytes_per_s_per_core = board.core.hbm_bandwidth_bytes_per_s;
-  peaks.clock_hz = board.core.clock_hz;
-  peaks.mxus_per_core = board.core.mxus;
-  peaks.hbm_capacity_bytes_per_core = board.core.hbm_bytes;
+  const profiler::HardwarePeaks peaks = driver::PeaksOf(board);
   profiler::RunContext ctx;
   ctx.tpu_type = board.name.rfind("v2", 0) == 0 ? "TPU v2" : "TPU v3";
   // A module every core runs whole names no batch: no advice on the batch per core.

@@ -76,9 +76,9 @@ std::string Format(const char* format, double x) {
 }
 }  // namespace
 
-void ReportValues(const std::vector<ValueCheck>& steps, int fed_back) {
-  const ValueCheck* failed = nullptr;
-  for (const ValueCheck& v : steps) {
+void ReportValues(const std::vector<driver::ValueCheck>& steps, int fed_back) {
+  const driver::ValueCheck* failed = nullptr;
+  for (const driver::ValueCheck& v : steps) {
     const bool match = v.error < kTolerance;
     if (!match && !failed) failed = &v;
     std::string label = "values: ";

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/step_check.h"
 #include "compiler/compile.h"
+#include "driver/step_check.h"
 #include "profiler/report.h"
 #include "sim/config.h"
 #include "sim/simulation.h"
@@ -23,6 +23,6 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
 
 // The value check of every step (step_check.h); throws CliError when a step's results
 // differ from the reference, after naming the worst one.
-void ReportValues(const std::vector<ValueCheck>& steps, int fed_back);
+void ReportValues(const std::vector<driver::ValueCheck>& steps, int fed_back);
 
 }  // namespace tpusim::cli

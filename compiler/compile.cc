@@ -42,11 +42,11 @@ hlo::Result<std::shared_ptr<const CompiledModule>> CompileForBoard(const std::st
   auto result = std::make_shared<CompiledModule>();
   result->original = std::move(parsed.value());
   result->optimized = std::move(optimized.value());
-  passes::CompileOptions options;
+  CompileOptions options;
   options.hbm_capacity_bytes = target.hbm_bytes_per_core;
   options.dump_dir = target.dump_dir;
   options.devices = target.lowering.cores;
-  auto report = passes::CompileToHlo(result->optimized, options);
+  auto report = CompileToHlo(result->optimized, options);
   if (!report.ok()) return report.status();
   result->report = std::move(report.value());
   auto lowered = lowering::LowerModule(result->optimized, result->report.memory, target.lowering);

@@ -1,6 +1,6 @@
 // The compiler's entry point for a board: parse and verify HLO text, run the pass pipeline
 // (passes/pipeline.h) and lower the optimized module to one ISA program per core
-// (lowering/lower.h). Compilations are cached by module text and target, as a TPU runtime
+// (lowering/driver/lower.h). Compilations are cached by module text and target, as a TPU runtime
 // caches executables by program and shapes: a new shape compiles anew.
 #pragma once
 
@@ -9,8 +9,8 @@
 
 #include "compiler/hlo/ir.h"
 #include "compiler/hlo/status.h"
-#include "compiler/lowering/lower.h"
-#include "compiler/passes/pipeline.h"
+#include "compiler/hlo_pipeline.h"
+#include "compiler/lowering/driver/lower.h"
 
 namespace tpusim {
 
@@ -24,7 +24,7 @@ struct CompileTarget {
 struct CompiledModule {
   hlo::HloModule original;   // as parsed (the reference evaluator runs this)
   hlo::HloModule optimized;  // after the pass pipeline
-  passes::CompileReport report;
+  CompileReport report;
   lowering::LoweredModule lowered;
   double compile_ms = 0;
 };

@@ -355,7 +355,16 @@ def main():
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--out", default="", help="keep each failing module (minimized) here")
+    ap.add_argument("--write-modules", default="",
+                    help="only write the generated modules into this folder (no run)")
     args = ap.parse_args()
+    if args.write_modules:
+        os.makedirs(args.write_modules, exist_ok=True)
+        for seed in range(args.seed, args.seed + args.count):
+            m, outs = generate(seed)
+            with open(os.path.join(args.write_modules, "difftest_%d.hlo" % seed), "w") as f:
+                f.write(text(m, outs, "difftest_%d" % seed))
+        return 0
     tally = collections.Counter()
     reasons = collections.Counter()
     bugs = []

@@ -4,8 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/assembly/asm_util.h"
 #include "compiler/collectives/ring_emitter.h"
-#include "compiler/lowering/asm_util.h"
 
 namespace tpusim::collectives {
 
@@ -23,9 +23,9 @@ std::string AllToAllProgram(const std::vector<ChunkSend>& sends, uint64_t chunk_
   if (mailbox) EmitEntryHandshake(s, core, *mailbox, writers, targets);
   for (const ChunkSend& c : sends) {
     s << "    li r1, " << c.target << "\n    shli r1, r1, 56\n"
-      << lowering::LoadAddress(2, c.dest, 5) << "    or r1, r1, r2\n    li r3, " << core
+      << assembly::LoadAddress(2, c.dest, 5) << "    or r1, r1, r2\n    li r3, " << core
       << "\n    shli r3, r3, 56\n"
-      << lowering::LoadAddress(4, c.source, 5) << "    or r3, r3, r4\n    dma.g r1, r3, chunk, f"
+      << assembly::LoadAddress(4, c.source, 5) << "    or r3, r3, r4\n    dma.g r1, r3, chunk, f"
       << fb + kFlagGathered << "\n";
   }
   if (incoming > 0) s << "    wait seq, f" << fb + kFlagGathered << ", " << incoming << "\n";

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "compiler/lowering/asm_util.h"
+#include "compiler/assembly/asm_util.h"
 
 namespace tpusim::collectives {
 namespace {
@@ -55,7 +55,7 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
   s << "    li r26, " << kSetBytes << "\n";  // the backward ring's buffers
   fwd.Vmem(1, data);
   bwd.Vmem(2, data);
-  s << lowering::LoadAddress(8, spec.hbm_address, 9) << lowering::LoadAddress(9, half, 10)
+  s << assembly::LoadAddress(8, spec.hbm_address, 9) << assembly::LoadAddress(9, half, 10)
     << "    add r9, r9, r8\n"
     << "    dma.hv r1, r8, half, f" << fb + kFlagInput << "\n    dma.hv r2, r9, half, f"
     << bb + kFlagInput << "\n    wait seq, f" << fb + kFlagInput << ", 1\n    wait seq, f"
@@ -131,8 +131,8 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
     EmitEntryHandshake(s, spec.ring[position], *spec.mailbox, {spec.ring[(position + n - 1) % n]},
                        1);
   ring.EmitRingRegisters();
-  s << lowering::LoadAddress(30, spec.hbm_address, 18);
-  if (spec.hbm_output) s << lowering::LoadAddress(26, *spec.hbm_output, 18);
+  s << assembly::LoadAddress(30, spec.hbm_address, 18);
+  if (spec.hbm_output) s << assembly::LoadAddress(26, *spec.hbm_output, 18);
   ring.Vmem(1, data);
   s << "    dma.hv r1, r30, " << io << ", f" << fb + kFlagInput << "\n    wait seq, f"
     << fb + kFlagInput << ", 1\n";

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "compiler/lowering/asm_util.h"
+#include "compiler/assembly/asm_util.h"
 
 namespace tpusim::collectives {
 namespace {
@@ -80,14 +80,14 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   for (int k = 0; k < n; ++k) {
     e.Vmem(1, data + k * part);
     const uint64_t stride = spec.member_stride ? spec.member_stride : part;
-    s << lowering::LoadAddress(2, spec.input_address + index_of(ring[k]) * stride, 9)
+    s << assembly::LoadAddress(2, spec.input_address + index_of(ring[k]) * stride, 9)
       << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
   }
   s << "    wait seq, f" << fb + kFlagInput << ", " << n << "\n";
   e.ReduceScatter(data, slots, /*shift=*/-1, spec.op);  // ends with chunk p reduced
   s << "    wait dma, f" << fb + kFlagAdded << ", 1\n";
   e.Vmem(2, data + p * part);
-  s << lowering::LoadAddress(1, spec.output_address, 9) << "    dma.vh r1, r2, chunk, f"
+  s << assembly::LoadAddress(1, spec.output_address, 9) << "    dma.vh r1, r2, chunk, f"
     << fb + kFlagStored << "\n    halt\n";
   return s.str();
 }
@@ -116,7 +116,7 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
   // Chunks in ring order in VMEM; the output is written part by part in group order.
   const uint64_t data = 0, out = part * n;
   e.Vmem(1, data + p * part);
-  s << lowering::LoadAddress(2, spec.input_address, 9) << "    dma.hv r1, r2, chunk, f"
+  s << assembly::LoadAddress(2, spec.input_address, 9) << "    dma.hv r1, r2, chunk, f"
     << fb + kFlagInput << "\n";
   e.AllGather(data, out, static_cast<uint64_t>(p), kFlagInput);
   for (int k = 0; k < n; ++k) {
@@ -124,7 +124,7 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
         static_cast<uint64_t>(std::find(group.begin(), group.end(), ring[k]) - group.begin());
     e.Vmem(2, out + k * part);
     const uint64_t stride = spec.member_stride ? spec.member_stride : row;
-    s << lowering::LoadAddress(1, spec.output_address + index * stride, 9)
+    s << assembly::LoadAddress(1, spec.output_address + index * stride, 9)
       << "    dma.vh r1, r2, part, f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";
@@ -154,9 +154,9 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
     if (dst == core) ++incoming;
     if (src != core) continue;
     s << "    li r1, " << dst << "\n    shli r1, r1, 56\n"
-      << lowering::LoadAddress(2, output_address, 5) << "    or r1, r1, r2\n    li r3, " << core
+      << assembly::LoadAddress(2, output_address, 5) << "    or r1, r1, r2\n    li r3, " << core
       << "\n    shli r3, r3, 56\n"
-      << lowering::LoadAddress(4, input_address, 5)
+      << assembly::LoadAddress(4, input_address, 5)
       << "    or r3, r3, r4\n    dma.g r1, r3, whole, f" << fb + kFlagGathered << "\n";
   }
   if (incoming > 1)
@@ -169,7 +169,7 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
       << "\nzero:\n    vst v0, r5\n    addi r5, r5, 4096\n    blt r5, r6, zero\n"
       << "    signal vpu, f" << fb + kFlagLocalCopy << ", 1\n    wait dma, f" << fb + kFlagLocalCopy
       << ", 1\n"
-      << lowering::LoadAddress(1, output_address, 7) << "    li r2, 0\n"
+      << assembly::LoadAddress(1, output_address, 7) << "    li r2, 0\n"
       << "    dma.vh r1, r2, whole, f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";

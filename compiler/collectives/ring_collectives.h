@@ -27,7 +27,7 @@ struct RingCollectiveSpec {
   uint64_t part_rows = 1;
   // All-gather: where member g's rows start in the output, output + g x member_stride (0: one
   // row, as above); reduce-scatter: where part g starts in the input (0: one part). A round
-  // of a larger collective moves a piece of each part (collective_kernels.cc).
+  // of a larger collective moves a piece of each part (lowering/collective/collective_emitters.cc).
   uint64_t member_stride = 0;
   ReduceOp op = ReduceOp::kSum;
   std::string tag;

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "compiler/lowering/asm_util.h"
+#include "compiler/assembly/asm_util.h"
 
 namespace tpusim::collectives {
 namespace {
@@ -26,7 +26,7 @@ void EmitEntryHandshake(std::ostringstream& s, int self, uint64_t mailbox,
                         const std::vector<int>& writers, int targets) {
   if (writers.empty() && targets == 0) return;
   s << ".desc token rows=1 row_bytes=4 src_stride=0 dst_stride=0\n"
-    << lowering::LoadAddress(5, mailbox, 6)  // r5: the mailbox, HBM space 0
+    << assembly::LoadAddress(5, mailbox, 6)  // r5: the mailbox, HBM space 0
     << "    li r6, " << self << "\n    shli r6, r6, 56\n    or r6, r6, r5\n";
   for (int w : writers)
     s << "    li r7, " << w << "\n    shli r7, r7, 56\n    or r7, r7, r5\n"

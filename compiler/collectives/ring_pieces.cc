@@ -10,8 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/assembly/asm_util.h"
 #include "compiler/collectives/ring_allreduce.h"
-#include "compiler/lowering/asm_util.h"
 
 namespace tpusim::collectives {
 namespace {
@@ -86,7 +86,7 @@ std::string PairedProgram(const RingAllReduceSpec& spec, int position, uint64_t 
       l.parts = PartsOf(spec.pieces, l.begin, l.begin + seg);
       for (const Part& p : l.parts) {
         l.ring.Vmem(1, data + (p.lo - l.begin));
-        s << lowering::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)
+        s << assembly::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)
           << "    dma.hv r1, r30, " << desc(p) << ", f" << l.flags + kFlagInput << "\n";
       }
     }
@@ -113,7 +113,7 @@ std::string PairedProgram(const RingAllReduceSpec& spec, int position, uint64_t 
         const RingPiece& piece = spec.pieces[p.piece];
         if (!piece.output) continue;
         l.ring.Vmem(2, out + (p.lo - l.begin));
-        s << lowering::LoadAddress(30, *piece.output + p.in_piece, 18) << "    dma.vh r30, r2, "
+        s << assembly::LoadAddress(30, *piece.output + p.in_piece, 18) << "    dma.vh r30, r2, "
           << desc(p) << ", f" << l.flags + kFlagStored << "\n";
         ++l.stored_before;
       }
@@ -169,7 +169,7 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
   s << "    li r29, 0\n";
   for (const Part& p : parts) {
     ring.Vmem(1, data + p.lo);
-    s << lowering::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)
+    s << assembly::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)
       << "    dma.hv r1, r30, " << descs[p.hi - p.lo] << ", f" << fb + kFlagInput << "\n";
   }
   s << "    wait seq, f" << fb + kFlagInput << ", " << parts.size() << "\n";
@@ -179,7 +179,7 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
     const RingPiece& piece_of = spec.pieces[p.piece];
     if (!piece_of.output) continue;
     ring.Vmem(2, out + p.lo);
-    s << lowering::LoadAddress(26, *piece_of.output + p.in_piece, 18) << "    dma.vh r26, r2, "
+    s << assembly::LoadAddress(26, *piece_of.output + p.in_piece, 18) << "    dma.vh r26, r2, "
       << descs[p.hi - p.lo] << ", f" << fb + kFlagStored << "\n";
   }
   s << "    halt\n";

@@ -63,7 +63,7 @@ inline float RngUniformF32(uint32_t bits, float a, float b) {
 // RNG_NORMAL's draw from N(mean, stddev^2) by Box-Muller over the bits of elements 2i and
 // 2i + 1, in f32 step by step as the VPU computes it: u1, u2 as for a uniform draw,
 // sqrt(log(1 - u1) * -2) * cos(u2 * 2pi) * stddev + mean. The VPU's cosine is a composition
-// within a few ulps of cosf (compiler/lowering/vpu_math.h).
+// within a few ulps of cosf (compiler/lowering/vpu/vpu_math.h).
 inline constexpr float kRngTwoPiF32 = 6.28318530717958647692f;
 inline float RngNormalF32(uint32_t bits1, uint32_t bits2, float mean, float stddev) {
   const float u1 = static_cast<float>(static_cast<int32_t>(bits1 >> 8)) * 0x1p-24f;

@@ -2,7 +2,6 @@
 // rewrite on a scratch computation first, and applies the first that works.
 #include "compiler/passes/conv_canon.h"
 
-#include "compiler/lowering/conv_select.h"
 #include "compiler/passes/ir_edit.h"
 
 namespace tpusim::passes {
@@ -15,11 +14,11 @@ using Rewrite = HloInstruction* (*)(const HloInstruction&, ConvRewriteBuilder&);
 // The rewrite that applies to `conv`, or nullptr. A rewrite that gives up half-way leaves
 // instructions behind, so each is tried on a scratch computation (operands still point at
 // the real ones) and only then built for real.
-Rewrite ChooseRewrite(const HloInstruction& conv) {
+Rewrite ChooseRewrite(const HloInstruction& conv, const target::TargetDescription& kernels) {
   for (Rewrite r :
        {&RewriteWeightGrad, &RewriteInputGrad, &RewriteDilatedConv, &RewriteGroupedConv}) {
     hlo::HloComputation scratch("scratch");
-    ConvRewriteBuilder trial(scratch, conv);
+    ConvRewriteBuilder trial(scratch, conv, kernels);
     if (r(conv, trial)) return r;
   }
   return nullptr;
@@ -35,11 +34,11 @@ hlo::Result<bool> ConvCanonicalizationPass::Run(hlo::HloModule& module) {
     for (size_t k = 0; k < count; ++k) {
       HloInstruction& conv = *c->instructions()[k];
       if (conv.opcode() != hlo::Opcode::kConvolution || conv.operand_count() != 2 ||
-          !conv.shape().IsArray() || lowering::OnExactConvKernel(conv))
+          !conv.shape().IsArray() || target_.ExactConvolution(conv))
         continue;
-      Rewrite rewrite = ChooseRewrite(conv);
+      Rewrite rewrite = ChooseRewrite(conv, target_);
       if (!rewrite) continue;
-      ConvRewriteBuilder build(*c, conv);
+      ConvRewriteBuilder build(*c, conv, target_);
       HloInstruction* value = rewrite(conv, build);
       if (!value)
         return hlo::Status::Error("%" + conv.name() + ": rewrite failed on its second build");

@@ -1,5 +1,5 @@
 // conv-canonicalization: rewrites each convolution no exact MXU kernel takes
-// (lowering/conv_select.h) into convolutions they do take, plus data movement the move
+// (target/target_description.h) into convolutions they do take, plus data movement the move
 // kernel computes exactly, with the same values up to f32 summation order:
 //
 //   weight gradient (f01b_i01o->01bf) with padding      -> pad(X), then the unpadded one
@@ -36,8 +36,13 @@ hlo::HloInstruction* RewriteGroupedConv(const hlo::HloInstruction& conv, ConvRew
 
 class ConvCanonicalizationPass : public HloPass {
  public:
+  // `target` says which convolutions the code generator computes exactly; it outlives the pass.
+  explicit ConvCanonicalizationPass(const target::TargetDescription& target) : target_(target) {}
   std::string_view name() const override { return "conv-canonicalization"; }
   hlo::Result<bool> Run(hlo::HloModule& module) override;
+
+ private:
+  const target::TargetDescription& target_;
 };
 
 }  // namespace tpusim::passes

@@ -1,6 +1,5 @@
 #include "compiler/passes/conv_canon_build.h"
 
-#include "compiler/lowering/conv_select.h"
 #include "compiler/passes/ir_edit.h"
 
 namespace tpusim::passes {
@@ -91,7 +90,7 @@ HloInstruction* ConvRewriteBuilder::Conv(HloInstruction* lhs, HloInstruction* rh
       CloneWithOperands(conv_, UniqueName(target_, conv_.name() + ".phase"), {lhs, rhs});
   conv->mutable_shape() = hlo::Shape::Array(conv_.shape().type, std::move(dims));
   conv->SetAttr("window", window);
-  if (!lowering::OnExactConvKernel(*conv)) return nullptr;
+  if (!kernels_.ExactConvolution(*conv)) return nullptr;
   return target_.AddInstruction(std::move(conv));
 }
 

@@ -1,7 +1,7 @@
 // The HLO the conv-canonicalization pass emits: slices, pads, adds, bitcasts, concatenates
 // and convolutions appended to one computation, each named after the convolution rewritten.
 // Identity slices and pads are not emitted. Conv() emits a convolution only if it runs on an
-// exact kernel (lowering/conv_select.h).
+// exact kernel (target/target_description.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/hlo/ir.h"
+#include "compiler/target/target_description.h"
 
 namespace tpusim::passes {
 
@@ -17,8 +18,10 @@ class ConvRewriteBuilder {
  public:
   // New instructions go to `target`; `conv` (in any computation) names them and lends its
   // attributes (precision, metadata) to the convolutions.
-  ConvRewriteBuilder(hlo::HloComputation& target, const hlo::HloInstruction& conv)
-      : target_(target), conv_(conv) {}
+  // `kernels` says which convolutions run on an exact kernel.
+  ConvRewriteBuilder(hlo::HloComputation& target, const hlo::HloInstruction& conv,
+                     const target::TargetDescription& kernels)
+      : target_(target), conv_(conv), kernels_(kernels) {}
 
   hlo::HloInstruction* Slice(hlo::HloInstruction* x, const std::vector<hlo::SliceDim>& dims);
   // Pads with zeros; negative low or high padding is not allowed.
@@ -36,6 +39,7 @@ class ConvRewriteBuilder {
   hlo::HloInstruction* Conv(hlo::HloInstruction* lhs, hlo::HloInstruction* rhs,
                             const hlo::Window& window, std::vector<int64_t> dims);
   hlo::HloComputation& target() { return target_; }
+  const target::TargetDescription& kernels() const { return kernels_; }
 
  private:
   // A new instruction of element type `type` (the operand's, for data movement).
@@ -46,6 +50,7 @@ class ConvRewriteBuilder {
 
   hlo::HloComputation& target_;
   const hlo::HloInstruction& conv_;
+  const target::TargetDescription& kernels_;
   std::map<hlo::PrimitiveType, hlo::HloInstruction*> zeros_;
 };
 

@@ -86,7 +86,7 @@ HloInstruction* PartConv(const HloInstruction& conv, ConvRewriteBuilder& b, HloI
   if (labels) part.SetAttr("dim_labels", *labels);
   part.AddOperand(lhs);
   part.AddOperand(rhs);
-  ConvRewriteBuilder inner(b.target(), part);
+  ConvRewriteBuilder inner(b.target(), part, b.kernels());
   if (HloInstruction* direct = inner.Conv(lhs, rhs, *conv.window(), part.shape().dims))
     return direct;
   for (auto rewrite : {&RewriteWeightGrad, &RewriteInputGrad, &RewriteDilatedConv})

@@ -1,4 +1,4 @@
-// The pass pipeline, the default pipeline and CompileToHlo; see pipeline.h.
+// The pass pipeline; see pipeline.h.
 #include "compiler/passes/pipeline.h"
 
 #include <chrono>
@@ -8,15 +8,6 @@
 
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
-#include "compiler/passes/algsimp.h"
-#include "compiler/passes/all_reduce_combiner.h"
-#include "compiler/passes/async_conversion.h"
-#include "compiler/passes/contraction_defusion.h"
-#include "compiler/passes/conv_canon.h"
-#include "compiler/passes/dce.h"
-#include "compiler/passes/fusion.h"
-#include "compiler/spmd/batch_sharding.h"
-#include "compiler/spmd/spmd_partitioner.h"
 
 namespace tpusim::passes {
 
@@ -75,42 +66,6 @@ hlo::Result<bool> PassPipeline::Run(hlo::HloModule& module) {
     if (Status s = Dump(module, index, pass->name()); !s.ok()) return s;
   }
   return changed;
-}
-
-PassPipeline DefaultPipeline(const CompileOptions& options) {
-  PassPipeline p("default");
-  p.AddPass<spmd::BatchShardingPass>(options.devices);
-  p.AddPass<spmd::SpmdPartitionerPass>(options.devices);
-  p.AddPass<AsyncConversionPass>();
-  p.AddPass<AllReduceCombinerPass>(options.all_reduce_combine_bytes);
-  p.AddPass<ContractionDefusionPass>();
-  p.AddPass<DcePass>();
-  p.AddPass<AlgebraicSimplifierPass>();
-  p.AddPass<DcePass>();
-  p.AddPass<ConvCanonicalizationPass>();
-  p.AddPass<LayoutAssignmentPass>();
-  p.AddPass<ElementwiseFusionPass>();
-  p.AddPass<DcePass>();
-  p.AddPass<MemoryPlanningPass>(options.hbm_capacity_bytes);
-  p.set_dump_dir(options.dump_dir);
-  return p;
-}
-
-hlo::Result<CompileReport> CompileToHlo(hlo::HloModule& module, const CompileOptions& options) {
-  PassPipeline pipeline = DefaultPipeline(options);
-  hlo::Result<bool> r = pipeline.Run(module);
-  if (!r.ok()) return r.status();
-  CompileReport report;
-  report.hlo = hlo::PrintModule(module);
-  report.padding = ComputePaddingReport(module);  // the ops as they will run
-  for (const auto& pass : pipeline.passes()) {
-    if (auto* memory = dynamic_cast<const MemoryPlanningPass*>(pass.get())) {
-      report.memory = memory->plan();
-    }
-  }
-  report.peak_hbm_bytes = report.memory.peak_bytes;
-  report.passes = pipeline.log();
-  return report;
 }
 
 }  // namespace tpusim::passes

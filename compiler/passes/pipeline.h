@@ -1,6 +1,6 @@
-// The pass pipeline and the compiler's entry point. A PassPipeline runs passes in order,
-// verifies the module after every pass that changed it (stopping with an error that names
-// the pass), times each pass, and can dump the IR after each pass.
+// The pass pipeline: runs passes in order, verifies the module after every pass that
+// changed it (stopping with an error that names the pass), times each pass, and can dump
+// the IR after each pass. The compiler's own pipeline is compiler/hlo_pipeline.h.
 #pragma once
 
 #include <memory>
@@ -8,9 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/passes/all_reduce_combiner.h"
-#include "compiler/passes/layout.h"
-#include "compiler/passes/memory.h"
 #include "compiler/passes/pass.h"
 
 namespace tpusim::passes {
@@ -50,28 +47,5 @@ class PassPipeline {
   std::string dump_dir_;
   std::vector<PassLogEntry> log_;
 };
-
-struct CompileOptions {
-  int64_t hbm_capacity_bytes = kDefaultHbmBytes;
-  int64_t devices = 1;  // the board's cores: a sharded global program is partitioned over them
-  int64_t all_reduce_combine_bytes = kDefaultAllReduceCombineBytes;  // all_reduce_combiner.h
-  std::string dump_dir;                                              // empty: no IR dumps
-};
-
-// batch-sharding, spmd-partitioner, async-conversion, all-reduce-combiner,
-// contraction-defusion, dce, algsimp, dce,
-// conv-canonicalization, layout-assignment, elementwise-fusion, dce, memory-planning.
-PassPipeline DefaultPipeline(const CompileOptions& options = {});
-
-struct CompileReport {
-  std::string hlo;        // the optimized module, printed
-  PaddingReport padding;  // of the optimized module; entries name their computation
-  MemoryPlan memory;      // from memory planning
-  int64_t peak_hbm_bytes = 0;
-  std::vector<PassLogEntry> passes;
-};
-
-// Runs DefaultPipeline(options) over `module` (optimized in place) and reports.
-hlo::Result<CompileReport> CompileToHlo(hlo::HloModule& module, const CompileOptions& options = {});
 
 }  // namespace tpusim::passes

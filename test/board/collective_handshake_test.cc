@@ -7,8 +7,8 @@
 #include <gmock/gmock.h>
 
 #include "board_test_util.h"
+#include "compiler/assembly/asm_util.h"
 #include "compiler/collectives/ring_allreduce.h"
-#include "compiler/lowering/asm_util.h"
 
 namespace tpusim::sim {
 namespace {
@@ -25,7 +25,7 @@ int WrongSums(bool handshake) {
   collectives::RingAllReduceSpec spec;
   spec.ring = collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, board.cores_per_chip);
   spec.bytes = kElems * 4;
-  spec.flag_base = lowering::kCollectiveFlagBase;  // as lowered: the barrier resets f0..f15
+  spec.flag_base = assembly::kCollectiveFlagBase;  // as lowered: the barrier resets f0..f15
   if (handshake) spec.mailbox = kMailbox;
   std::vector<std::string> programs(spec.ring.size());
   for (size_t p = 0; p < spec.ring.size(); ++p)
@@ -36,7 +36,7 @@ int WrongSums(bool handshake) {
       "    vmovi v0, 999.0\n    li r6, " + std::to_string(board.core.vmem_bytes) +
       "\n    li r7, 0\n    li r8, 2\npass:\n    li r5, 0\nstore:\n    vst v0, r5\n"
       "    addi r5, r5, 4096\n    blt r5, r6, store\n    addi r7, r7, 1\n    blt r7, r8, pass\n" +
-      lowering::DrainBarrier(board.core.mxus);
+      assembly::DrainBarrier(board.core.mxus);
   programs[spec.ring[1]] = busy + programs[spec.ring[1]];
   BoardRun run(programs);
   for (int c = 0; c < 8; ++c) {

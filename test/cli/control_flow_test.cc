@@ -1,5 +1,5 @@
 // `tpusim run` on modules with while loops and calls: every kernel computes values and the
-// results equal the reference evaluator's (compiler/lowering/control_flow.cc).
+// results equal the reference evaluator's (compiler/lowering/control/control_flow.cc).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // HLO modules with while loops and calls whose values the compiled programs compute
-// (compiler/lowering/control_flow.cc), shared by the value tests and the CLI tests.
+// (compiler/lowering/control/control_flow.cc), shared by the value tests and the CLI tests.
 #pragma once
 
 namespace tpusim::testing {

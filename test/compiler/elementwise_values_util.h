@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/board_target.h"
-#include "cli/run_values.h"
-#include "cli/step_check.h"
 #include "compiler/eval/evaluator.h"
+#include "driver/board_target.h"
+#include "driver/run_values.h"
+#include "driver/step_check.h"
 #include "isa/assembler.h"
 #include "isa/bf16.h"
 #include "sim/config.h"
@@ -31,7 +31,7 @@ struct ElementwiseRun {
 };
 
 inline std::vector<uint8_t> EncodeArgument(const eval::Value& v) {
-  return cli::EncodeElements(v, 0, v.size());
+  return driver::EncodeElements(v, 0, v.size());
 }
 
 // `hlo` must be replicated (replica_count=8): every core computes the whole result.
@@ -64,11 +64,11 @@ inline ElementwiseRun RunWithArguments(const std::string& hlo,
   out.want = *want;
   for (size_t o = 0; o < out.want.size(); ++o) {
     eval::Value got = out.want[o];
-    const int64_t n = got.size(), width = cli::ElementBytes(got.shape.type);
+    const int64_t n = got.size(), width = driver::ElementBytes(got.shape.type);
     std::vector<uint8_t> bytes(static_cast<size_t>(n * width));
     simulation.core(0).hbm().Read(c.lowered.outputs.at(o).address, bytes.data(), bytes.size());
     for (int64_t i = 0; i < n; ++i)
-      got.data[static_cast<size_t>(i)] = cli::Decode(got.shape.type, bytes.data(), i);
+      got.data[static_cast<size_t>(i)] = driver::Decode(got.shape.type, bytes.data(), i);
     out.got.push_back(std::move(got));
   }
   return out;

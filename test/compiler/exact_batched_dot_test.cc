@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "compiler/lowering/exact_dot_kernel.h"
+#include "compiler/lowering/dot/exact_dot_kernel.h"
 #include "test/compiler/sim_values_util.h"
 
 namespace tpusim {

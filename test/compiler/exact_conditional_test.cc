@@ -14,7 +14,7 @@ namespace {
 using testing::ExpectMatch;
 using testing::SimulateValues;
 
-// The value `tpusim run` (cli::LoadInputs, seed 1) gives scalar parameter `number`.
+// The value `tpusim run` (driver::LoadInputs, seed 1) gives scalar parameter `number`.
 double Input(hlo::PrimitiveType type, int number) {
   hlo::Shape s;
   s.type = type;

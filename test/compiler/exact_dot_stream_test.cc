@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <string>
 
-#include "compiler/lowering/exact_dot_kernel.h"
-#include "compiler/lowering/exact_dot_plan.h"
+#include "compiler/lowering/dot/exact_dot_kernel.h"
+#include "compiler/lowering/dot/exact_dot_plan.h"
 #include "test/compiler/sim_values_util.h"
 
 namespace tpusim {
@@ -16,7 +16,7 @@ namespace {
 
 using lowering::ExactDotShape;
 
-// The shape op_kernels.cc builds for the dot (addresses do not matter to the plan).
+// The shape dot_emitter.cc builds for the dot (addresses do not matter to the plan).
 ExactDotShape Shape(int64_t m, int64_t k, int64_t n, bool a_t, bool b_t, bool b_bf16 = false) {
   ExactDotShape d;
   d.m = m, d.k = k, d.n = n;

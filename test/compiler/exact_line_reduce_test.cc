@@ -1,5 +1,5 @@
 // Reduces over the last dimension with reducers other than add and max, on the line-reduce
-// kernel (compiler/lowering/line_reduce_kernel.h): jnp.argmax and argmin (a value and an
+// kernel (compiler/lowering/reduce/line_reduce_kernel.h): jnp.argmax and argmin (a value and an
 // iota index folded together, ties to the lower index, NaN winning as XLA's reducer says),
 // minimum, product and bitwise or, over 1,030 lines (two groups of lanes) of 520 columns
 // (two chunks), each element against the evaluator's.

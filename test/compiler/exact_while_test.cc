@@ -1,6 +1,6 @@
-// While loops and calls with values (compiler/lowering/while_loop.cc, control_flow.cc): the loop
-// state lives in the while's buffers, body and callee values in buffers of their own; simulated on
-// v3-8 and compared with the evaluator.
+// While loops and calls with values (compiler/lowering/control/while_loop.cc, control_flow.cc): the
+// loop state lives in the while's buffers, body and callee values in buffers of their own;
+// simulated on v3-8 and compared with the evaluator.
 #include <gtest/gtest.h>
 
 #include "test/compiler/control_flow_modules.h"

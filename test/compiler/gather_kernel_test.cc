@@ -1,4 +1,4 @@
-// Embedding lookups and label picks on the gather kernel (compiler/lowering/gather_kernel.h):
+// Embedding lookups and label picks on the gather kernel (compiler/lowering/data/gather_kernel.h):
 // simulated values against the evaluator. Inputs are seeded: s32 indices lie in [0, 8), so a table
 // of 5 rows also checks the clamp of indices past its end.
 #include <gtest/gtest.h>

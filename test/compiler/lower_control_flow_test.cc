@@ -1,4 +1,4 @@
-// Lowering of while loops and calls (compiler/lowering/while_loop.cc, control_flow.cc,
+// Lowering of while loops and calls (compiler/lowering/control/while_loop.cc, control_flow.cc,
 // loop_state.h, value_buffers.h): where the state and the values inside live, which copies run, and
 // the HBM bound. Values are checked by simulation in exact_while_test.cc.
 #include <gmock/gmock.h>
@@ -10,7 +10,7 @@
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/compile.h"
 #include "compiler/hlo/parser.h"
-#include "compiler/lowering/loop_state.h"
+#include "compiler/lowering/control/loop_state.h"
 #include "test/compiler/control_flow_modules.h"
 #include "test/compiler/lower_test_util.h"
 

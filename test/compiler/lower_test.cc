@@ -1,4 +1,4 @@
-// Lowering of whole modules to per-core ISA programs (compiler/lowering/lower.h): kernels,
+// Lowering of whole modules to per-core ISA programs (compiler/lowering/driver/lower.h): kernels,
 // while loops, data parallelism, collectives, and that every program assembles.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,12 +6,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/assembly/asm_util.h"
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/compile.h"
 #include "compiler/hlo/parser.h"
-#include "compiler/lowering/asm_util.h"
-#include "compiler/lowering/vpu_body.h"
-#include "compiler/lowering/vpu_stream.h"
+#include "compiler/lowering/vpu/vpu_body.h"
+#include "compiler/lowering/vpu/vpu_stream.h"
 #include "isa/assembler.h"
 #include "test/compiler/lower_test_util.h"
 
@@ -28,15 +28,15 @@ TEST(AsmUtil, ScopeKernelRenamesDefinitionsAndUsesButNotDescKeysOrTags) {
   const std::string k =
       ".desc rows rows=8 row_bytes=256 src_stride=0 dst_stride=0\n.equ N 4\n.tag \"rows\"\n"
       "rows:\n    li r1, N\n    dma.hv r1, r2, rows, f0\n    blt r1, r2, rows  # rows\n    halt\n";
-  EXPECT_EQ(lowering::ScopeKernel(k, "k7_"),
+  EXPECT_EQ(assembly::ScopeKernel(k, "k7_"),
             ".desc k7_rows rows=8 row_bytes=256 src_stride=0 dst_stride=0\n.equ k7_N 4\n"
             ".tag \"rows\"\nk7_rows:\n    li r1, k7_N\n    dma.hv r1, r2, k7_rows, f0\n"
             "    blt r1, r2, k7_rows  # rows\n");
 }
 
 TEST(AsmUtil, LoadAddressBuildsValuesAbove2GiBFromPieces) {
-  EXPECT_EQ(lowering::LoadAddress(3, 4096, 9), "    li r3, 4096\n");
-  EXPECT_EQ(lowering::LoadAddress(3, (uint64_t{5} << 30) + 12, 9),
+  EXPECT_EQ(assembly::LoadAddress(3, 4096, 9), "    li r3, 4096\n");
+  EXPECT_EQ(assembly::LoadAddress(3, (uint64_t{5} << 30) + 12, 9),
             "    li r3, 320\n    shli r3, r3, 24\n    li r9, 12\n    or r3, r3, r9\n");
 }
 

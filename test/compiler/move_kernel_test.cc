@@ -1,6 +1,6 @@
-// Data movement on strided DMA (compiler/lowering/move_kernel.h): how a move collapses into
+// Data movement on strided DMA (compiler/lowering/data/move_kernel.h): how a move collapses into
 // descriptor-shaped copies, and every op's simulated values against the evaluator.
-#include "compiler/lowering/move_kernel.h"
+#include "compiler/lowering/data/move_kernel.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
-#include "compiler/lowering/conv_select.h"
+#include "compiler/lowering/conv/conv_select.h"
 #include "compiler/passes/conv_canon.h"
 #include "compiler/passes/dce.h"
 #include "test/compiler/conv_canon_cases.h"
@@ -41,13 +41,13 @@ Rewritten Canonicalize(const std::string& text) {
   hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text);
   EXPECT_TRUE(m.ok()) << m.status().message();
   r.module = std::move(*m);
-  hlo::Result<bool> first = ConvCanonicalizationPass().Run(r.module);
+  hlo::Result<bool> first = ConvCanonicalizationPass(lowering::TensorCoreTarget()).Run(r.module);
   EXPECT_TRUE(first.ok()) << first.status().message();
   r.changed = first.ok() && *first;
   EXPECT_TRUE(DcePass().Run(r.module).ok());
   hlo::Status v = hlo::VerifyModule(r.module);
   EXPECT_TRUE(v.ok()) << v.message() << "\n" << hlo::PrintModule(r.module);
-  hlo::Result<bool> second = ConvCanonicalizationPass().Run(r.module);
+  hlo::Result<bool> second = ConvCanonicalizationPass(lowering::TensorCoreTarget()).Run(r.module);
   EXPECT_TRUE(second.ok());
   r.changed_again = !second.ok() || *second;
   for (const auto& i : r.module.entry()->instructions()) {

@@ -9,6 +9,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
+#include "compiler/hlo_pipeline.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/pipeline.h"
 
@@ -83,9 +84,9 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   fs::path dir = fs::path(testing::TempDir()) / "tpusim_pass_dumps";
   fs::remove_all(dir);
   hlo::HloModule m = Parse(kMlp);
-  CompileOptions options;
+  tpusim::CompileOptions options;
   options.dump_dir = dir.string();
-  hlo::Result<CompileReport> r = CompileToHlo(m, options);
+  hlo::Result<tpusim::CompileReport> r = tpusim::CompileToHlo(m, options);
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
@@ -105,9 +106,9 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
 
 TEST(PassPipeline, CompileToHloEndToEnd) {
   hlo::HloModule m = Parse(kMlp);
-  hlo::Result<CompileReport> r = CompileToHlo(m);
+  hlo::Result<tpusim::CompileReport> r = tpusim::CompileToHlo(m);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  const CompileReport& rep = *r;
+  const tpusim::CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
   EXPECT_EQ(names,
@@ -144,9 +145,9 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
 
 TEST(PassPipeline, CompileReportsOutOfMemory) {
   hlo::HloModule m = Parse(kMlp);
-  CompileOptions options;
+  tpusim::CompileOptions options;
   options.hbm_capacity_bytes = 64 * 1024;
-  hlo::Result<CompileReport> r = CompileToHlo(m, options);
+  hlo::Result<tpusim::CompileReport> r = tpusim::CompileToHlo(m, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message().rfind(
                 "pass 'memory-planning' failed: RESOURCE_EXHAUSTED: Ran out of memory in memory "
@@ -160,7 +161,7 @@ TEST(PassPipeline, InvalidInputIsRejectedBeforeAnyPass) {
   hlo::HloModule m = Parse(
       "HloModule t\nENTRY %e {\n %p = f32[4] parameter(0)\n ROOT %n = f32[5] negate(f32[4] "
       "%p)\n}\n");
-  PassPipeline p = DefaultPipeline();
+  PassPipeline p = tpusim::DefaultPipeline();
   hlo::Result<bool> r = p.Run(m);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message().rfind("pipeline 'default': invalid input module: %n", 0), 0u)
@@ -170,9 +171,9 @@ TEST(PassPipeline, InvalidInputIsRejectedBeforeAnyPass) {
 
 TEST(PassPipeline, SecondCompileChangesNothing) {
   hlo::HloModule m = Parse(kMlp);
-  hlo::Result<CompileReport> first = CompileToHlo(m);
+  hlo::Result<tpusim::CompileReport> first = tpusim::CompileToHlo(m);
   ASSERT_TRUE(first.ok()) << first.status().message();
-  hlo::Result<CompileReport> second = CompileToHlo(m);
+  hlo::Result<tpusim::CompileReport> second = tpusim::CompileToHlo(m);
   ASSERT_TRUE(second.ok()) << second.status().message();
   for (const PassLogEntry& e : second->passes) EXPECT_FALSE(e.changed) << e.name;
   EXPECT_EQ(second->hlo, first->hlo);
@@ -189,7 +190,7 @@ TEST(PassPipeline, ShippedExamplesCompile) {
     text << in.rdbuf();
     hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text.str(), e.path().string());
     ASSERT_TRUE(m.ok()) << m.status().message();
-    hlo::Result<CompileReport> r = CompileToHlo(*m);
+    hlo::Result<tpusim::CompileReport> r = tpusim::CompileToHlo(*m);
     ASSERT_TRUE(r.ok()) << e.path() << ": " << r.status().message();
     hlo::Result<hlo::HloModule> again = hlo::ParseHlo(r->hlo);
     ASSERT_TRUE(again.ok()) << e.path() << ": " << again.status().message();

@@ -1,4 +1,4 @@
-// Embedding gradients on the scatter kernel (compiler/lowering/scatter_kernel.h): simulated
+// Embedding gradients on the scatter kernel (compiler/lowering/data/scatter_kernel.h): simulated
 // values against the evaluator. Seeded s32 inputs lie in [0, 8): a table of 5 rows sees
 // duplicates in every group and indices past its end, which XLA skips.
 #include <gtest/gtest.h>

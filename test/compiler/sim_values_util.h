@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "cli/board_target.h"
-#include "cli/run_values.h"
-#include "cli/step_check.h"
+#include "driver/board_target.h"
+#include "driver/run_values.h"
+#include "driver/step_check.h"
 #include "isa/assembler.h"
 #include "sim/config.h"
 #include "sim/simulation.h"
@@ -54,7 +54,7 @@ inline std::shared_ptr<const CompiledModule> CompileForValues(const std::string&
                                                               const sim::BoardConfig& board,
                                                               bool& exact,
                                                               std::string& inexact_ops) {
-  auto compiled = CompileForBoard(hlo, "test.hlo", cli::TargetFor(board, /*infeed=*/false));
+  auto compiled = CompileForBoard(hlo, "test.hlo", driver::TargetFor(board, /*infeed=*/false));
   if (!compiled.ok()) {
     ADD_FAILURE() << compiled.status().message();
     return nullptr;
@@ -73,7 +73,7 @@ inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
   const CompiledModule& c = *compiled;
   sim::Simulation simulation(board, sim::RunOptions{.functional = true});
   if (!AddPrograms(c, simulation)) return out;
-  auto args = cli::LoadInputs(simulation, c, /*seed=*/1);
+  auto args = driver::LoadInputs(simulation, c, /*seed=*/1);
   sim::RunReport r = simulation.Run();
   EXPECT_TRUE(r.ok) << r.error;
   out.time_us = r.time_us;
@@ -87,7 +87,7 @@ inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
     const float bad = v[0] + 1000.0f;
     simulation.core(0).hbm().Write(first, reinterpret_cast<const uint8_t*>(&bad), sizeof bad);
   }
-  out.error = cli::CompareWithEvaluator(simulation, c, std::move(args)).error;
+  out.error = driver::CompareWithEvaluator(simulation, c, std::move(args)).error;
   return out;
 }
 

@@ -1,7 +1,7 @@
-// The convolution kernel (compiler/lowering/conv_kernel.h) on one simulated core: values
+// The convolution kernel (compiler/lowering/conv/conv_kernel.h) on one simulated core: values
 // against a direct host convolution, MXU occupancy targets in timing-only runs, and the
 // shapes it refuses. The 8192^3 dot target of MatmulKernel is asserted here too.
-#include "compiler/lowering/conv_kernel.h"
+#include "compiler/lowering/conv/conv_kernel.h"
 
 #include <gmock/gmock.h>
 
@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "compiler/eval/evaluator.h"
-#include "compiler/lowering/matmul_kernel.h"
+#include "compiler/lowering/dot/matmul_kernel.h"
 #include "kernel_test_util.h"
 #include "sim_test_util.h"
 

@@ -1,6 +1,6 @@
 # examples/hlo/dot_bf16.hlo: core 0 of 8
     wait seq, f31, 1   # infeed
-# matmul C[128,1024] = A[128,1024] x B[1024,1024] on 2 MXU(s) (compiler/lowering/matmul_kernel.cc)
+# matmul C[128,1024] = A[128,1024] x B[1024,1024] on 2 MXU(s) (compiler/lowering/dot/matmul_kernel.cc)
 .desc k0_p0_ablk rows=128 row_bytes=256 src_stride=2048 dst_stride=256
 .desc k0_p0_btile rows=512 row_bytes=256 src_stride=2048 dst_stride=256
 .desc k0_p0_cblk rows=128 row_bytes=512 src_stride=512 dst_stride=4096

@@ -1,0 +1,53 @@
+#include "compiler/hlo_pipeline.h"
+
+#include "compiler/hlo/printer.h"
+#include "compiler/lowering/conv/conv_select.h"
+#include "compiler/passes/algsimp.h"
+#include "compiler/passes/async_conversion.h"
+#include "compiler/passes/contraction_defusion.h"
+#include "compiler/passes/conv_canon.h"
+#include "compiler/passes/dce.h"
+#include "compiler/passes/fusion.h"
+#include "compiler/spmd/batch_sharding.h"
+#include "compiler/spmd/spmd_partitioner.h"
+
+namespace tpusim {
+
+passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
+  passes::PassPipeline p("default");
+  p.AddPass<spmd::BatchShardingPass>(options.devices);
+  p.AddPass<spmd::SpmdPartitionerPass>(options.devices);
+  p.AddPass<passes::AsyncConversionPass>();
+  p.AddPass<passes::AllReduceCombinerPass>(options.all_reduce_combine_bytes);
+  p.AddPass<passes::ContractionDefusionPass>();
+  p.AddPass<passes::DcePass>();
+  p.AddPass<passes::AlgebraicSimplifierPass>();
+  p.AddPass<passes::DcePass>();
+  p.AddPass<passes::ConvCanonicalizationPass>(options.target ? *options.target
+                                                             : lowering::TensorCoreTarget());
+  p.AddPass<passes::LayoutAssignmentPass>();
+  p.AddPass<passes::ElementwiseFusionPass>();
+  p.AddPass<passes::DcePass>();
+  p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);
+  p.set_dump_dir(options.dump_dir);
+  return p;
+}
+
+hlo::Result<CompileReport> CompileToHlo(hlo::HloModule& module, const CompileOptions& options) {
+  passes::PassPipeline pipeline = DefaultPipeline(options);
+  hlo::Result<bool> r = pipeline.Run(module);
+  if (!r.ok()) return r.status();
+  CompileReport report;
+  report.hlo = hlo::PrintModule(module);
+  report.padding = passes::ComputePaddingReport(module);  // the ops as they will run
+  for (const auto& pass : pipeline.passes()) {
+    if (auto* memory = dynamic_cast<const passes::MemoryPlanningPass*>(pass.get())) {
+      report.memory = memory->plan();
+    }
+  }
+  report.peak_hbm_bytes = report.memory.peak_bytes;
+  report.passes = pipeline.log();
+  return report;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,47 @@
+// The compiler's pass pipeline for the TensorCore: which passes run, in which order, and the
+// code generator's description (target/target_description.h) handed to the passes that
+// rewrite for it. Decisions XLA makes on HLO are passes here: sharding, fusion, layout,
+// memory planning (docs/compiler.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/ir.h"
+#include "compiler/hlo/status.h"
+#include "compiler/passes/all_reduce_combiner.h"
+#include "compiler/passes/layout.h"
+#include "compiler/passes/memory.h"
+#include "compiler/passes/pipeline.h"
+#include "compiler/target/target_description.h"
+
+namespace tpusim {
+
+struct CompileOptions {
+  int64_t hbm_capacity_bytes = passes::kDefaultHbmBytes;
+  int64_t devices = 1;  // the board's cores: a sharded global program is partitioned over them
+  int64_t all_reduce_combine_bytes = passes::kDefaultAllReduceCombineBytes;
+  std::string dump_dir;  // empty: no IR dumps
+  // The code generator the passes prepare for; null: the TensorCore kernels
+  // (lowering::TensorCoreTarget()). It outlives the pipeline.
+  const target::TargetDescription* target = nullptr;
+};
+
+// batch-sharding, spmd-partitioner, async-conversion, all-reduce-combiner,
+// contraction-defusion, dce, algsimp, dce,
+// conv-canonicalization, layout-assignment, elementwise-fusion, dce, memory-planning.
+passes::PassPipeline DefaultPipeline(const CompileOptions& options = {});
+
+struct CompileReport {
+  std::string hlo;                // the optimized module, printed
+  passes::PaddingReport padding;  // of the optimized module; entries name their computation
+  passes::MemoryPlan memory;      // from memory planning
+  int64_t peak_hbm_bytes = 0;
+  std::vector<passes::PassLogEntry> passes;
+};
+
+// Runs DefaultPipeline(options) over `module` (optimized in place) and reports.
+hlo::Result<CompileReport> CompileToHlo(hlo::HloModule& module, const CompileOptions& options = {});
+
+}  // namespace tpusim

@@ -1,0 +1,415 @@
+// The collective emitters (emitters.h): each collective of a per-device module as one ring
+// program per core (compiler/collectives/), on the flags reserved for them (asm_util.h),
+// padded to the ring programs' granules; replica i runs on core i.
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "compiler/assembly/asm_util.h"
+#include "compiler/collectives/all_to_all.h"
+#include "compiler/collectives/ring_allreduce.h"
+#include "compiler/collectives/ring_collectives.h"
+#include "compiler/collectives/ring_emitter.h"
+#include "compiler/lowering/driver/emitters.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::Opcode;
+
+struct CollectiveContext {
+  std::function<uint64_t(const hlo::HloInstruction*)> address;
+  std::vector<int> ring;  // every core in torus ring order
+  int cores = 8;
+  std::optional<uint64_t> mailbox;  // CollectiveMailbox: the entry handshake
+  int mxus = 2;                     // per core: drain barriers between a collective's rounds
+};
+
+constexpr uint64_t kVreg = 4096, kSegment = 2 << 20, kSingleSegment = 4 << 20;
+
+// The all-reduce size the ring program takes for `bytes` over `n` cores.
+uint64_t AllReduceBytes(uint64_t bytes, int n) {
+  const uint64_t granule = kVreg * static_cast<uint64_t>(n);
+  uint64_t padded = (bytes + granule - 1) / granule * granule;
+  if (padded > kSingleSegment) return (bytes + kSegment - 1) / kSegment * kSegment;
+  // Large enough to go as two halves, one each way: pad to whole registers per half.
+  const uint64_t halves = (bytes + 2 * granule - 1) / (2 * granule) * (2 * granule);
+  if (halves >= collectives::kRingHalvesMinBytes && halves <= kSingleSegment) return halves;
+  return padded;
+}
+
+std::vector<std::vector<int>> Groups(const HloInstruction& instr, int cores) {
+  std::vector<std::vector<int>> groups;
+  if (const hlo::ReplicaGroups* g = instr.replica_groups())
+    for (const auto& group : g->groups) groups.emplace_back(group.begin(), group.end());
+  if (groups.empty() || (groups.size() == 1 && groups[0].empty())) {
+    groups.assign(1, {});
+    for (int c = 0; c < cores; ++c) groups[0].push_back(c);
+  }
+  return groups;
+}
+
+// Ring order of the group holding `core`: its members in board-ring order.
+std::vector<int> RingOf(const std::vector<std::vector<int>>& groups, const std::vector<int>& ring,
+                        int core) {
+  for (const auto& g : groups)
+    if (std::find(g.begin(), g.end(), core) != g.end()) {
+      std::vector<int> out;
+      for (int c : ring)
+        if (std::find(g.begin(), g.end(), c) != g.end()) out.push_back(c);
+      return out;
+    }
+  return {core};
+}
+
+std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
+                                   uint64_t bytes, const std::string& tag,
+                                   const std::vector<int>& ring, int cores,
+                                   collectives::ReduceOp reduce, std::optional<uint64_t> mailbox,
+                                   LoweredOp& op) {
+  std::vector<std::string> programs;
+  for (int c = 0; c < cores; ++c) {
+    const std::vector<int> members = RingOf(groups, ring, c);
+    if (members.size() < 2) {
+      programs.emplace_back();
+      continue;
+    }
+    collectives::RingAllReduceSpec spec;
+    spec.ring = members;
+    spec.hbm_address = address;
+    spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()));
+    spec.op = reduce;
+    spec.tag = tag;
+    spec.flag_base = assembly::kCollectiveFlagBase;
+    spec.mailbox = mailbox;
+    if (spec.bytes != bytes && op.note.empty())
+      op.note = "ring granule: " + std::to_string(bytes) + " bytes padded to " +
+                std::to_string(spec.bytes);
+    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
+    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
+    op.hbm_bytes = 2 * spec.bytes;
+  }
+  op.kind = KernelKind::kCollective;
+  return programs;
+}
+
+// The result buffer of element `i` of a tuple-shaped collective: where the
+// get-tuple-element that reads it lives; nullopt when nothing reads it.
+std::optional<uint64_t> ElementAddress(const HloInstruction& instr, int64_t i,
+                                       const CollectiveContext& ctx) {
+  if (!instr.shape().IsTuple()) return ctx.address(&instr);
+  for (const auto& u : instr.parent()->instructions())
+    if (u->opcode() == Opcode::kGetTupleElement && u->operand(0) == &instr &&
+        u->GetInt("index").value_or(-1) == i)
+      return ctx.address(u.get());
+  return std::nullopt;
+}
+
+// One exact ring over `pieces` back to back, each segment gathering its parts from their
+// buffers and writing its results to theirs; ring padding stays in VMEM. Empty for rings of
+// one core.
+std::vector<std::string> PiecesAllReduce(const std::vector<collectives::RingPiece>& pieces,
+                                         uint64_t valid,
+                                         const std::vector<std::vector<int>>& groups,
+                                         const CollectiveContext& ctx, collectives::ReduceOp reduce,
+                                         const std::string& tag, LoweredOp& op) {
+  std::vector<std::string> programs;
+  for (int c = 0; c < ctx.cores; ++c) {
+    const std::vector<int> members = RingOf(groups, ctx.ring, c);
+    if (members.size() < 2) return {};  // a lone replica would need a copy: not handled here
+    collectives::RingAllReduceSpec spec;
+    spec.ring = members;
+    spec.pieces = pieces;
+    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()));
+    spec.op = reduce;
+    spec.tag = tag;
+    spec.flag_base = assembly::kCollectiveFlagBase;
+    spec.mailbox = ctx.mailbox;
+    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
+    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
+  }
+  op.kind = KernelKind::kCollective;
+  op.hbm_bytes = 2 * valid;
+  op.exact = true;
+  return programs;
+}
+
+// An exact all-reduce of f32 operands, each its own buffer (a tuple all-reduce, or one
+// operand with padding or a separate result): one ring over the operands back to back.
+// Empty for operands that are not f32 arrays and for rings of one core.
+std::vector<std::string> CombinedAllReduce(const HloInstruction& instr,
+                                           const CollectiveContext& ctx,
+                                           const std::vector<std::vector<int>>& groups,
+                                           collectives::ReduceOp reduce, LoweredOp& op) {
+  std::vector<collectives::RingPiece> pieces;
+  uint64_t valid = 0;
+  for (size_t i = 0; i < instr.operand_count(); ++i) {
+    const HloInstruction* in = instr.operand(i);
+    if (in->shape().type != hlo::PrimitiveType::kF32 || !in->shape().IsArray()) return {};
+    const uint64_t bytes = ByteSize(in->shape());
+    if (bytes == 0) continue;
+    pieces.push_back({ctx.address(in), bytes, ElementAddress(instr, static_cast<int64_t>(i), ctx)});
+    valid += bytes;
+  }
+  if (pieces.empty()) return {};
+  auto programs = PiecesAllReduce(pieces, valid, groups, ctx, reduce, instr.name(), op);
+  if (!programs.empty()) op.note.clear();
+  return programs;
+}
+
+// The rows an all-gather's part is made of: the product of the operand's dimensions before
+// the gathered one (each row lands next to the other members' rows of the same index).
+uint64_t GatherRows(const HloInstruction& instr) {
+  const std::vector<int64_t>* dims = instr.dimensions();
+  const hlo::Shape& in = instr.operand(0)->shape();
+  uint64_t rows = 1;
+  if (dims && !dims->empty())
+    for (int64_t d = 0; d < (*dims)[0] && d < static_cast<int64_t>(in.dims.size()); ++d)
+      rows *= static_cast<uint64_t>(in.dims[d]);
+  return rows;
+}
+
+constexpr uint64_t kRingMax = collectives::kRingCollectiveMaxBytes;
+
+// An all-gather larger than the ring stages in VMEM, as rounds that each gather a piece of
+// every part, one after the other between drain barriers: whole rows of the part when a row
+// of every member fits, else (a part of one row) a column piece of it.
+std::vector<std::string> AllGatherRounds(const collectives::RingCollectiveSpec& whole, size_t n,
+                                         const CollectiveContext& ctx) {
+  const uint64_t part = whole.input_bytes, rows = whole.part_rows, row = part / rows;
+  std::vector<collectives::RingCollectiveSpec> rounds;
+  if (row * n <= kRingMax) {
+    const uint64_t per = kRingMax / (row * n);
+    for (uint64_t a = 0; a < rows; a += per) {
+      collectives::RingCollectiveSpec r = whole;
+      r.part_rows = std::min(per, rows - a);
+      r.input_bytes = r.part_rows * row;
+      r.input_address = whole.input_address + a * row;
+      r.output_address = whole.output_address + a * row * n;
+      r.member_stride = row;
+      rounds.push_back(r);
+    }
+  } else if (rows == 1) {
+    const uint64_t piece = kRingMax / n / 4096 * 4096;
+    for (uint64_t a = 0; a < part; a += piece) {
+      collectives::RingCollectiveSpec r = whole;
+      r.input_bytes = std::min(piece, part - a);
+      r.input_address = whole.input_address + a;
+      r.output_address = whole.output_address + a;
+      r.member_stride = part;
+      rounds.push_back(r);
+    }
+  } else {
+    throw std::invalid_argument("all-gather rows of " + std::to_string(row) +
+                                " bytes exceed the ring's VMEM staging for " + std::to_string(n) +
+                                " members");
+  }
+  std::vector<std::string> programs(static_cast<size_t>(ctx.cores));
+  for (size_t k = 0; k < rounds.size(); ++k) {
+    for (int c = 0; c < ctx.cores; ++c) {
+      if (k > 0) programs[c] += assembly::DrainBarrier(ctx.mxus);
+      programs[c] += assembly::ScopeKernel(collectives::AllGatherProgram(rounds[k], c),
+                                           "round" + std::to_string(k) + "_");
+    }
+  }
+  return programs;
+}
+
+// A reduce-scatter larger than the ring stages in VMEM, as rounds that each reduce a piece
+// of every part (whole vregs), between drain barriers.
+std::vector<std::string> ReduceScatterRounds(const collectives::RingCollectiveSpec& whole, size_t n,
+                                             const CollectiveContext& ctx) {
+  const uint64_t part = whole.input_bytes / n;
+  const uint64_t piece = kRingMax / n / kVreg * kVreg;
+  std::vector<std::string> programs(static_cast<size_t>(ctx.cores));
+  int k = 0;
+  for (uint64_t a = 0; a < part; a += piece, ++k) {
+    collectives::RingCollectiveSpec r = whole;
+    r.input_bytes = std::min(piece, part - a) * n;
+    r.input_address = whole.input_address + a;
+    r.output_address = whole.output_address + a;
+    r.member_stride = part;
+    for (int c = 0; c < ctx.cores; ++c) {
+      if (k > 0) programs[c] += assembly::DrainBarrier(ctx.mxus);
+      programs[c] += assembly::ScopeKernel(collectives::ReduceScatterProgram(r, c),
+                                           "round" + std::to_string(k) + "_");
+    }
+  }
+  return programs;
+}
+
+bool IsMaxReduction(const HloInstruction& instr) {
+  const hlo::HloComputation* f = instr.to_apply();
+  return f && f->root()->opcode() == Opcode::kMaximum;
+}
+
+// all-to-all: core c at position p of its group sends chunk j (its operand j in the tuple
+// form, else block j of its operand along the split dimension) to member j, where it lands
+// at slot p of the member's result. Exact when each chunk is contiguous: the split
+// dimension has only dimensions of size 1 before it (else the same bytes, timing-only).
+std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const CollectiveContext& ctx,
+                                         const std::vector<std::vector<int>>& groups,
+                                         LoweredOp& op) {
+  const bool tuple = instr.operand_count() > 1 || !instr.dimensions();
+  const hlo::Shape& in = instr.operand(0)->shape();
+  uint64_t chunk = 0;
+  op.exact = true;
+  std::vector<std::string> programs;
+  for (int c = 0; c < ctx.cores; ++c) {
+    std::vector<int> group;
+    for (const auto& g : groups)
+      if (std::find(g.begin(), g.end(), c) != g.end()) group = g;
+    const size_t n = group.size();
+    const size_t p = std::find(group.begin(), group.end(), c) - group.begin();
+    std::vector<collectives::ChunkSend> sends;
+    int incoming = 0;
+    if (tuple) {
+      if (instr.operand_count() != n)
+        throw std::invalid_argument("all-to-all: the tuple form needs one operand per member");
+      chunk = ByteSize(in);
+      // Element p of every member's result (the same address on every core) receives this
+      // core's operand for it; an element nothing reads is neither sent nor awaited.
+      const std::optional<uint64_t> dest = ElementAddress(instr, static_cast<int64_t>(p), ctx);
+      for (size_t j = 0; j < n; ++j) {
+        if (dest) sends.push_back({group[j], ctx.address(instr.operand(j)), *dest});
+        if (ElementAddress(instr, static_cast<int64_t>(j), ctx)) ++incoming;
+      }
+    } else {
+      const int64_t d = (*instr.dimensions())[0];
+      int64_t before = 1;
+      for (int64_t k = 0; k < d; ++k) before *= in.dims[k];
+      op.exact = op.exact && before == 1;
+      chunk = ByteSize(in) / n;
+      const uint64_t src = ctx.address(instr.operand(0)), out = ctx.address(&instr);
+      for (size_t j = 0; j < n; ++j) sends.push_back({group[j], src + j * chunk, out + p * chunk});
+      incoming = static_cast<int>(n);
+    }
+    std::vector<int> writers;
+    for (int m : group)
+      if (m != c) writers.push_back(m);
+    programs.push_back(collectives::AllToAllProgram(sends, chunk, incoming, writers, c,
+                                                    instr.name(), assembly::kCollectiveFlagBase,
+                                                    ctx.mailbox));
+  }
+  if (!op.exact) op.note = "chunks strided along the split dimension: timed by their bytes";
+  op.hbm_bytes = 2 * ByteSize(instr.shape().IsTuple() ? in : instr.shape());
+  return programs;
+}
+
+// What every collective emitter starts from: its groups and its kind.
+struct Start {
+  CollectiveContext ctx;
+  std::vector<std::vector<int>> groups;
+};
+
+Start Begin(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  Start st{CollectiveContext{c.address, c.ring, c.cores, c.mailbox, c.mxus}, {}};
+  st.groups = Groups(instr, c.cores);
+  op.kind = KernelKind::kCollective;
+  return st;
+}
+
+// all-gather (`gather`) or reduce-scatter over rings of the groups.
+std::vector<std::string> RingCollective(const HloInstruction& instr, const OpContext& c,
+                                        LoweredOp& op, bool gather) {
+  const auto [ctx, groups] = Begin(instr, c, op);
+  const uint64_t in_bytes = ByteSize(instr.operand(0)->shape());
+  const uint64_t out_bytes = ByteSize(instr.shape());
+  const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
+  collectives::RingCollectiveSpec spec;
+  for (const auto& g : groups) spec.replica_groups.emplace_back(g.begin(), g.end());
+  spec.board_ring = ctx.ring;
+  spec.input_address = in, spec.output_address = out;
+  spec.input_bytes = (in_bytes + kVreg - 1) / kVreg * kVreg;
+  if (gather) {
+    // Any element type: the ring copies the parts as bytes, rows of 4-byte multiples.
+    spec.part_rows = GatherRows(instr);
+    if (in_bytes % (4 * spec.part_rows) == 0) spec.input_bytes = in_bytes;
+    op.exact = spec.input_bytes == in_bytes && in_bytes > 0 && instr.operand_count() == 1;
+    if (!op.exact) op.note = "parts padded to 4 KiB";
+    if (!op.exact) spec.part_rows = 1;
+  } else {
+    const uint64_t n = groups[0].size(), part = (in_bytes / n + kVreg - 1) / kVreg * kVreg;
+    spec.input_bytes = part * n;
+    op.exact = spec.input_bytes == in_bytes && instr.shape().type == hlo::PrimitiveType::kF32;
+    if (!op.exact) op.note = "parts padded to 4 KiB";
+  }
+  spec.op = IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum;
+  spec.tag = instr.name();
+  spec.flag_base = assembly::kCollectiveFlagBase;
+  spec.mailbox = ctx.mailbox;
+  op.hbm_bytes = in_bytes + out_bytes;
+  if (gather && op.exact && groups[0].size() * spec.input_bytes > kRingMax)
+    return AllGatherRounds(spec, groups[0].size(), ctx);
+  if (!gather && spec.input_bytes > kRingMax)
+    return ReduceScatterRounds(spec, groups[0].size(), ctx);
+  std::vector<std::string> programs;
+  for (int core = 0; core < ctx.cores; ++core)
+    programs.push_back(gather ? collectives::AllGatherProgram(spec, core)
+                              : collectives::ReduceScatterProgram(spec, core));
+  return programs;
+}
+
+}  // namespace
+
+std::vector<std::string> EmitAllReduce(const HloInstruction& instr, const OpContext& c,
+                                       LoweredOp& op) {
+  const auto [ctx, groups] = Begin(instr, c, op);
+  const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
+  uint64_t bytes = 0;
+  for (const HloInstruction* o : instr.operands()) bytes += ByteSize(o->shape());
+  auto programs =
+      AllReduce(groups, in, bytes, instr.name(), ctx.ring, ctx.cores,
+                IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum,
+                ctx.mailbox, op);
+  op.exact = instr.operand_count() == 1 && op.note.empty() &&
+             instr.shape().type == hlo::PrimitiveType::kF32 && in == out;
+  if (!op.exact) {  // several operands, padding or a separate result: one combined ring
+    LoweredOp exact = op;
+    exact.hbm_bytes = 0;
+    auto combined = CombinedAllReduce(
+        instr, ctx, groups,
+        IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, exact);
+    if (!combined.empty()) return op = exact, combined;
+  }
+  return programs;
+}
+
+std::vector<std::string> EmitAllGather(const HloInstruction& instr, const OpContext& c,
+                                       LoweredOp& op) {
+  return RingCollective(instr, c, op, /*gather=*/true);
+}
+
+std::vector<std::string> EmitReduceScatter(const HloInstruction& instr, const OpContext& c,
+                                           LoweredOp& op) {
+  return RingCollective(instr, c, op, /*gather=*/false);
+}
+
+std::vector<std::string> EmitCollectivePermute(const HloInstruction& instr, const OpContext& c,
+                                               LoweredOp& op) {
+  const auto [ctx, groups] = Begin(instr, c, op);
+  const uint64_t in_bytes = ByteSize(instr.operand(0)->shape());
+  const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
+  std::vector<std::pair<int, int>> pairs;
+  if (const hlo::PairList* p = instr.source_target_pairs())
+    for (const auto& [s, t] : *p) pairs.emplace_back(static_cast<int>(s), static_cast<int>(t));
+  const uint64_t bytes = (in_bytes + 3) / 4 * 4;
+  op.exact = bytes == in_bytes;
+  op.hbm_bytes = 2 * bytes;
+  std::vector<std::string> programs;
+  for (int core = 0; core < ctx.cores; ++core)
+    programs.push_back(collectives::CollectivePermuteProgram(
+        pairs, in, out, bytes, core, instr.name(), assembly::kCollectiveFlagBase, ctx.mailbox));
+  return programs;
+}
+
+std::vector<std::string> EmitAllToAll(const HloInstruction& instr, const OpContext& c,
+                                      LoweredOp& op) {
+  const auto [ctx, groups] = Begin(instr, c, op);
+  return AllToAllKernels(instr, ctx, groups, op);
+}
+
+}  // namespace tpusim::lowering

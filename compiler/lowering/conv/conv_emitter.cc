@@ -1,0 +1,77 @@
+// The convolution emitter (emitters.h): the weight-gradient kernel, else the implicit-GEMM
+// kernel, else the MXU timing model of the convolution as a GEMM.
+#include <optional>
+#include <stdexcept>
+
+#include "compiler/lowering/conv/conv_select.h"
+#include "compiler/lowering/dot/mxu_ops.h"
+#include "compiler/lowering/driver/emitters.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloInstruction;
+
+// A 2-D convolution in NHWC form (any kernel layout) on the implicit-GEMM kernel of
+// conv_kernel.h; empty when the shape is not one it takes (conv_select.h).
+std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  const ConvPlacement at{c.mxus};
+  std::optional<ConvShape> shape = ConvShapeOf(instr, at);
+  if (!shape) return "";
+  ConvShape& s = *shape;
+  s.input = c.address(instr.operand(0)), s.kernel = c.address(instr.operand(1));
+  s.output = c.address(&instr);
+  s.tag = instr.name();
+  std::string k;
+  try {
+    k = ConvKernel(s);
+  } catch (const std::invalid_argument&) {
+    return "";  // the GEMM fallback takes it
+  }
+  op.kind = KernelKind::kMxu;
+  op.flops = static_cast<double>(ConvFlops(s));
+  const int64_t oh = ConvOutputSize(s), ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
+  const int64_t in_elem = s.input_f32 ? 4 : 2, ker_elem = s.kernel_f32 ? 4 : 2;
+  const int64_t out_elem = s.output_bf16 ? 2 : 4;
+  op.hbm_bytes =
+      static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * out_elem) +
+                            s.kh * s.kw * s.cin * s.cout * ker_elem);
+  op.exact = ConvKernelIsExact(instr);
+  const std::string& labels = instr.conv_dims()->labels;
+  if (labels != "b01f_01io->b01f" && !s.kernel_oi)
+    op.note = "kernel layout " + labels + ": timing of the 01io form";
+  return k;
+}
+
+// A weight gradient (`f01b_i01o->01bf`, window = the output gradient's size, f32 operands,
+// DEFAULT precision) on the kernel of conv_wgrad.h; empty when it does not take it.
+std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  std::optional<WeightGradShape> shape = WeightGradShapeOf(instr, {c.mxus});
+  if (!shape) return "";
+  WeightGradShape& s = *shape;
+  s.x = c.address(instr.operand(0)), s.dy = c.address(instr.operand(1)), s.dw = c.address(&instr);
+  s.tag = instr.name();
+  std::string k;
+  try {
+    k = WeightGradKernel(s);
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+  op.kind = KernelKind::kMxu;
+  const std::vector<int64_t>& taps = instr.shape().dims;  // dW: [kh, kw, cin, cout]
+  op.flops = 2.0 * s.batch * s.ho * s.wo * taps[0] * taps[1] * s.cin * s.cout;
+  const hlo::Shape &x = instr.operand(0)->shape(), &dy = instr.operand(1)->shape();
+  op.hbm_bytes = ByteSize(x) + ByteSize(dy) + ByteSize(instr.shape());
+  op.exact = true;
+  return k;
+}
+
+}  // namespace
+
+std::string EmitConvolution(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  if (std::string k = WeightGrad(instr, c, op); !k.empty()) return k;
+  if (std::string k = ConvolutionKernel(instr, c, op); !k.empty()) return k;
+  return MxuOp(ConvolutionWork(instr), instr, c, op);
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,45 @@
+// Which convolutions the exact MXU kernels take (conv_kernel.h, conv_wgrad.h): one predicate
+// for the lowering (conv_emitter.cc) and, through the target description it implements,
+// for the conv-canonicalization pass, which rewrites the convolutions it rejects into ones
+// it accepts.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "compiler/hlo/ir.h"
+#include "compiler/lowering/conv/conv_kernel.h"
+#include "compiler/lowering/conv/conv_wgrad.h"
+#include "compiler/target/target_description.h"
+
+namespace tpusim::lowering {
+
+// Where a convolution runs: MXUs per core (TPU v3: 2).
+struct ConvPlacement {
+  int mxus = 2;
+};
+
+// The weight-gradient kernel's shape for `conv` (HBM addresses 0, no tag): `f01b_i01o->01bf`,
+// window = the output gradient's size, stride 1, no padding or dilation, one group, f32,
+// DEFAULT precision, and a plan that fits. nullopt when the kernel does not take it.
+std::optional<WeightGradShape> WeightGradShapeOf(const hlo::HloInstruction& conv,
+                                                 const ConvPlacement& at);
+
+// The implicit-GEMM kernel's shape for an NHWC convolution (batch 0, feature 3, any kernel
+// layout), no dilation, one group, the same stride and padding in both spatial dimensions,
+// and a plan that fits. nullopt when the kernel does not take it.
+std::optional<ConvShape> ConvShapeOf(const hlo::HloInstruction& conv, const ConvPlacement& at);
+
+// The implicit-GEMM kernel computes `conv`'s values (not only its timing): kernel layout
+// `01io` or `01oi`, f32 or bf16 operands, f32 result, DEFAULT precision.
+bool ConvKernelIsExact(const hlo::HloInstruction& conv);
+
+// `conv` lowers to a kernel that computes its values.
+bool OnExactConvKernel(const hlo::HloInstruction& conv, const ConvPlacement& at = {});
+
+// The TensorCore kernels as the passes see them (target/target_description.h): a
+// convolution is exact when OnExactConvKernel takes it at the default placement (two MXUs,
+// v3; the lowering itself places it on the board's MXUs).
+const target::TargetDescription& TensorCoreTarget();
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,46 @@
+// The registers, flags and shared emitters of the weight-gradient kernel (conv_wgrad.cc
+// assembles the program, conv_wgrad_copies.cc emits the copies of a block).
+#pragma once
+
+#include "compiler/lowering/conv/conv_asm.h"
+#include "compiler/lowering/conv/conv_wgrad_plan.h"
+
+namespace tpusim::lowering::wgrad {
+
+// kRow, kXSrc, kDySrc describe the next block to copy; kBuf is the current block's buffer
+// (staging areas and tiles), kNext the next one's.
+enum Reg : int {
+  kBlock = 1,
+  kRow,
+  kXSrc,
+  kDySrc,
+  kParity,
+  kBuf,
+  kT1,
+  kT2,
+  kT3,
+  kNext,
+  kOther,
+  kLhs0 = 12,   // + MXU: the dY tile of a matmul
+  kRows0 = 14,  // + MXU: its rows
+  kAddr = 26
+};
+// Flags: copies landed (per parity), staging free, tiles ready, tiles free (per parity),
+// zeros, pops, results out.
+enum Flag : int {
+  kLoaded0 = 0,
+  kStageFree,
+  kReady,
+  kFree0,
+  kFree1,
+  kZeroed,
+  kPopped,
+  kOut,
+  kLoaded1
+};
+
+// The next block's copies into kNext (the first and last block of an image may copy fewer
+// lines), each adding 1 to `flag`; then kRow/kXSrc/kDySrc move to the block after it.
+void EmitNextBlock(const Plan& p, ConvAsm& a, int flag);
+
+}  // namespace tpusim::lowering::wgrad

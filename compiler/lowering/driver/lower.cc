@@ -1,0 +1,195 @@
+#include "compiler/lowering/driver/lower.h"
+#include "compiler/hlo/metadata.h"
+
+#include "compiler/hlo/sharding.h"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "compiler/assembly/asm_util.h"
+#include "compiler/lowering/driver/emitter_table.h"
+#include "compiler/lowering/driver/lowerer.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::Opcode;
+
+// The inputs of a per-device program: the parameters whose recorded global layout splits
+// their leading dimension over every device (the batch of a data-parallel step: examples
+// and labels); else the first array parameter.
+std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int64_t devices) {
+  std::vector<const HloInstruction*> split;
+  for (const HloInstruction* p : entry.parameters()) {
+    const std::string* raw = p->RawAttr("sharding");
+    if (!raw || !p->shape().IsArray() || p->shape().rank() < 1) continue;
+    hlo::Result<hlo::HloSharding> s = hlo::ParseSharding(*raw);
+    if (s.ok() && s->ShardsAlong(0) == devices) split.push_back(p);
+  }
+  if (!split.empty()) return split;
+  for (const HloInstruction* p : entry.parameters())
+    if (p->shape().IsArray() && p->shape().rank() >= 1) return {p};
+  return {};
+}
+
+}  // namespace
+
+Lowerer::Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o)
+    : module_(m), plan_(plan), opt_(o), text_(static_cast<size_t>(o.cores)), buffers_(m, plan) {}
+
+LoweredModule Lowerer::Run() {
+  const HloComputation& entry = *module_.entry();
+  // Each device (replica x partition) of a module runs on its own core.
+  out_.replicas = static_cast<int>(module_.replica_count * module_.num_partitions);
+  if (out_.replicas > 1 && out_.replicas != opt_.cores)
+    throw std::invalid_argument("replica_count=" + std::to_string(module_.replica_count) +
+                                " x num_partitions=" + std::to_string(module_.num_partitions) +
+                                " devices but the board has " + std::to_string(opt_.cores) +
+                                " cores");
+  // A single-replica module the batch-sharding pass did not split: every core runs it whole.
+  if (out_.replicas == 1 && opt_.cores > 1) {
+    out_.not_split_reason = module_.batch_not_split_reason;
+  } else {
+    inputs_ = DeviceInputs(entry, out_.replicas);
+    out_.data_parallel = module_.inferred_batch > 0;
+  }
+  ctx_.address = [this](const HloInstruction* v) { return Address(v); };
+  ctx_.cores = opt_.cores;
+  ctx_.mxus = opt_.mxus_per_core;
+  ctx_.rng_seed = opt_.rng_seed;
+  ctx_.ring = opt_.ring;
+  ctx_.mailbox = CollectiveMailbox(opt_);
+  ctx_.per_device = out_.replicas > 1;
+  ctx_.partitions = module_.num_partitions;
+  for (const HloInstruction* in : inputs_) out_.batch_parameters.push_back(in->name());
+  SetUpInfeed();
+  Emit(opt_.infeed ? "    wait seq, f" + std::to_string(assembly::kInfeedFlag) + ", 1   # infeed\n"
+                   : "");
+  LowerComputation(entry, 1, /*entry=*/true);
+  const HloInstruction* root = entry.root();
+  std::vector<const HloInstruction*> leaves;
+  if (root->opcode() == Opcode::kTuple)
+    leaves.assign(root->operands().begin(), root->operands().end());
+  else
+    leaves.push_back(root);
+  WriteConstantResults(leaves);
+  Emit("    halt\n");
+  if (const std::optional<uint64_t> top = CollectiveMailbox(opt_)) buffers_.CheckCapacity(*top);
+  for (const HloInstruction* l : leaves) out_.outputs.push_back({l->name(), Address(l)});
+  for (auto& t : text_) out_.programs.push_back(t.str());
+  out_.exact =
+      std::all_of(out_.ops.begin(), out_.ops.end(), [](const LoweredOp& o) { return o.exact; });
+  return std::move(out_);
+}
+
+// Constants have no kernel (their users take them as immediates): one that is a result of
+// the entry is written into its output buffer.
+void Lowerer::WriteConstantResults(const std::vector<const HloInstruction*>& leaves) {
+  std::vector<const HloInstruction*> constants;
+  for (const HloInstruction* l : leaves)
+    if (l->opcode() == Opcode::kConstant && l->shape().IsArray()) constants.push_back(l);
+  if (constants.empty()) return;
+  LoweredOp op =
+      CopyOp(constants.size() == 1 ? constants[0]->name() + ".result" : "constant-results", 1);
+  std::vector<ValueCopy> copies;
+  for (const HloInstruction* l : constants)
+    copies.push_back(CopyOf(l, 0, Address(l), l->shape(), op));
+  EmitCopies(copies, op.name, op);
+  out_.ops.push_back(std::move(op));
+}
+
+// Each device holds its share of the step's batch: its inputs' leading dimension.
+void Lowerer::SetUpInfeed() {
+  const int64_t b = inputs_.empty() ? 0 : inputs_[0]->shape().dims[0] * std::max(1, out_.replicas);
+  out_.global_batch = b;
+  out_.batch_per_core = b / opt_.cores;
+  for (const HloInstruction* in : inputs_) {
+    if (out_.batch_per_core > 0)
+      out_.example_bytes += ByteSize(in->shape()) / static_cast<uint64_t>(out_.batch_per_core);
+  }
+  if (!inputs_.empty()) out_.infeed_address = Address(inputs_[0]);
+}
+
+void Lowerer::Emit(const std::string& s) {
+  for (auto& t : text_) t << s;
+}
+
+void Lowerer::LowerComputation(const HloComputation& comp, int64_t executions, bool entry) {
+  for (const auto& owned : comp.instructions()) {
+    const HloInstruction& i = *owned;
+    if (i.opcode() == Opcode::kParameter && !entry) continue;
+    LowerInstruction(i, executions);
+  }
+}
+
+// The CONTROL rows of the emitter table.
+void Lowerer::LowerControl(const HloInstruction& i, int64_t executions) {
+  switch (i.opcode()) {
+#define CONTROL(op, method) \
+  case Opcode::op:          \
+    return method(i, executions);
+#include "compiler/lowering/driver/emitter_table.def"
+    default:
+      throw std::invalid_argument("%" + i.name() + ": not control flow");
+  }
+}
+
+void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
+  const EmitterRow& row = EmitterFor(i.opcode());
+  if (row.kind == EmitterRow::Kind::kControl) return LowerControl(i, executions);
+  LoweredOp op;
+  op.name = i.name();
+  op.framework_op = hlo::MetadataOf(i).op_name;
+  op.source = hlo::SourceLocation(module_, i);
+  op.opcode = std::string(hlo::OpcodeName(i.opcode()));
+  op.executions = executions;
+  std::vector<std::string> per_core;
+  try {
+    switch (row.kind) {
+      case EmitterRow::Kind::kNoCode:
+        op.exact = true;
+        break;
+      case EmitterRow::Kind::kKernel:
+        if (const std::string k = row.kernel(i, ctx_, op); !k.empty())
+          per_core.assign(static_cast<size_t>(opt_.cores), k);
+        break;
+      case EmitterRow::Kind::kCoreKernels:
+        per_core = row.core_kernels(i, ctx_, op);
+        break;
+      default:
+        throw std::invalid_argument("no kernel for this op on the TensorCore");
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("%" + i.name() + " (" + op.opcode + "): " + e.what());
+  }
+  AppendKernels(per_core);
+  out_.flops_per_step_per_core += op.flops * static_cast<double>(executions);
+  out_.ops.push_back(std::move(op));
+}
+
+void Lowerer::AppendKernels(const std::vector<std::string>& per_core) {
+  if (per_core.empty()) return;
+  const std::string prefix = "k" + std::to_string(kernels_++) + "_";
+  const std::string barrier = assembly::DrainBarrier(opt_.mxus_per_core);
+  for (size_t c = 0; c < text_.size(); ++c)
+    text_[c] << assembly::ScopeKernel(per_core[c], prefix) << barrier;
+}
+
+void Lowerer::LowerCalled(const HloComputation& comp, int64_t executions) {
+  LowerComputation(comp, executions, /*entry=*/false);
+}
+
+hlo::Result<LoweredModule> LowerModule(const hlo::HloModule& module, const passes::MemoryPlan& plan,
+                                       const LowerOptions& options) {
+  try {
+    return Lowerer(module, plan, options).Run();
+  } catch (const std::invalid_argument& e) {
+    return hlo::Status::Error(e.what());
+  }
+}
+
+}  // namespace tpusim::lowering

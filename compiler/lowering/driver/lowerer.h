@@ -1,0 +1,80 @@
+// The lowering of one module (lower.h), shared by lower.cc (the entry, kernels),
+// control_flow.cc (call, conditional) and while_loop.cc. Internal to the lowering.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/ir.h"
+#include "compiler/lowering/buffers/value_buffers.h"
+#include "compiler/lowering/buffers/value_copies.h"
+#include "compiler/lowering/driver/lower.h"
+#include "compiler/lowering/driver/op_context.h"
+
+namespace tpusim::lowering {
+
+// The leaves of a result: a tuple's elements, or the array itself.
+inline int64_t Leaves(const hlo::Shape& s) {
+  return s.IsTuple() ? static_cast<int64_t>(s.tuple_shapes.size()) : 1;
+}
+
+// The copies control flow adds, as one op of the lowered module (exact unless a constant
+// cannot be filled: Lowerer::CopyOf).
+LoweredOp CopyOp(const std::string& name, int64_t executions);
+
+class Lowerer {
+ public:
+  Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o);
+  LoweredModule Run();
+
+ private:
+  // A leaf of a computation's result that is not computed in its caller's buffer: copied
+  // there after the computation ran.
+  struct ResultCopy {
+    const hlo::HloInstruction* leaf;
+    int64_t leaf_element, element;  // of the leaf's value, of the caller's result
+  };
+
+  void SetUpInfeed();
+  void WriteConstantResults(const std::vector<const hlo::HloInstruction*>& leaves);
+  uint64_t Address(const hlo::HloInstruction* v, int64_t element = 0) {
+    return buffers_.Address(v, element);
+  }
+  void Emit(const std::string& s);
+  void LowerComputation(const hlo::HloComputation& comp, int64_t executions, bool entry);
+  void LowerInstruction(const hlo::HloInstruction& i, int64_t executions);
+  void LowerControl(const hlo::HloInstruction& i, int64_t executions);
+  void AppendKernels(const std::vector<std::string>& per_core);
+  void LowerCalled(const hlo::HloComputation& comp, int64_t executions);
+
+  // control_flow.cc, while_loop.cc
+  void Enter(const hlo::HloComputation& comp);
+  std::vector<ResultCopy> PlaceResult(const hlo::HloComputation& comp,
+                                      const hlo::HloInstruction& caller);
+  // The copy of element `leaf_element` of `leaf` into `dst`; a constant is a fill of its word
+  // (a constant of several values: `op` becomes timing only, with a note).
+  ValueCopy CopyOf(const hlo::HloInstruction* leaf, int64_t leaf_element, uint64_t dst,
+                   const hlo::Shape& shape, LoweredOp& op);
+  // Emits the copies whose source is not their destination; adds the bytes they move to `op`.
+  void EmitCopies(const std::vector<ValueCopy>& copies, const std::string& tag, LoweredOp& op);
+  void LowerCall(const hlo::HloInstruction& c, int64_t executions);
+  void LowerConditional(const hlo::HloInstruction& c, int64_t executions);
+  void LowerWhile(const hlo::HloInstruction& w, int64_t executions);
+  void CarryState(const hlo::HloInstruction& w, int64_t executions);
+
+  const hlo::HloModule& module_;
+  const passes::MemoryPlan& plan_;
+  const LowerOptions& opt_;
+  std::vector<std::ostringstream> text_;
+  LoweredModule out_;
+  std::vector<const hlo::HloInstruction*> inputs_;  // the batch the host feeds each step
+  OpContext ctx_;                                   // what every emitter is handed
+  ValueBuffers buffers_;
+  std::set<const hlo::HloComputation*> entered_;  // computations lowered at least once
+  int conditionals_ = 0, kernels_ = 0, loops_ = 0, loop_depth_ = 0;
+};
+
+}  // namespace tpusim::lowering

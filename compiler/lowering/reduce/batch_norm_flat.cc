@@ -1,0 +1,197 @@
+#include "compiler/lowering/reduce/batch_norm_flat.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "compiler/assembly/asm_util.h"
+#include "compiler/lowering/reduce/feature_stream.h"
+
+namespace tpusim::lowering {
+namespace {
+
+constexpr int64_t kVregBytes = 4096;
+// VMEM above the feature stream's two slots (3 MiB): pattern areas of up to 64 vregs, and
+// the rows of an accumulator spread one per vreg for folding (up to 128 vregs).
+constexpr uint64_t kAreaBytes = 64 * kVregBytes;
+constexpr uint64_t kAreas = 4 << 20;
+constexpr int kAreaCount = 11;
+constexpr uint64_t kSpread = kAreas + kAreaCount * kAreaBytes;
+constexpr int64_t kMaxSpread = 128;
+static_assert(kSpread + kMaxSpread * kVregBytes <= (16u << 20));  // v3's VMEM
+
+uint64_t Area(int i) { return kAreas + static_cast<uint64_t>(i) * kAreaBytes; }
+
+std::string F32Immediate(double value) {
+  const float f = static_cast<float>(value);
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, sizeof bits);
+  char text[32];
+  std::snprintf(text, sizeof text, "f32:0x%08x", bits);
+  return text;
+}
+
+}  // namespace
+
+FlatBatchNorm::FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag)
+    : rows_(rows), features_(features), epsilon_(epsilon), tag_(std::move(tag)) {}
+
+bool FlatBatchNorm::Takes(int64_t rows, int64_t features) {
+  if (features <= 0 || rows <= 0) return false;
+  if (features % 1024 == 0)
+    return kFeatureStreamChunkVregs % (features / 1024) == 0 &&
+           features / 1024 * kVregBytes <= static_cast<int64_t>(kAreaBytes);
+  return 1024 % features == 0 && 1024 / features <= kMaxSpread && rows * features % 1024 == 0;
+}
+
+int64_t FlatBatchNorm::Period() const { return features_ >= 1024 ? features_ / 1024 : 1; }
+
+std::string FlatBatchNorm::Desc(const std::string& text) {
+  const std::string name = "bnd" + std::to_string(descs_++);
+  code_ = ".desc " + name + " " + text + "\n" + code_;
+  return name;
+}
+
+// Per-feature work between streams is a block: f8 counts DMA arrivals the VPU waits for,
+// f9 VPU progress the DMA waits for, f10 stores to HBM; v24..v26 hold 1/rows, eps, 0.
+static std::string BlockStart(int64_t rows, double epsilon) {
+  return "    sflag f8, 0\n    sflag f9, 0\n    sflag f10, 0\n    vmovi v24, " +
+         F32Immediate(1.0 / static_cast<double>(rows)) + "\n    vmovi v25, " +
+         F32Immediate(epsilon) + "\n    vmovi v26, 0.0\n";
+}
+
+void FlatBatchNorm::Expand(uint64_t hbm, int area) {
+  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
+  const int64_t row = features_ * 4, copies = std::max<int64_t>(1, 1024 / features_);
+  const std::string d =
+      Desc("rows=" + std::to_string(copies) + " row_bytes=" + std::to_string(row) +
+           " src_stride=0 dst_stride=" + std::to_string(row));
+  code_ += assembly::LoadAddress(1, hbm, 3) + "    li r2, " + std::to_string(Area(area)) +
+           "\n    dma.hv r2, r1, " + d + ", f8\n    wait vpu, f8, 1\n";
+}
+
+void FlatBatchNorm::Fold(int accumulator, int area) {
+  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
+  const int64_t k = 1024 / features_, row = features_ * 4;
+  // Row r of the accumulator vreg, repeated over vreg r of the spread area, by one DMA.
+  const std::string d =
+      Desc("rows=" + std::to_string(k) + " row_bytes=" + std::to_string(row) +
+           " src_stride=0 dst_stride=" + std::to_string(row) + " planes=" + std::to_string(k) +
+           " src_plane_stride=" + std::to_string(row) + " dst_plane_stride=4096");
+  std::ostringstream s;
+  s << "    signal vpu, f9, 1\n    wait dma, f9, 1\n    li r1, " << kSpread << "\n    li r2, "
+    << Area(accumulator) << "\n    dma.vv r1, r2, " << d << ", f8\n    wait vpu, f8, 1\n"
+    << "    vmovi v6, 0.0\n    li r4, " << k << "\n    vloop r4, 2\n    vlds v0, r1, 4096\n"
+    << "    vadd v6, v6, v0\n    li r2, " << Area(area) << "\n    vst v6, r2\n";
+  code_ += s.str();
+}
+
+void FlatBatchNorm::Math(const std::vector<int>& in, const std::vector<std::string>& body,
+                         const std::vector<std::pair<int, int>>& out) {
+  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
+  std::ostringstream s;
+  for (size_t i = 0; i < in.size(); ++i) s << "    li r" << 7 + i << ", " << Area(in[i]) << "\n";
+  for (size_t j = 0; j < out.size(); ++j)
+    s << "    li r" << 13 + j << ", " << Area(out[j].second) << "\n";
+  s << "    li r4, " << Period() << "\n    vloop r4, " << in.size() + body.size() + out.size()
+    << "\n";
+  for (size_t i = 0; i < in.size(); ++i) s << "    vlds v" << i << ", r" << 7 + i << ", 4096\n";
+  for (const std::string& line : body) s << "    " << line << "\n";
+  for (size_t j = 0; j < out.size(); ++j)
+    s << "    vsts v" << out[j].first << ", r" << 13 + j << ", 4096\n";
+  code_ += s.str();
+}
+
+void FlatBatchNorm::Store(int area, uint64_t hbm) {
+  if (!block_) code_ += BlockStart(rows_, epsilon_), block_ = true;
+  const std::string d =
+      Desc("rows=1 row_bytes=" + std::to_string(features_ * 4) + " src_stride=0 dst_stride=0");
+  code_ += "    signal vpu, f9, 1\n    wait dma, f9, 1\n" + assembly::LoadAddress(1, hbm, 3) +
+           "    li r2, " + std::to_string(Area(area)) + "\n    dma.vh r1, r2, " + d + ", f10\n";
+  ++stores_;
+}
+
+void FlatBatchNorm::Flush() {
+  if (stores_) code_ += "    wait seq, f10, " + std::to_string(stores_) + "\n";
+  stores_ = 0, block_ = false;
+}
+
+void FlatBatchNorm::Stream(std::vector<uint64_t> inputs, std::vector<int> patterns, bool accumulate,
+                           std::vector<std::string> body, int result, uint64_t output) {
+  Flush();
+  FeatureStream st;
+  st.vregs = rows_ * features_ / 1024, st.period = Period();
+  st.inputs = std::move(inputs);
+  for (int p : patterns) st.patterns.push_back(Area(p));
+  if (accumulate) st.accumulators = {Area(0), Area(1)};
+  st.body = std::move(body), st.result = result, st.output = output, st.tag = tag_;
+  code_ += assembly::ScopeKernel(FeatureStreamKernel(st), "fs" + std::to_string(streams_++) + "_");
+}
+
+// Sums of x and x^2 in one read (var = E[x^2] - mean^2, clamped at 0, as XLA's batch norm
+// expander computes it), then y = (x - mean) * gamma / sqrt(var + eps) + beta.
+std::pair<int, int> FlatBatchNorm::Sums(uint64_t x) {
+  Stream({x}, {}, true, {"vadd v30, v30, v0", "vmul v6, v0, v0", "vadd v31, v31, v6"}, 0, 0);
+  if (features_ >= 1024) return {0, 1};  // the accumulators hold the sums as patterns already
+  Fold(0, 4), Fold(1, 5);
+  return {4, 5};
+}
+
+void FlatBatchNorm::Statistics(std::pair<int, int> sums) {
+  Math({sums.first, sums.second, 2},
+       {"vmul v6, v0, v24", "vmul v7, v1, v24", "vmul v8, v6, v6", "vsub v9, v7, v8",
+        "vmax v10, v9, v26", "vadd v11, v10, v25", "vsqrt v12, v11", "vdiv v13, v2, v12"},
+       {{6, 6}, {10, 7}, {13, 8}});  // mean, var, gamma / sqrt(var + eps)
+}
+
+std::string FlatBatchNorm::Training(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t y,
+                                    uint64_t mean, uint64_t var) {
+  Expand(gamma, 2), Expand(beta, 3);
+  Statistics(Sums(x));
+  Store(6, mean), Store(7, var);
+  Stream({x}, {6, 8, 3}, false, {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
+  return code_;
+}
+
+std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean,
+                                     uint64_t var, uint64_t y) {
+  Expand(gamma, 2), Expand(beta, 3), Expand(mean, 4), Expand(var, 5);
+  Math({2, 5}, {"vadd v6, v1, v25", "vsqrt v7, v6", "vdiv v8, v0, v7"}, {{8, 8}});
+  Stream({x}, {4, 8, 3}, false, {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
+  return code_;
+}
+
+// dbeta = sum(dy) and s = sum(dy * (x - mean)) in one read of dy and x; dgamma =
+// s / sqrt(var + eps); dx = gamma / sqrt(var + eps) * (dy - dbeta / rows - (x - mean) * s /
+// rows / (var + eps)) in a second.
+std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var,
+                                uint64_t dy, uint64_t dx, uint64_t dgamma, uint64_t dbeta) {
+  Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
+  GradFinish(GradSums(x, dy), x, dy, dx, dgamma, dbeta);
+  return code_;
+}
+
+std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy) {
+  Stream({dy, x}, {2}, true,
+         {"vadd v30, v30, v0", "vsub v6, v1, v24", "vmul v7, v0, v6", "vadd v31, v31, v7"}, 0, 0);
+  if (features_ >= 1024) return {0, 1};
+  Fold(0, 5), Fold(1, 6);
+  return {5, 6};
+}
+
+void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx,
+                               uint64_t dgamma, uint64_t dbeta) {
+  const auto [sum, s] = sums;
+  Math({sum, s, 3, 4},
+       {"vadd v6, v3, v25", "vsqrt v7, v6", "vdiv v8, v1, v7", "vdiv v9, v2, v7",
+        "vmul v10, v1, v24", "vdiv v11, v10, v6", "vmul v12, v0, v24"},
+       {{8, 7}, {9, 8}, {11, 9}, {12, 10}});  // dgamma, scale, s / rows / (var + eps), dy mean
+  Store(sum, dbeta), Store(7, dgamma);
+  Stream({x, dy}, {2, 8, 9, 10}, false,
+         {"vsub v6, v0, v24", "vmul v7, v6, v26", "vsub v8, v1, v27", "vsub v9, v8, v7",
+          "vmul v10, v25, v9"},
+         10, dx);
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,110 @@
+#include "compiler/lowering/reduce/feature_stream.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "compiler/assembly/asm_util.h"
+
+namespace tpusim::lowering {
+namespace {
+
+constexpr int64_t kVregBytes = 4096;
+constexpr int64_t kAreaBytes = kFeatureStreamChunkVregs * kVregBytes;  // a matrix's chunk
+constexpr int64_t kSlotBytes = 3 * kAreaBytes;                         // inputs 0, 1 and the output
+constexpr int kInputHbm = 16, kOutHbm = 22;                            // HBM pointers
+constexpr int kInputVmem = 7, kOutVmem = 13;                           // VMEM pointers of a vloop
+
+// Loads the pattern and accumulator vregs of vreg j of the period into their registers, or
+// (`store`) stores the accumulators back.
+std::string Registers(const FeatureStream& st, int64_t j, bool store) {
+  std::ostringstream s;
+  const uint64_t at = static_cast<uint64_t>(j * kVregBytes);
+  for (size_t k = 0; k < st.patterns.size() && !store; ++k)
+    s << "    li r3, " << st.patterns[k] + at << "\n    vld v" << 24 + k << ", r3\n";
+  for (size_t a = 0; a < st.accumulators.size(); ++a)
+    s << "    li r3, " << st.accumulators[a] + at << "\n    " << (store ? "vst" : "vld") << " v"
+      << 30 + a << ", r3\n";
+  return s.str();
+}
+
+// `chunks` chunks of `chunk_vregs` vregs each, from the HBM pointers' current values.
+std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
+  const bool map = st.accumulators.empty();
+  const int n = static_cast<int>(st.inputs.size());
+  const int64_t bytes = chunk_vregs * kVregBytes, step = st.period * kVregBytes;
+  std::ostringstream s;
+  s << ".desc chunk rows=1 row_bytes=" << bytes << " src_stride=0 dst_stride=0\n"
+    << "    sflag f0, 0\n    sflag f1, 0\n    sflag f2, 0\n    sflag f3, 0\n"
+    << "    sflag f4, 1\n    sflag f5, 1\n    li r1, 0\n    li r2, " << chunks << "\n";
+  auto load = [&](int slot) {
+    for (int i = 0; i < n; ++i)
+      s << "    li r3, " << slot * kSlotBytes + i * kAreaBytes << "\n    dma.hv r3, r"
+        << kInputHbm + i << ", chunk, f" << slot << "\n    addi r" << kInputHbm + i << ", r"
+        << kInputHbm + i << ", " << bytes << "\n";
+  };
+  if (st.period == 1) s << Registers(st, 0, false);  // held over the whole pass
+  load(0);
+  s << "pair:\n";
+  for (int slot = 0; slot < 2; ++slot) {
+    const std::string sl = std::to_string(slot);
+    const int64_t base = slot * kSlotBytes, out = base + 2 * kAreaBytes;
+    s << "    bge r1, r2, done\n    addi r14, r1, 1\n    bge r14, r2, nopf" << sl << "\n";
+    load(1 - slot);
+    s << "nopf" << sl << ":\n    wait vpu, f" << slot << ", " << n << "\n";
+    if (map) s << "    wait vpu, f" << 4 + slot << ", 1\n";
+    for (int64_t j = 0; j < st.period; ++j) {  // the vregs of the chunk at j mod period
+      const int64_t at = j * kVregBytes;
+      if (st.period > 1) s << Registers(st, j, false);
+      for (int i = 0; i < n; ++i)
+        s << "    li r" << kInputVmem + i << ", " << base + i * kAreaBytes + at << "\n";
+      if (map) s << "    li r" << kOutVmem << ", " << out + at << "\n";
+      s << "    li r14, " << chunk_vregs / st.period << "\n    vloop r14, "
+        << n + st.body.size() + (map ? 1 : 0) << "\n";
+      for (int i = 0; i < n; ++i)
+        s << "    vlds v" << i << ", r" << kInputVmem + i << ", " << step << "\n";
+      for (const std::string& line : st.body) s << "    " << line << "\n";
+      if (map) s << "    vsts v" << st.result << ", r" << kOutVmem << ", " << step << "\n";
+      if (st.period > 1) s << Registers(st, j, true);
+    }
+    // The slot's buffers are free for the next prefetch once the VPU is past this point.
+    s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
+    if (map)
+      s << "    li r3, " << out << "\n    dma.vh r" << kOutHbm << ", r3, chunk, f" << 4 + slot
+        << "\n    addi r" << kOutHbm << ", r" << kOutHbm << ", " << bytes << "\n";
+    s << "    addi r1, r1, 1\n";
+  }
+  s << "    jmp pair\ndone:\n";
+  if (st.period == 1) s << Registers(st, 0, true);
+  // The last results have landed once the VPU is past its last wait and the output credits
+  // are back (f15: no kernel counts on it).
+  s << "    sflag f15, 0\n    signal vpu, f15, 1\n    wait seq, f15, 1\n";
+  if (map) s << "    wait seq, f4, 1\n    wait seq, f5, 1\n";
+  return s.str();
+}
+
+}  // namespace
+
+std::string FeatureStreamKernel(const FeatureStream& st) {
+  if (st.inputs.empty() || st.inputs.size() > 2 || st.patterns.size() > 6 ||
+      st.accumulators.size() > 2 || st.vregs <= 0 || st.period <= 0 ||
+      kFeatureStreamChunkVregs % st.period || st.vregs % st.period)
+    throw std::invalid_argument("feature stream: out of bounds");
+  std::ostringstream s;
+  s << "# feature stream: " << st.vregs << " vregs, period " << st.period << "\n.tag \"" << st.tag
+    << "\"\n";
+  for (size_t i = 0; i < st.inputs.size(); ++i)
+    s << assembly::LoadAddress(kInputHbm + static_cast<int>(i), st.inputs[i], 27);
+  if (st.accumulators.empty()) s << assembly::LoadAddress(kOutHbm, st.output, 27);
+  s << "    vmovi v30, 0.0\n";
+  for (uint64_t a : st.accumulators)
+    for (int64_t j = 0; j < st.period; ++j)
+      s << "    li r3, " << a + static_cast<uint64_t>(j * kVregBytes) << "\n    vst v30, r3\n";
+  for (const std::string& line : st.prologue) s << "    " << line << "\n";
+  const int64_t full = st.vregs / kFeatureStreamChunkVregs;
+  const int64_t rest = st.vregs % kFeatureStreamChunkVregs;
+  if (full) s << assembly::ScopeKernel(Pass(st, full, kFeatureStreamChunkVregs), "a_");
+  if (rest) s << assembly::ScopeKernel(Pass(st, 1, rest), "b_");
+  return s.str();
+}
+
+}  // namespace tpusim::lowering

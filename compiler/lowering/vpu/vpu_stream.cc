@@ -1,0 +1,147 @@
+#include "compiler/lowering/vpu/vpu_stream.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "compiler/assembly/asm_util.h"
+
+namespace tpusim::lowering {
+namespace {
+
+// Vregs per chunk. Larger chunks mean fewer DMAs and loop issues per op but a longer
+// pipeline fill and drain; two slots of 8 operand areas must fit in VMEM (16 MiB on v3).
+constexpr int64_t kChunkVregs = 128;
+constexpr uint64_t kOperandBytes = kChunkVregs * 4096;  // one operand's area in a slot
+constexpr uint64_t kSlotBytes = 8 * kOperandBytes;      // 6 inputs + output, rounded up
+constexpr int kInputPtr = 16, kOutPtr = 22;             // HBM pointers r16..r21, r22
+constexpr uint64_t kSplatArea = 2 * kSlotBytes;         // VMEM: one vreg per splat input
+constexpr int kSplatFlag = 6;                           // their copies' arrivals
+
+uint64_t VregBytes(const StreamOperand& o) { return o.elem_bytes >= 4 ? 4096 : 2048; }
+
+// Bytes of `o` that one chunk of `chunk_vregs` (of `vregs`) moves, at least one row.
+uint64_t ChunkBytes(const StreamOperand& o, int64_t chunk_vregs, int64_t vregs) {
+  const uint64_t full = VregBytes(o) * chunk_vregs;
+  const uint64_t share = (o.bytes * chunk_vregs + vregs - 1) / vregs;
+  return std::max<uint64_t>(std::min(full, (share + 511) / 512 * 512), 512);
+}
+
+// One pass of `chunks` chunks of `chunk_vregs` each.
+std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
+  const int n = static_cast<int>(st.inputs.size());
+  std::vector<uint64_t> in_chunk(n);
+  for (int i = 0; i < n; ++i) in_chunk[i] = ChunkBytes(st.inputs[i], chunk_vregs, st.vregs);
+  const uint64_t out_chunk =
+      st.store_every_vreg ? ChunkBytes(st.output, chunk_vregs, st.vregs) : 4096;
+  const uint64_t out_vmem = 6 * kOperandBytes;  // input i at i * kOperandBytes of the slot
+  std::ostringstream s;
+  int streamed = 0;  // inputs copied per chunk (splat scalars are in their vregs already)
+  for (int i = 0; i < n; ++i) {
+    if (st.inputs[i].splat) continue;
+    ++streamed;
+    s << ".desc in" << i << " rows=1 row_bytes=" << in_chunk[i] << " src_stride=0 dst_stride=0\n";
+  }
+  s << ".desc out rows=1 row_bytes=" << out_chunk << " src_stride=0 dst_stride=0\n"
+    << "    sflag f4, 1\n    sflag f5, 1\n    li r1, 0\n    li r2, " << chunks << "\n";
+  auto load = [&](int slot) {  // chunk r1 (+1 when prefetching) into `slot`
+    for (int i = 0; i < n; ++i)
+      if (!st.inputs[i].splat)
+        s << "    li r3, " << slot * kSlotBytes + i * kOperandBytes << "\n    dma.hv r3, r"
+          << kInputPtr + i << ", in" << i << ", f" << slot << "\n    addi r" << kInputPtr + i
+          << ", r" << kInputPtr + i << ", " << in_chunk[i] << "\n";
+  };
+  load(0);
+  s << "pair:\n";
+  for (int slot = 0; slot < 2; ++slot) {
+    const std::string sl = std::to_string(slot);
+    s << "    bge r1, r2, done\n    addi r14, r1, 1\n    bge r14, r2, nopf" << sl << "\n";
+    load(1 - slot);
+    s << "nopf" << sl << ":\n";
+    if (streamed) s << "    wait vpu, f" << slot << ", " << streamed << "\n";
+    s << "    wait vpu, f" << 4 + slot << ", 1\n";
+    for (int i = 0; i < n; ++i)
+      if (!st.inputs[i].splat)
+        s << "    li r" << 7 + i << ", " << slot * kSlotBytes + i * kOperandBytes << "\n";
+    s << "    li r13, " << slot * kSlotBytes + out_vmem << "\n";
+    // One hardware loop per chunk: each trip loads the next vreg of every full-size input
+    // (smaller ones are re-read), runs the body and stores the result's next vreg.
+    const size_t loop_len = streamed + st.body.size() + (st.store_every_vreg ? 1 : 0);
+    s << "    li r14, " << chunk_vregs << "\n    vloop r14, " << loop_len << "\n";
+    for (int i = 0; i < n; ++i) {
+      if (st.inputs[i].splat) continue;
+      const bool full = st.inputs[i].bytes >= VregBytes(st.inputs[i]) * st.vregs;
+      s << (st.inputs[i].elem_bytes >= 4 ? "    vlds v" : "    vlds.bf16 v") << i << ", r" << 7 + i
+        << ", " << (full ? VregBytes(st.inputs[i]) : 0) << "\n";
+    }
+    for (const std::string& line : st.body) s << "    " << line << "\n";
+    if (st.store_every_vreg)
+      s << (st.output.elem_bytes >= 4 ? "    vsts v" : "    vsts.bf16 v") << st.result << ", r13, "
+        << VregBytes(st.output) << "\n";
+    if (!st.store_every_vreg)
+      s << (st.output.elem_bytes >= 4 ? "    vst v" : "    vst.bf16 v") << st.result << ", r13\n";
+    s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n"
+      << "    li r3, " << slot * kSlotBytes + out_vmem << "\n    dma.vh r" << kOutPtr
+      << ", r3, out, f" << 4 + slot << "\n    addi r" << kOutPtr << ", r" << kOutPtr << ", "
+      << out_chunk << "\n    addi r1, r1, 1\n";
+  }
+  s << "    jmp pair\ndone:\n";
+  return s.str();
+}
+
+// Each splat scalar copied by DMA into all 1024 elements of a VMEM vreg, then into its
+// input register, which the body only reads.
+std::string Splats(const VpuStream& st) {
+  std::ostringstream s;
+  int copies = 0;
+  for (size_t i = 0; i < st.inputs.size(); ++i) {
+    if (!st.inputs[i].splat) continue;
+    if (!copies++)
+      s << ".desc splat rows=" << kVregElements << " row_bytes=4 src_stride=0 dst_stride=4\n"
+        << "    sflag f" << kSplatFlag << ", 0\n";
+    s << "    li r3, " << kSplatArea + i * 4096 << "\n    dma.hv r3, r" << kInputPtr + i
+      << ", splat, f" << kSplatFlag << "\n";
+  }
+  if (!copies) return "";
+  s << "    wait vpu, f" << kSplatFlag << ", " << copies << "\n";
+  for (size_t i = 0; i < st.inputs.size(); ++i)
+    if (st.inputs[i].splat)
+      s << "    li r3, " << kSplatArea + i * 4096 << "\n    vld v" << i << ", r3\n";
+  return s.str();
+}
+
+}  // namespace
+
+std::string VpuStreamKernel(const VpuStream& st) {
+  if (st.inputs.size() > 6) throw std::invalid_argument("the VPU stream kernel takes <= 6 inputs");
+  if (st.vregs <= 0) throw std::invalid_argument("empty VPU stream");
+  std::ostringstream s;
+  s << "# VPU stream: " << st.vregs << " vregs, " << st.inputs.size() << " input(s)\n.tag \""
+    << st.tag << "\"\n";
+  for (size_t i = 0; i < st.inputs.size(); ++i)
+    s << assembly::LoadAddress(kInputPtr + static_cast<int>(i), st.inputs[i].address, 27);
+  s << assembly::LoadAddress(kOutPtr, st.output.address, 27);
+  s << Splats(st);
+  for (const std::string& line : st.prologue) s << "    " << line << "\n";
+  const int64_t full = st.vregs / kChunkVregs, rest = st.vregs % kChunkVregs;
+  if (full) s << assembly::ScopeKernel(Pass(st, full, kChunkVregs), "a_");
+  if (full && rest) s << assembly::DrainBarrier(0);
+  if (rest) s << assembly::ScopeKernel(Pass(st, 1, rest), "b_");
+  return s.str();
+}
+
+std::string DmaCopyKernel(uint64_t src, uint64_t dst, uint64_t bytes, const std::string& tag) {
+  constexpr uint64_t kChunk = 1 << 20;  // per DMA; engines overlap consecutive copies
+  const uint64_t chunks = std::max<uint64_t>(1, (bytes + kChunk - 1) / kChunk);
+  const uint64_t row = std::max<uint64_t>(512, std::min(bytes, kChunk) / 512 * 512);
+  std::ostringstream s;
+  s << "# copy " << bytes << " bytes HBM -> HBM\n.tag \"" << tag << "\"\n"
+    << ".desc chunk rows=1 row_bytes=" << row << " src_stride=0 dst_stride=0\n"
+    << assembly::LoadAddress(1, src, 27) << assembly::LoadAddress(2, dst, 27)
+    << "    li r3, 0\n    li r4, " << chunks
+    << "\nloop:\n    dma.hh r2, r1, chunk, f0\n    addi r1, r1, " << row << "\n    addi r2, r2, "
+    << row << "\n    addi r3, r3, 1\n    blt r3, r4, loop\n    wait seq, f0, " << chunks << "\n";
+  return s.str();
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,20 @@
+// What the passes must know of the code generator that runs after them. The code generator
+// describes itself (lowering/conv/conv_select.h: TensorCoreTarget()) and the pipeline
+// (compiler/hlo_pipeline.h) hands the description to the passes that rewrite for it, so no
+// pass includes the code generator: XLA's backend passes get their target the same way
+// (a GPU compiler hands its conv rewriter the device's compute capability).
+#pragma once
+
+#include "compiler/hlo/ir.h"
+
+namespace tpusim::target {
+
+class TargetDescription {
+ public:
+  virtual ~TargetDescription() = default;
+  // `conv`, a convolution, lowers to a kernel that computes its values (not only its time):
+  // the conv-canonicalization pass rewrites the ones for which this is false.
+  virtual bool ExactConvolution(const hlo::HloInstruction& conv) const = 0;
+};
+
+}  // namespace tpusim::target
