@@ -1,5 +1,5 @@
 // Verifier rules for elementwise ops.
-#include "compiler/hlo/verifier_impl.h"
+#include "compiler/hlo/verify/verifier_impl.h"
 
 namespace tpusim::hlo::verify {
 

@@ -1,5 +1,5 @@
 // Verifier rules for sources and data movement ops.
-#include "compiler/hlo/verifier_impl.h"
+#include "compiler/hlo/verify/verifier_impl.h"
 
 namespace tpusim::hlo::verify {
 namespace {

@@ -1,7 +1,7 @@
 // Verifier rules for reduce, reduce-window, select-and-scatter, gather and scatter.
 #include <algorithm>
 
-#include "compiler/hlo/verifier_impl.h"
+#include "compiler/hlo/verify/verifier_impl.h"
 
 namespace tpusim::hlo::verify {
 namespace {

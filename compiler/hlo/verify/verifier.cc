@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "compiler/hlo/verifier_impl.h"
+#include "compiler/hlo/verify/verifier_impl.h"
 
 namespace tpusim::hlo {
 namespace verify {

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "compiler/hlo/parser.h"
-#include "compiler/hlo/parser_impl.h"
+#include "compiler/hlo/parse/parser_impl.h"
 
 namespace tpusim::hlo::internal {
 namespace {

@@ -1,7 +1,7 @@
 // Verifier rules for tuples, calls, control flow, sort and collectives.
 #include <set>
 
-#include "compiler/hlo/verifier_impl.h"
+#include "compiler/hlo/verify/verifier_impl.h"
 
 namespace tpusim::hlo::verify {
 namespace {

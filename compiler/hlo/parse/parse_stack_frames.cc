@@ -2,7 +2,7 @@
 // StackFrames), their resolution into Python frames and their printing.
 #include <set>
 
-#include "compiler/hlo/parser_impl.h"
+#include "compiler/hlo/parse/parser_impl.h"
 
 namespace tpusim::hlo {
 namespace internal {

@@ -1,5 +1,5 @@
 // Shardy's mesh form of replica groups in the HLO parser: replica_groups=mesh['x'=8] {'x'}.
-#include "compiler/hlo/parser_impl.h"
+#include "compiler/hlo/parse/parser_impl.h"
 #include "compiler/hlo/sharding.h"
 
 namespace tpusim::hlo::internal {
