@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "test/cli/cli_test_util.h"
-#include "test/compiler/control_flow_modules.h"
+#include "test/compiler/lowering/control_flow_modules.h"
 
 namespace tpusim::cli {
 namespace {
