@@ -159,8 +159,13 @@ int RunCommand(const std::vector<std::string>& argv) {
   ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled.report.peak_hbm_bytes);
   ctx.compilations = CompilationCount();
   ctx.steps = a.steps;
-  for (const lowering::LoweredOp& op : low.ops)
+  for (const lowering::LoweredOp& op : low.ops) {
     if (op.kind == lowering::KernelKind::kCollective) ctx.collective_ops.push_back(op.name);
+    if (op.kind == lowering::KernelKind::kMxu) ctx.mxu_ops.push_back(op.name);
+    // Every core runs the program: its own device's, or the whole module.
+    ctx.model_flops[op.name] +=
+        op.model_flops * static_cast<double>(op.executions) * board.cores();
+  }
   for (const lowering::LoweredOp& op : low.ops)
     if (!op.framework_op.empty() || !op.source.empty())
       ctx.op_origins.emplace(op.name, profiler::OpOrigin{op.framework_op, op.source});

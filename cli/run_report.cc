@@ -41,12 +41,16 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
               m.step_time_ms.min, m.step_time_ms.max);
   if (low.global_batch > 0) std::printf("   %.0f examples/s", examples_per_s);
   std::printf("\n");
-  const double tflops = m.step_time_ms.avg > 0 ? low.flops_per_step_per_core * board.cores() /
-                                                     (m.step_time_ms.avg * 1e-3) / 1e12
-                                               : 0;
-  std::printf("MXU: %.1f%%   idle: %.1f%%   %.1f TFLOP/s   HBM peak per core: %.1f MiB\n",
-              m.mxu_utilization_percent, m.device_idle_time_percent, tflops,
-              compiled.report.peak_hbm_bytes / 1048576.0);
+  // FLOPs as XLA's cost analysis counts them (what XProf divides by the step time).
+  const double step_flops = low.model_flops_per_step_per_core * board.cores();
+  const double tflops =
+      m.step_time_ms.avg > 0 ? step_flops / (m.step_time_ms.avg * 1e-3) / 1e12 : 0;
+  const bool tera = step_flops >= 1e12;
+  std::printf(
+      "MXU: %.1f%%   idle: %.1f%%   %.3g %cFLOP per step, %.1f TFLOP/s   HBM peak per core: "
+      "%.1f MiB\n",
+      m.mxu_utilization_percent, m.device_idle_time_percent, step_flops / (tera ? 1e12 : 1e9),
+      tera ? 'T' : 'G', tflops, compiled.report.peak_hbm_bytes / 1048576.0);
   std::printf(
       "step breakdown (ms): compute %.4f, infeed %.4f, all-reduce %.4f, outfeed %.4f, "
       "host overhead %.4f\n",

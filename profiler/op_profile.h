@@ -15,7 +15,10 @@ struct OpProfileEntry {
   std::string name;
   double time_ms = 0;       // summed over cores
   double time_percent = 0;  // share of all op time
+  // The op's FLOPs as XLA's cost analysis counts them (RunContext::model_flops), else
+  // (no HLO behind the op: a hand-written kernel) what the units executed.
   double flops = 0;
+  double executed_flops = 0;  // what the MXUs and the VPU executed, padding included
   double bytes = 0;
   double intensity = 0;        // FLOP per HBM byte (0 when no bytes)
   bool compute_bound = false;  // intensity at or above the ridge point
@@ -41,6 +44,13 @@ struct FrameworkOpEntry {
   int hlo_ops = 0;
 };
 std::vector<FrameworkOpEntry> ByFrameworkOp(const std::vector<OpProfileEntry>& ops);
+
+// Replaces each entry's FLOPs by `model_flops` (by op name, FLOPs of all cores per step)
+// times `steps`, keeping what the units executed in executed_flops, and recomputes the
+// roofline figures: the op profile then counts what XLA counts and shows padding as time
+// lost against the roofline.
+void UseModelFlops(std::vector<OpProfileEntry>& ops, const std::map<std::string, double>& model_flops,
+                   int steps, const HardwarePeaks& peaks);
 
 // Sorted by time, descending; ties by name, ascending.
 // `origins` (by HLO op name) fills each entry's framework op and source.

@@ -47,6 +47,12 @@ struct RunContext {
   std::vector<std::string> collective_ops;
   // Where each HLO op came from in the user's program, by op name (metadata).
   std::map<std::string, OpOrigin> op_origins;
+  // FLOPs of each HLO op as XLA's cost analysis counts them, by op name, all cores, one
+  // step (LoweredOp::model_flops); the op profile reports these (UseModelFlops).
+  std::map<std::string, double> model_flops;
+  // Ops whose kernels run on the MXUs: what they execute beyond their model FLOPs is padding
+  // (tiles of 128, taps on padding and dilation holes), reported as padding waste.
+  std::vector<std::string> mxu_ops;
   int steps = 1;
   RecommendationThresholds thresholds;
 };

@@ -39,6 +39,25 @@ inline void AttributeCollectives(Report& r) {
   b.all_reduce_ms += moved + idle;
 }
 
+// An MXU op that executes more FLOPs than its model counts wastes the difference on padding:
+// a padding entry for the padding-waste advice (merged with the compiler's byte padding).
+inline void AddMxuPadding(Report& r) {
+  for (const OpProfileEntry& op : r.ops) {
+    if (op.executed_flops <= op.flops || op.flops <= 0 ||
+        std::find(r.context.mxu_ops.begin(), r.context.mxu_ops.end(), op.name) ==
+            r.context.mxu_ops.end())
+      continue;
+    auto it = std::find_if(r.context.padding.begin(), r.context.padding.end(),
+                           [&](const PaddingInfo& p) { return p.op == op.name; });
+    if (it == r.context.padding.end()) {
+      r.context.padding.push_back({op.name});
+      it = r.context.padding.end() - 1;
+    }
+    it->padded_flops = op.executed_flops;
+    it->useful_flops = op.flops;
+  }
+}
+
 // Call after Recorder::Finish().
 inline Report BuildReport(const Recorder& rec, const HardwarePeaks& peaks, RunContext context) {
   Report r;
@@ -46,6 +65,8 @@ inline Report BuildReport(const Recorder& rec, const HardwarePeaks& peaks, RunCo
   r.context = std::move(context);
   r.metrics = ComputeMetrics(rec, peaks);
   r.ops = ComputeOpProfile(rec, peaks, r.context.op_origins);
+  UseModelFlops(r.ops, r.context.model_flops, r.context.steps, peaks);
+  AddMxuPadding(r);
   r.framework_ops = ByFrameworkOp(r.ops);
   AttributeCollectives(r);
   r.recommendations = Recommend(r.metrics, r.context, peaks, r.ops);

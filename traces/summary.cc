@@ -77,6 +77,7 @@ std::string SummaryJson(const profiler::Report& report) {
                        {"time_ms", R(o.time_ms)},
                        {"time_percent", R(o.time_percent)},
                        {"flops", o.flops},
+                       {"executed_flops", o.executed_flops},
                        {"bytes", o.bytes},
                        {"arithmetic_intensity", R(o.intensity)},
                        {"bound", o.compute_bound ? "compute" : "memory"},

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "compiler/analysis/cost_analysis.h"
 #include "compiler/assembly/asm_util.h"
 #include "compiler/lowering/driver/emitter_table.h"
 #include "compiler/lowering/driver/lowerer.h"
@@ -167,7 +168,9 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
     throw std::invalid_argument("%" + i.name() + " (" + op.opcode + "): " + e.what());
   }
   AppendKernels(per_core);
+  op.model_flops = analysis::CostOf(i).flops;
   out_.flops_per_step_per_core += op.flops * static_cast<double>(executions);
+  out_.model_flops_per_step_per_core += op.model_flops * static_cast<double>(executions);
   out_.ops.push_back(std::move(op));
 }
 

@@ -44,7 +44,10 @@ enum class KernelKind { kNone, kMxu, kVpu, kDma, kCollective };
 struct LoweredOp {
   std::string name, opcode;
   KernelKind kind = KernelKind::kNone;
-  double flops = 0;        // useful FLOPs per core per execution
+  double flops = 0;        // useful FLOPs per core per execution, as the kernel counts them
+  // FLOPs of the HLO op as XLA's cost analysis counts them (analysis/cost_analysis.h),
+  // per core per execution: the model's work, padding not included.
+  double model_flops = 0;
   uint64_t hbm_bytes = 0;  // bytes the kernel moves through HBM per core
   int64_t executions = 1;  // trip count of the loops around it
   bool exact = false;      // the kernel computes the op's values (not only its timing)
@@ -71,6 +74,7 @@ struct LoweredModule {
   uint64_t infeed_address = 0;                // where the step's batch lands in HBM
   std::vector<OutputBuffer> outputs;
   double flops_per_step_per_core = 0;
+  double model_flops_per_step_per_core = 0;  // LoweredOp::model_flops x executions, summed
   bool exact = false;  // every kernel computes values: results can be checked
 };
 
