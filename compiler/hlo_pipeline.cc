@@ -1,11 +1,12 @@
 #include "compiler/hlo_pipeline.h"
 
 #include "compiler/hlo/printer.h"
-#include "compiler/lowering/conv/conv_select.h"
+#include "compiler/lowering/driver/tensor_core_target.h"
 #include "compiler/passes/algsimp.h"
 #include "compiler/passes/async_conversion.h"
+#include "compiler/passes/bf16_folding.h"
 #include "compiler/passes/contraction_defusion.h"
-#include "compiler/passes/conv_canon.h"
+#include "compiler/passes/conv_canon/conv_canon.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion.h"
 #include "compiler/spmd/batch_sharding.h"
@@ -23,8 +24,10 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::DcePass>();
   p.AddPass<passes::AlgebraicSimplifierPass>();
   p.AddPass<passes::DcePass>();
-  p.AddPass<passes::ConvCanonicalizationPass>(options.target ? *options.target
-                                                             : lowering::TensorCoreTarget());
+  const target::TargetDescription& kernels =
+      options.target ? *options.target : lowering::TensorCoreTarget();
+  p.AddPass<passes::ConvCanonicalizationPass>(kernels);
+  p.AddPass<passes::Bf16ConversionFoldingPass>(kernels);
   p.AddPass<passes::LayoutAssignmentPass>();
   p.AddPass<passes::ElementwiseFusionPass>();
   p.AddPass<passes::DcePass>();

@@ -30,7 +30,8 @@ struct CompileOptions {
 
 // batch-sharding, spmd-partitioner, async-conversion, all-reduce-combiner,
 // contraction-defusion, dce, algsimp, dce,
-// conv-canonicalization, layout-assignment, elementwise-fusion, dce, memory-planning.
+// conv-canonicalization, bf16-conversion-folding, layout-assignment, elementwise-fusion, dce,
+// memory-planning.
 passes::PassPipeline DefaultPipeline(const CompileOptions& options = {});
 
 struct CompileReport {

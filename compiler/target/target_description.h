@@ -1,5 +1,5 @@
 // What the passes must know of the code generator that runs after them. The code generator
-// describes itself (lowering/conv/conv_select.h: TensorCoreTarget()) and the pipeline
+// describes itself (lowering/driver/tensor_core_target.h: TensorCoreTarget()) and the pipeline
 // (compiler/hlo_pipeline.h) hands the description to the passes that rewrite for it, so no
 // pass includes the code generator: XLA's backend passes get their target the same way
 // (a GPU compiler hands its conv rewriter the device's compute capability).
@@ -15,6 +15,11 @@ class TargetDescription {
   // `conv`, a convolution, lowers to a kernel that computes its values (not only its time):
   // the conv-canonicalization pass rewrites the ones for which this is false.
   virtual bool ExactConvolution(const hlo::HloInstruction& conv) const = 0;
+  // `bn`, a batch-norm op, lowers to a kernel that computes its values with the element
+  // types it has: the bf16 conversion folding leaves a batch norm mixed precision (bf16 x,
+  // dy or result beside f32 statistics) only where this holds, as XLA asks its backend's
+  // FloatSupport which ops take mixed precision.
+  virtual bool ExactBatchNorm(const hlo::HloInstruction& bn) const = 0;
 };
 
 }  // namespace tpusim::target

@@ -116,6 +116,14 @@ Status VerifyConvolution(const HloInstruction& i) {
   return ExpectShape(i, Shape::Array(i.shape().type, out));
 }
 
+// Floating-point arrays of the same dimensions. Batch norm may mix float precisions (bf16
+// values beside f32 statistics), as XLA's verifier allows after bf16 conversion folding
+// (HloVerifier's allow_mixed_precision).
+bool SameDimsFloat(const Shape& a, const Shape& b) {
+  return a.IsArray() && b.IsArray() && IsFloatingType(a.type) && IsFloatingType(b.type) &&
+         a.dims == b.dims;
+}
+
 Status VerifyBatchNorm(const HloInstruction& i) {
   const Shape& x = i.operand(0)->shape();
   std::optional<int64_t> fi = i.GetInt("feature_index");
@@ -123,20 +131,31 @@ Status VerifyBatchNorm(const HloInstruction& i) {
     return Error(i, "feature_index must name a dimension of " + Str(x));
   }
   if (!i.GetFloat("epsilon")) return Error(i, "missing epsilon=");
+  if (!IsFloatingType(x.type)) return Error(i, "operand must be floating point, not " + Str(x));
   Shape feat = Shape::Array(x.type, {x.dims[*fi]});
   size_t first_grad = i.opcode() == Opcode::kBatchNormGrad ? 4 : i.operand_count();
   for (size_t k = 1; k < i.operand_count(); ++k) {
     if (k == first_grad) {
-      if (!i.operand(k)->shape().Compatible(x)) return Error(i, "grad_output must match operand");
+      if (!SameDimsFloat(i.operand(k)->shape(), x)) return Error(i, "grad_output must match operand");
       continue;
     }
-    if (!i.operand(k)->shape().Compatible(feat)) {
+    if (!SameDimsFloat(i.operand(k)->shape(), feat)) {
       return Error(
           i, "operand " + Str(k) + " is " + Str(i.operand(k)->shape()) + ", expected " + Str(feat));
     }
   }
-  if (i.opcode() == Opcode::kBatchNormInference) return ExpectShape(i, x);
-  return ExpectShape(i, Shape::Tuple({x, feat, feat}));
+  const Shape want = i.opcode() == Opcode::kBatchNormInference ? x : Shape::Tuple({x, feat, feat});
+  const Shape& got = i.shape();
+  bool ok = got.IsTuple() == want.IsTuple();
+  if (ok && got.IsTuple()) {
+    ok = got.tuple_shapes.size() == want.tuple_shapes.size();
+    for (size_t k = 0; ok && k < got.tuple_shapes.size(); ++k)
+      ok = SameDimsFloat(got.tuple_shapes[k], want.tuple_shapes[k]);
+  } else if (ok) {
+    ok = SameDimsFloat(got, want);
+  }
+  if (!ok) return Error(i, "result shape is " + Str(got) + " but should be " + Str(want));
+  return Status::Ok();
 }
 
 }  // namespace

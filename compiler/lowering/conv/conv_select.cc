@@ -98,18 +98,4 @@ bool OnExactConvKernel(const HloInstruction& conv, const ConvPlacement& at) {
   return ConvShapeOf(conv, at) && ConvKernelIsExact(conv);
 }
 
-namespace {
-class TensorCoreDescription : public target::TargetDescription {
- public:
-  bool ExactConvolution(const HloInstruction& conv) const override {
-    return OnExactConvKernel(conv);
-  }
-};
-}  // namespace
-
-const target::TargetDescription& TensorCoreTarget() {
-  static const TensorCoreDescription description;
-  return description;
-}
-
 }  // namespace tpusim::lowering

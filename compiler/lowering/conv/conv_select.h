@@ -1,6 +1,6 @@
 // Which convolutions the exact MXU kernels take (conv_kernel.h, conv_wgrad.h): one predicate
-// for the lowering (conv_emitter.cc) and, through the target description it implements,
-// for the conv-canonicalization pass, which rewrites the convolutions it rejects into ones
+// for the lowering (conv_emitter.cc) and, through the target description
+// (driver/tensor_core_target.h), for the conv-canonicalization pass, which rewrites the convolutions it rejects into ones
 // it accepts.
 #pragma once
 
@@ -10,7 +10,6 @@
 #include "compiler/hlo/ir.h"
 #include "compiler/lowering/conv/conv_kernel.h"
 #include "compiler/lowering/conv/conv_wgrad.h"
-#include "compiler/target/target_description.h"
 
 namespace tpusim::lowering {
 
@@ -36,10 +35,5 @@ bool ConvKernelIsExact(const hlo::HloInstruction& conv);
 
 // `conv` lowers to a kernel that computes its values.
 bool OnExactConvKernel(const hlo::HloInstruction& conv, const ConvPlacement& at = {});
-
-// The TensorCore kernels as the passes see them (target/target_description.h): a
-// convolution is exact when OnExactConvKernel takes it at the default placement (two MXUs,
-// v3; the lowering itself places it on the board's MXUs).
-const target::TargetDescription& TensorCoreTarget();
 
 }  // namespace tpusim::lowering

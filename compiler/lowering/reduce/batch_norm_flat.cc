@@ -117,12 +117,17 @@ void FlatBatchNorm::Flush() {
   stores_ = 0, block_ = false;
 }
 
-void FlatBatchNorm::Stream(std::vector<uint64_t> inputs, std::vector<int> patterns, bool accumulate,
-                           std::vector<std::string> body, int result, uint64_t output) {
+void FlatBatchNorm::Stream(std::vector<std::pair<uint64_t, int>> inputs, std::vector<int> patterns,
+                           bool accumulate, std::vector<std::string> body, int result,
+                           uint64_t output) {
   Flush();
   FeatureStream st;
   st.vregs = rows_ * features_ / 1024, st.period = Period();
-  st.inputs = std::move(inputs);
+  for (const auto& [address, bytes] : inputs) {
+    st.inputs.push_back(address);
+    st.input_bytes.push_back(bytes);
+  }
+  st.output_bytes = out_bytes_;
   for (int p : patterns) st.patterns.push_back(Area(p));
   if (accumulate) st.accumulators = {Area(0), Area(1)};
   st.body = std::move(body), st.result = result, st.output = output, st.tag = tag_;
@@ -132,7 +137,7 @@ void FlatBatchNorm::Stream(std::vector<uint64_t> inputs, std::vector<int> patter
 // Sums of x and x^2 in one read (var = E[x^2] - mean^2, clamped at 0, as XLA's batch norm
 // expander computes it), then y = (x - mean) * gamma / sqrt(var + eps) + beta.
 std::pair<int, int> FlatBatchNorm::Sums(uint64_t x) {
-  Stream({x}, {}, true, {"vadd v30, v30, v0", "vmul v6, v0, v0", "vadd v31, v31, v6"}, 0, 0);
+  Stream({{x, x_bytes_}}, {}, true, {"vadd v30, v30, v0", "vmul v6, v0, v0", "vadd v31, v31, v6"}, 0, 0);
   if (features_ >= 1024) return {0, 1};  // the accumulators hold the sums as patterns already
   Fold(0, 4), Fold(1, 5);
   return {4, 5};
@@ -150,7 +155,8 @@ std::string FlatBatchNorm::Training(uint64_t x, uint64_t gamma, uint64_t beta, u
   Expand(gamma, 2), Expand(beta, 3);
   Statistics(Sums(x));
   Store(6, mean), Store(7, var);
-  Stream({x}, {6, 8, 3}, false, {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
+  Stream({{x, x_bytes_}}, {6, 8, 3}, false,
+         {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
   return code_;
 }
 
@@ -158,7 +164,8 @@ std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, 
                                      uint64_t var, uint64_t y) {
   Expand(gamma, 2), Expand(beta, 3), Expand(mean, 4), Expand(var, 5);
   Math({2, 5}, {"vadd v6, v1, v25", "vsqrt v7, v6", "vdiv v8, v0, v7"}, {{8, 8}});
-  Stream({x}, {4, 8, 3}, false, {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
+  Stream({{x, x_bytes_}}, {4, 8, 3}, false,
+         {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
   return code_;
 }
 
@@ -173,7 +180,7 @@ std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint6
 }
 
 std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy) {
-  Stream({dy, x}, {2}, true,
+  Stream({{dy, dy_bytes_}, {x, x_bytes_}}, {2}, true,
          {"vadd v30, v30, v0", "vsub v6, v1, v24", "vmul v7, v0, v6", "vadd v31, v31, v7"}, 0, 0);
   if (features_ >= 1024) return {0, 1};
   Fold(0, 5), Fold(1, 6);
@@ -188,7 +195,7 @@ void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy
         "vmul v10, v1, v24", "vdiv v11, v10, v6", "vmul v12, v0, v24"},
        {{8, 7}, {9, 8}, {11, 9}, {12, 10}});  // dgamma, scale, s / rows / (var + eps), dy mean
   Store(sum, dbeta), Store(7, dgamma);
-  Stream({x, dy}, {2, 8, 9, 10}, false,
+  Stream({{x, x_bytes_}, {dy, dy_bytes_}}, {2, 8, 9, 10}, false,
          {"vsub v6, v0, v24", "vmul v7, v6, v26", "vsub v8, v1, v27", "vsub v9, v8, v7",
           "vmul v10, v25, v9"},
          10, dx);

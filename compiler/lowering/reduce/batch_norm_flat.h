@@ -15,6 +15,11 @@ class FlatBatchNorm {
  public:
   FlatBatchNorm(int64_t rows, int64_t features, double epsilon, std::string tag);
 
+  // Bytes per element of the [rows, features] matrices: x, dy (grad) and the result (y or
+  // dx): 4 (f32, the default) or 2 (bf16, widened on load, rounded to nearest even on
+  // store). Per-feature vectors stay f32.
+  void SetMatrixBytes(int x, int dy, int result) { x_bytes_ = x, dy_bytes_ = dy, out_bytes_ = result; }
+
   // Whether [rows, features] f32 values stream flat (and fit this kernel's VMEM areas).
   static bool Takes(int64_t rows, int64_t features);
 
@@ -34,8 +39,9 @@ class FlatBatchNorm {
             const std::vector<std::pair<int, int>>& out);  // (register, area) results
   void Store(int area, uint64_t hbm);                      // a pattern's [features] vector to HBM
   void Flush();                                            // waits for the stores; ends the block
-  void Stream(std::vector<uint64_t> inputs, std::vector<int> patterns, bool accumulate,
-              std::vector<std::string> body, int result, uint64_t output);
+  // `inputs`: (HBM address, bytes per element); the output has out_bytes_ per element.
+  void Stream(std::vector<std::pair<uint64_t, int>> inputs, std::vector<int> patterns,
+              bool accumulate, std::vector<std::string> body, int result, uint64_t output);
   std::string Desc(const std::string& text);
 
   // One read of x: the areas that hold the per-feature sums of x and of x^2.
@@ -54,6 +60,7 @@ class FlatBatchNorm {
   std::string tag_, code_;
   int descs_ = 0, streams_ = 0, stores_ = 0;
   bool block_ = false;  // inside a per-feature block (flags and constants set)
+  int x_bytes_ = 4, dy_bytes_ = 4, out_bytes_ = 4;
 };
 
 }  // namespace tpusim::lowering

@@ -147,18 +147,60 @@ void Grad(BatchNorm& bn, const HloInstruction& instr, const OpContext& c, uint64
           {"vadd v6, v1, v25", "vsqrt v7, v6", "vdiv v8, v0, v7"}, 8, dgamma);
 }
 
+bool Bf16(const hlo::Shape& s) { return s.IsArray() && s.type == hlo::PrimitiveType::kBF16; }
+
+// Bytes per element of a [rows, features] matrix of the op: 4 (f32) or 2 (bf16).
+int MatrixBytes(const hlo::Shape& s) { return Bf16(s) ? 2 : 4; }
+
+// The op's result matrix: y or dx.
+const hlo::Shape& ResultMatrix(const HloInstruction& instr) {
+  return instr.shape().IsTuple() ? instr.shape().tuple_shapes.at(0) : instr.shape();
+}
+
+// Whether the kernel takes the op's types and shape: feature_index the last dimension, f32
+// per-feature vectors, and matrices (x, dy, the result) f32, or bf16 where the passes
+// stream flat (mixed precision, as XLA's bf16 conversion folding leaves batch norm).
+bool TakesTypes(const HloInstruction& instr) {
+  const hlo::Shape& x = instr.operand(0)->shape();
+  const std::optional<int64_t> fi = instr.GetInt("feature_index");
+  if (x.dims.empty() || !fi || *fi != static_cast<int64_t>(x.dims.size()) - 1) return false;
+  const bool grad = instr.opcode() == Opcode::kBatchNormGrad;
+  std::vector<const hlo::Shape*> matrices = {&x, &ResultMatrix(instr)};
+  if (grad) matrices.push_back(&instr.operand(4)->shape());
+  bool any_bf16 = false;
+  for (const hlo::Shape* m : matrices) {
+    if (!F32(*m) && !Bf16(*m)) return false;
+    any_bf16 = any_bf16 || Bf16(*m);
+  }
+  for (size_t k = 1; k < instr.operand_count(); ++k)
+    if (!(grad && k == 4) && !F32(instr.operand(k)->shape())) return false;
+  if (instr.shape().IsTuple())
+    for (size_t k = 1; k < instr.shape().tuple_shapes.size(); ++k)
+      if (!F32(instr.shape().tuple_shapes[k])) return false;
+  const int64_t features = x.dims.back();
+  const int64_t rows = features ? x.ElementCount() / features : 0;
+  return !any_bf16 || FlatBatchNorm::Takes(rows, features);
+}
+
 }  // namespace
+
+bool BatchNormOnExactKernel(const HloInstruction& bn) {
+  const Opcode code = bn.opcode();
+  if (code != Opcode::kBatchNormTraining && code != Opcode::kBatchNormInference &&
+      code != Opcode::kBatchNormGrad)
+    return false;
+  if (bn.operand_count() == 0 || !TakesTypes(bn)) return false;
+  const int64_t features = bn.operand(0)->shape().dims.back();
+  return features > 0 && features <= kMaxFeatures && bn.operand(0)->shape().ElementCount() > 0;
+}
 
 std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   const Opcode code = instr.opcode();
   if (code != Opcode::kBatchNormTraining && code != Opcode::kBatchNormInference &&
       code != Opcode::kBatchNormGrad)
     return "";
+  if (instr.operand_count() == 0 || !TakesTypes(instr)) return "";
   const hlo::Shape& x = instr.operand(0)->shape();
-  const std::optional<int64_t> fi = instr.GetInt("feature_index");
-  if (!F32(x) || x.dims.empty() || !fi || *fi != static_cast<int64_t>(x.dims.size()) - 1) return "";
-  for (const HloInstruction* o : instr.operands())
-    if (!F32(o->shape())) return "";
   BatchNorm bn;
   bn.features = x.dims.back();
   bn.rows = bn.features ? x.ElementCount() / bn.features : 0;
@@ -168,16 +210,20 @@ std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, Low
                      F32Immediate(instr.GetFloat("epsilon").value_or(0.0)),
                  "vmovi v26, 0.0"};
   bn.tag = instr.name(), bn.mxus = c.mxus;
-  const uint64_t matrix = static_cast<uint64_t>(bn.rows * bn.features) * 4;
+  const bool grad = code == Opcode::kBatchNormGrad;
+  const int x_bytes = MatrixBytes(x), dy_bytes = grad ? MatrixBytes(instr.operand(4)->shape()) : 4,
+            out_bytes = MatrixBytes(ResultMatrix(instr));
+  const uint64_t elements = static_cast<uint64_t>(bn.rows * bn.features);
   const uint64_t vector = static_cast<uint64_t>(bn.features) * 4;
   const bool flat = FlatBatchNorm::Takes(bn.rows, bn.features);
   FlatBatchNorm f(bn.rows, bn.features, instr.GetFloat("epsilon").value_or(0.0), instr.name());
+  f.SetMatrixBytes(x_bytes, dy_bytes, out_bytes);
   std::vector<uint64_t> a;
   for (const HloInstruction* o : instr.operands()) a.push_back(c.address(o));
   if (code == Opcode::kBatchNormInference) {
     if (flat) bn.code = f.Inference(a[0], a[1], a[2], a[3], a[4], c.address(&instr));
     if (!flat) Inference(bn, instr, c, c.address(&instr));
-    op.hbm_bytes = 2 * matrix + 4 * vector;
+    op.hbm_bytes = elements * (x_bytes + out_bytes) + 4 * vector;
   } else {
     std::optional<uint64_t> e0 = Element(instr, 0, c), e1 = Element(instr, 1, c),
                             e2 = Element(instr, 2, c);
@@ -186,12 +232,13 @@ std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, Low
       if (flat) bn.code = f.Training(a[0], a[1], a[2], *e0, *e1, *e2);
       if (!flat) Training(bn, instr, c, *e0, *e1, *e2);
       // x twice (flat) or three times, y once
-      op.hbm_bytes = (flat ? 3 : 4) * matrix + 8 * vector;
+      op.hbm_bytes = elements * ((flat ? 2 : 3) * x_bytes + out_bytes) + 8 * vector;
     } else {
       if (flat) bn.code = f.Grad(a[0], a[1], a[2], a[3], a[4], *e0, *e1, *e2);
       if (!flat) Grad(bn, instr, c, *e0, *e1, *e2);
       // dy and x twice (flat; tiled: dy three times), dx once
-      op.hbm_bytes = (flat ? 5 : 6) * matrix + 12 * vector;
+      op.hbm_bytes =
+          elements * (2 * x_bytes + (flat ? 2 : 3) * dy_bytes + out_bytes) + 12 * vector;
     }
   }
   op.kind = KernelKind::kVpu;

@@ -1,7 +1,9 @@
 #include "compiler/lowering/reduce/feature_stream.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "compiler/assembly/asm_util.h"
 
@@ -27,20 +29,40 @@ std::string Registers(const FeatureStream& st, int64_t j, bool store) {
   return s.str();
 }
 
+// Bytes of element of input `i` (4 or 2).
+int InputBytes(const FeatureStream& st, size_t i) {
+  return i < st.input_bytes.size() ? st.input_bytes[i] : 4;
+}
+
+// The chunk descriptor of a matrix of `width`-byte elements: "chunk" for f32, "chunk2" for
+// bf16 (the VMEM areas keep the f32 size).
+std::string ChunkDesc(int width) { return width == 4 ? "chunk" : "chunk2"; }
+
+// The load or store of a vreg: widening from bf16 or rounding to it.
+std::string Load(int width) { return width == 4 ? "vlds" : "vlds.bf16"; }
+std::string Store(int width) { return width == 4 ? "vsts" : "vsts.bf16"; }
+
 // `chunks` chunks of `chunk_vregs` vregs each, from the HBM pointers' current values.
 std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
   const bool map = st.accumulators.empty();
   const int n = static_cast<int>(st.inputs.size());
-  const int64_t bytes = chunk_vregs * kVregBytes, step = st.period * kVregBytes;
+  const int64_t elements = chunk_vregs * 1024, step_elements = st.period * 1024;
+  std::vector<int> widths;
+  for (int i = 0; i < n; ++i) widths.push_back(InputBytes(st, static_cast<size_t>(i)));
+  if (map) widths.push_back(st.output_bytes);
   std::ostringstream s;
-  s << ".desc chunk rows=1 row_bytes=" << bytes << " src_stride=0 dst_stride=0\n"
-    << "    sflag f0, 0\n    sflag f1, 0\n    sflag f2, 0\n    sflag f3, 0\n"
+  for (int width : {4, 2})
+    if (std::find(widths.begin(), widths.end(), width) != widths.end())
+      s << ".desc " << ChunkDesc(width) << " rows=1 row_bytes=" << elements * width
+        << " src_stride=0 dst_stride=0\n";
+  s << "    sflag f0, 0\n    sflag f1, 0\n    sflag f2, 0\n    sflag f3, 0\n"
     << "    sflag f4, 1\n    sflag f5, 1\n    li r1, 0\n    li r2, " << chunks << "\n";
   auto load = [&](int slot) {
     for (int i = 0; i < n; ++i)
       s << "    li r3, " << slot * kSlotBytes + i * kAreaBytes << "\n    dma.hv r3, r"
-        << kInputHbm + i << ", chunk, f" << slot << "\n    addi r" << kInputHbm + i << ", r"
-        << kInputHbm + i << ", " << bytes << "\n";
+        << kInputHbm + i << ", " << ChunkDesc(widths[static_cast<size_t>(i)]) << ", f" << slot
+        << "\n    addi r" << kInputHbm + i << ", r" << kInputHbm + i << ", "
+        << elements * widths[static_cast<size_t>(i)] << "\n";
   };
   if (st.period == 1) s << Registers(st, 0, false);  // held over the whole pass
   load(0);
@@ -53,24 +75,29 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
     s << "nopf" << sl << ":\n    wait vpu, f" << slot << ", " << n << "\n";
     if (map) s << "    wait vpu, f" << 4 + slot << ", 1\n";
     for (int64_t j = 0; j < st.period; ++j) {  // the vregs of the chunk at j mod period
-      const int64_t at = j * kVregBytes;
+      const int64_t at = j * 1024;  // elements into the chunk
       if (st.period > 1) s << Registers(st, j, false);
       for (int i = 0; i < n; ++i)
-        s << "    li r" << kInputVmem + i << ", " << base + i * kAreaBytes + at << "\n";
-      if (map) s << "    li r" << kOutVmem << ", " << out + at << "\n";
+        s << "    li r" << kInputVmem + i << ", "
+          << base + i * kAreaBytes + at * widths[static_cast<size_t>(i)] << "\n";
+      if (map) s << "    li r" << kOutVmem << ", " << out + at * st.output_bytes << "\n";
       s << "    li r14, " << chunk_vregs / st.period << "\n    vloop r14, "
         << n + st.body.size() + (map ? 1 : 0) << "\n";
       for (int i = 0; i < n; ++i)
-        s << "    vlds v" << i << ", r" << kInputVmem + i << ", " << step << "\n";
+        s << "    " << Load(widths[static_cast<size_t>(i)]) << " v" << i << ", r"
+          << kInputVmem + i << ", " << step_elements * widths[static_cast<size_t>(i)] << "\n";
       for (const std::string& line : st.body) s << "    " << line << "\n";
-      if (map) s << "    vsts v" << st.result << ", r" << kOutVmem << ", " << step << "\n";
+      if (map)
+        s << "    " << Store(st.output_bytes) << " v" << st.result << ", r" << kOutVmem << ", "
+          << step_elements * st.output_bytes << "\n";
       if (st.period > 1) s << Registers(st, j, true);
     }
     // The slot's buffers are free for the next prefetch once the VPU is past this point.
     s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
     if (map)
-      s << "    li r3, " << out << "\n    dma.vh r" << kOutHbm << ", r3, chunk, f" << 4 + slot
-        << "\n    addi r" << kOutHbm << ", r" << kOutHbm << ", " << bytes << "\n";
+      s << "    li r3, " << out << "\n    dma.vh r" << kOutHbm << ", r3, "
+        << ChunkDesc(st.output_bytes) << ", f" << 4 + slot << "\n    addi r" << kOutHbm
+        << ", r" << kOutHbm << ", " << elements * st.output_bytes << "\n";
     s << "    addi r1, r1, 1\n";
   }
   s << "    jmp pair\ndone:\n";
@@ -87,6 +114,9 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
 std::string FeatureStreamKernel(const FeatureStream& st) {
   if (st.inputs.empty() || st.inputs.size() > 2 || st.patterns.size() > 6 ||
       st.accumulators.size() > 2 || st.vregs <= 0 || st.period <= 0 ||
+      st.input_bytes.size() > st.inputs.size() || (st.output_bytes != 4 && st.output_bytes != 2) ||
+      std::any_of(st.input_bytes.begin(), st.input_bytes.end(),
+                  [](int b) { return b != 4 && b != 2; }) ||
       kFeatureStreamChunkVregs % st.period || st.vregs % st.period)
     throw std::invalid_argument("feature stream: out of bounds");
   std::ostringstream s;

@@ -1,4 +1,4 @@
-// A VPU stream over row-major [rows, features] f32 matrices laid flat in vregs, for
+// A VPU stream over row-major [rows, features] f32 or bf16 matrices laid flat in vregs, for
 // feature counts whose layout repeats with the vregs: one row fills `period` vregs
 // (features = 1024 * period), or one vreg holds 1024 / features whole rows (period 1).
 // Vreg k then has the feature pattern of vreg k mod period, so
@@ -21,6 +21,10 @@ struct FeatureStream {
   int64_t vregs = 0;             // of each matrix
   int64_t period = 1;            // vregs per repeat of the feature pattern; divides 128 and `vregs`
   std::vector<uint64_t> inputs;  // HBM matrices, into v0, v1 for each vreg (at most 2)
+  // Bytes per element of each input: 4 (f32), or 2 (bf16, widened to f32 by the load);
+  // empty: all 4. The output's likewise (bf16: rounded to nearest even by the store).
+  std::vector<int> input_bytes;
+  int output_bytes = 4;
   std::vector<uint64_t> patterns;  // VMEM, `period` vregs each: into v24.. (at most 6)
   // VMEM, `period` vregs each, zeroed first: v30, v31 while a vloop runs (at most 2); the
   // body accumulates into them.

@@ -12,7 +12,8 @@
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/lowering/conv/conv_select.h"
-#include "compiler/passes/conv_canon.h"
+#include "compiler/lowering/driver/tensor_core_target.h"
+#include "compiler/passes/conv_canon/conv_canon.h"
 #include "compiler/passes/dce.h"
 #include "test/compiler/passes/conv_canon_cases.h"
 

@@ -95,9 +95,10 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
                        "00-input.hlo", "01-batch-sharding.hlo", "02-spmd-partitioner.hlo",
                        "03-async-conversion.hlo", "04-all-reduce-combiner.hlo",
                        "05-contraction-defusion.hlo", "06-dce.hlo", "07-algsimp.hlo", "08-dce.hlo",
-                       "09-conv-canonicalization.hlo", "10-layout-assignment.hlo",
-                       "11-elementwise-fusion.hlo", "12-dce.hlo", "13-memory-planning.hlo"}));
-  std::ifstream in(dir / "13-memory-planning.hlo");
+                       "09-conv-canonicalization.hlo", "10-bf16-conversion-folding.hlo",
+                       "11-layout-assignment.hlo", "12-elementwise-fusion.hlo", "13-dce.hlo",
+                       "14-memory-planning.hlo"}));
+  std::ifstream in(dir / "14-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -115,7 +116,8 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
             (std::vector<std::string>{
                 "batch-sharding", "spmd-partitioner", "async-conversion", "all-reduce-combiner",
                 "contraction-defusion", "dce", "algsimp", "dce", "conv-canonicalization",
-                "layout-assignment", "elementwise-fusion", "dce", "memory-planning"}));
+                "bf16-conversion-folding", "layout-assignment", "elementwise-fusion", "dce",
+                "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
   EXPECT_FALSE(rep.passes[2].changed);   // no async pair
@@ -123,7 +125,7 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   EXPECT_FALSE(rep.passes[4].changed);   // no fusion holds a dot
   EXPECT_TRUE(rep.passes[5].changed);    // %unused
   EXPECT_TRUE(rep.passes[6].changed);    // multiply by one
-  EXPECT_FALSE(rep.passes[11].changed);  // analysis only
+  EXPECT_FALSE(rep.passes[12].changed);  // analysis only
   // The optimized module: dot, then one loop fusion of bias-add + relu.
   hlo::HloModule out = Parse(rep.hlo);
   EXPECT_TRUE(hlo::VerifyModule(out).ok());

@@ -1,4 +1,4 @@
-#include "compiler/passes/conv_canon_phases.h"
+#include "compiler/passes/conv_canon/conv_canon_phases.h"
 
 #include <algorithm>
 

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "compiler/passes/conv_canon.h"
-#include "compiler/passes/conv_canon_phases.h"
+#include "compiler/passes/conv_canon/conv_canon.h"
+#include "compiler/passes/conv_canon/conv_canon_phases.h"
 
 namespace tpusim::passes {
 namespace {

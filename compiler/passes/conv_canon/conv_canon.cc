@@ -1,6 +1,6 @@
 // The conv-canonicalization driver: finds the convolutions no exact kernel takes, tries each
 // rewrite on a scratch computation first, and applies the first that works.
-#include "compiler/passes/conv_canon.h"
+#include "compiler/passes/conv_canon/conv_canon.h"
 
 #include "compiler/passes/ir_edit.h"
 

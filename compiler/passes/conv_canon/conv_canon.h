@@ -22,7 +22,7 @@
 #pragma once
 
 #include "compiler/hlo/ir.h"
-#include "compiler/passes/conv_canon_build.h"
+#include "compiler/passes/conv_canon/conv_canon_build.h"
 #include "compiler/passes/pass.h"
 
 namespace tpusim::passes {

@@ -1,4 +1,4 @@
-#include "compiler/passes/conv_canon_build.h"
+#include "compiler/passes/conv_canon/conv_canon_build.h"
 
 #include "compiler/passes/ir_edit.h"
 

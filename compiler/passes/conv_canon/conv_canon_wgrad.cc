@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "compiler/passes/conv_canon.h"
+#include "compiler/passes/conv_canon/conv_canon.h"
 
 namespace tpusim::passes {
 namespace {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "compiler/passes/conv_canon_build.h"
+#include "compiler/passes/conv_canon/conv_canon_build.h"
 
 namespace tpusim::passes {
 

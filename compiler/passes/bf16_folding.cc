@@ -1,0 +1,134 @@
+#include "compiler/passes/bf16_folding.h"
+
+#include <memory>
+#include <vector>
+
+#include "compiler/passes/ir_edit.h"
+
+namespace tpusim::passes {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::Opcode;
+using hlo::PrimitiveType;
+
+bool IsConvert(const HloInstruction& i, PrimitiveType from, PrimitiveType to) {
+  return i.opcode() == Opcode::kConvert && i.shape().IsArray() && i.shape().type == to &&
+         i.operand_count() == 1 && i.operand(0)->shape().IsArray() &&
+         i.operand(0)->shape().type == from;
+}
+
+// `users`, when there are some and every one converts f32 to bf16; else empty.
+std::vector<HloInstruction*> NarrowingUsers(const std::vector<HloInstruction*>& users) {
+  for (const HloInstruction* u : users)
+    if (!IsConvert(*u, PrimitiveType::kF32, PrimitiveType::kBF16)) return {};
+  return users;
+}
+
+bool IsBatchNorm(Opcode op) {
+  return op == Opcode::kBatchNormTraining || op == Opcode::kBatchNormInference ||
+         op == Opcode::kBatchNormGrad;
+}
+
+class Folder {
+ public:
+  Folder(HloComputation& c, const target::TargetDescription& target, ModuleEdits& edits)
+      : c_(c), target_(target), edits_(edits), users_(ComputeUsers(c)) {}
+
+  void Run() {
+    const size_t count = c_.instructions().size();  // folds append
+    for (size_t k = 0; k < count; ++k) {
+      HloInstruction& i = *c_.instructions()[k];
+      if (&i == c_.root()) continue;
+      if (i.opcode() == Opcode::kConvolution) FoldConvolution(i);
+      if (IsBatchNorm(i.opcode())) FoldBatchNorm(i);
+    }
+  }
+
+ private:
+  const std::vector<HloInstruction*>& Users(const HloInstruction& i) {
+    static const std::vector<HloInstruction*> kNone;
+    const auto it = users_.find(&i);
+    return it == users_.end() ? kNone : it->second;
+  }
+
+  // Replaces each of `converts` by `value` and drops them.
+  void Bypass(const std::vector<HloInstruction*>& converts, HloInstruction* value) {
+    for (HloInstruction* cv : converts) {
+      edits_.replace[cv] = value;
+      edits_.remove.insert(cv);
+    }
+  }
+
+  void FoldConvolution(HloInstruction& conv) {
+    if (!conv.shape().IsArray() || conv.shape().type != PrimitiveType::kF32) return;
+    const std::vector<HloInstruction*> converts = NarrowingUsers(Users(conv));
+    if (converts.empty()) return;
+    std::unique_ptr<HloInstruction> narrow = CloneWithOperands(conv, conv.name(), conv.operands());
+    narrow->mutable_shape().type = PrimitiveType::kBF16;
+    if (!target_.ExactConvolution(*narrow)) return;
+    HloInstruction* folded = c_.AddInstruction(std::move(narrow));
+    edits_.replace[&conv] = folded;
+    edits_.remove.insert(&conv);
+    Bypass(converts, folded);
+  }
+
+  void FoldBatchNorm(HloInstruction& bn) {
+    std::vector<HloInstruction*> operands(bn.operands().begin(), bn.operands().end());
+    bool changed = false;
+    for (size_t k : {size_t{0}, size_t{4}}) {  // x; dy (grad)
+      if (k >= operands.size() || (k == 4 && bn.opcode() != Opcode::kBatchNormGrad)) continue;
+      if (IsConvert(*operands[k], PrimitiveType::kBF16, PrimitiveType::kF32))
+        operands[k] = operands[k]->operand(0), changed = true;
+    }
+    // The result matrix: the op itself (inference) or its get-tuple-element 0.
+    const bool tuple = bn.shape().IsTuple();
+    HloInstruction* result = nullptr;
+    if (!tuple) {
+      result = &bn;
+    } else {
+      for (HloInstruction* u : Users(bn))
+        if (u->opcode() != Opcode::kGetTupleElement) return;  // a use of the whole tuple
+        else if (u->GetInt("index").value_or(-1) == 0) result = result ? nullptr : u;
+    }
+    std::vector<HloInstruction*> converts;
+    if (result && result != c_.root()) converts = NarrowingUsers(Users(*result));
+    changed = changed || !converts.empty();
+    if (!changed) return;
+    std::unique_ptr<HloInstruction> folded = CloneWithOperands(bn, bn.name(), operands);
+    hlo::Shape& y = tuple ? folded->mutable_shape().tuple_shapes[0] : folded->mutable_shape();
+    if (!converts.empty()) y.type = PrimitiveType::kBF16;
+    if (!target_.ExactBatchNorm(*folded)) return;
+    HloInstruction* op = c_.AddInstruction(std::move(folded));
+    edits_.replace[&bn] = op;
+    edits_.remove.insert(&bn);
+    if (!tuple) return Bypass(converts, op);
+    for (HloInstruction* u : Users(bn)) {  // the get-tuple-elements, read from the new op
+      std::unique_ptr<HloInstruction> g = CloneWithOperands(*u, u->name(), {op});
+      g->mutable_shape() = op->shape().tuple_shapes.at(
+          static_cast<size_t>(u->GetInt("index").value_or(0)));
+      HloInstruction* gte = c_.AddInstruction(std::move(g));
+      edits_.replace[u] = gte;
+      edits_.remove.insert(u);
+      if (u == result) Bypass(converts, gte);
+    }
+  }
+
+  HloComputation& c_;
+  const target::TargetDescription& target_;
+  ModuleEdits& edits_;
+  UserMap users_;
+};
+
+}  // namespace
+
+hlo::Result<bool> Bf16ConversionFoldingPass::Run(hlo::HloModule& module) {
+  ModuleEdits edits;
+  for (HloComputation* c : KernelComputations(module)) Folder(*c, target_, edits).Run();
+  if (edits.empty()) return false;
+  if (hlo::Status st = ApplyEdits(module, edits); !st.ok()) return st;
+  return true;
+}
+
+}  // namespace tpusim::passes
