@@ -38,6 +38,12 @@ bool Parser::ParseStackFrameTable() {
   size_t table_pos = (SkipSpace(), pos_);
   if (!ParseIdent(&table, "a stack-frame table name")) return false;
   StackFrameIndex& index = module_.stack_frames;
+  // XLA prints each table once; a second one would merge ids the printer cannot keep apart.
+  const bool seen = table == "FileNames"       ? !index.file_names.empty()
+                    : table == "FunctionNames" ? !index.function_names.empty()
+                    : table == "FileLocations" ? !index.file_locations.empty()
+                                               : !index.stack_frames.empty();
+  if (seen) return Fail(table_pos, "a second " + table + " table (each table comes once)");
   std::set<int64_t> ids;
   while (Peek() >= '0' && Peek() <= '9') {
     size_t entry_pos = pos_;

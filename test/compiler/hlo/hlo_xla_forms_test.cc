@@ -74,6 +74,19 @@ TEST(XlaForms, StackFrameErrorsNameTheEntry) {
             std::string::npos);
 }
 
+// Found by the parser fuzzer (stop 20): a table given twice merged its ids, and the
+// printed module, one table with both halves, no longer parsed.
+TEST(XlaForms, ATableGivenTwiceIsAnError) {
+  std::string twice = kFramed;
+  const size_t at = twice.find("FunctionNames");
+  twice.insert(at, "FunctionNames\n1 \"again\"\n\n");
+  Result<HloModule> m = ParseHlo(twice, "m.hlo");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("a second FunctionNames table (each table comes once)"),
+            std::string::npos)
+      << m.status().message();
+}
+
 // `%t#1` (XLA's before-optimization dumps): element 1 of tuple %t.
 TEST(XlaForms, TupleElementOperands) {
   Result<HloModule> m = ParseHlo(
