@@ -28,6 +28,9 @@ std::string WindowField(const Window& w, std::string_view key, int64_t WindowDim
 }
 
 std::string PrintWindow(const Window& w) {
+  // A window without dimensions (a 1x1 convolution over no spatial dimension) reads back as
+  // {} (found by the parser fuzzer: "{size=}" did not parse).
+  if (w.dims.empty()) return "{}";
   std::string out = "{";
   out += WindowField(w, "size", &WindowDim::size, 1);
   out += WindowField(w, "stride", &WindowDim::stride, 1);

@@ -75,6 +75,17 @@ bool Parser::ParseShape(Shape* out) {
       return Fail(lpos, "layout has " + std::to_string(layout.minor_to_major.size()) +
                             " dimensions but the shape has rank " + std::to_string(out->rank()));
     }
+    // minor_to_major names every dimension once (found by the compiler fuzzer: {1,5} on a
+    // rank-2 shape read past its dimensions in layout assignment).
+    std::vector<bool> named(out->dims.size(), false);
+    for (int64_t d : layout.minor_to_major) {
+      if (d < 0 || d >= out->rank() || named[static_cast<size_t>(d)]) {
+        return Fail(lpos, "layout's minor_to_major must name each of the shape's " +
+                              std::to_string(out->rank()) + " dimensions once; " +
+                              std::to_string(d) + " is out of range or repeated");
+      }
+      named[static_cast<size_t>(d)] = true;
+    }
     out->layout = std::move(layout);
   }
   return true;

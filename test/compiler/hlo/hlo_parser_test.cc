@@ -97,6 +97,13 @@ TEST(Parser, ErrorPositions) {
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  ROOT p = (s32[], bf16[1099511627776,1024]) "
                        "parameter(0)\n}\n"),
             "m.hlo:3:20: shape bf16[1099511627776,1024] holds more than 2^50 bytes (1 PiB)");
+  // Found by the compiler fuzzer (stop 20): layout assignment read past the dimensions.
+  EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4,8]{1,5} parameter(0)\n}\n"),
+            "m.hlo:3:20: layout's minor_to_major must name each of the shape's 2 dimensions "
+            "once; 5 is out of range or repeated");
+  EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4,8]{0,0} parameter(0)\n}\n"),
+            "m.hlo:3:20: layout's minor_to_major must name each of the shape's 2 dimensions "
+            "once; 0 is out of range or repeated");
 }
 
 TEST(Parser, UnsupportedOps) {

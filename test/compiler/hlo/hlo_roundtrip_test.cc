@@ -55,6 +55,21 @@ TEST(RoundTrip, KeepsVerbatimAttributes) {
   }
 }
 
+// Found by the parser fuzzer (stop 20): an empty window printed as "{size=}", which did not
+// parse back.
+TEST(RoundTrip, EmptyWindow) {
+  const std::string text =
+      "HloModule m\nENTRY e {\n  x = f32[2,3] parameter(0)\n  k = f32[3,4] parameter(1)\n"
+      "  ROOT c = f32[2,4] convolution(x, k), window={}, dim_labels=bf_io->bf\n}\n";
+  Result<HloModule> m = ParseHlo(text, "m.hlo");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const std::string printed = PrintModule(*m);
+  EXPECT_NE(printed.find("window={}"), std::string::npos) << printed;
+  Result<HloModule> again = ParseHlo(printed, "printed");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(PrintModule(*again), printed);
+}
+
 TEST(RoundTrip, ShortFormBareNamesAndNestedOperands) {
   const char* text = R"(HloModule m
 add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
