@@ -168,6 +168,10 @@ HloInstruction* Parser::ParseOpcodeAndOperands(HloComputation* comp, std::string
                        Where(all_names_[name]) + ")");
     return nullptr;
   }
+  // Taken before the operands are read: a nested operand is named after this instruction and
+  // must not get its name (found by the parser fuzzer: `%constant.3 = f32[] convert(f32[]
+  // constant(0))` printed two instructions named %constant.3).
+  all_names_[name] = name_pos;
   auto owned = std::make_unique<HloInstruction>(name, *op, std::move(shape));
   HloInstruction* instr = owned.get();
   if (*op == Opcode::kParameter) {

@@ -70,6 +70,22 @@ TEST(RoundTrip, EmptyWindow) {
   EXPECT_EQ(PrintModule(*again), printed);
 }
 
+// Found by the parser fuzzer (stop 20): a nested operand took the name of the instruction
+// it is an operand of, and the printed module held that name twice. Whatever id the nested
+// constant gets, the names stay distinct.
+TEST(RoundTrip, NestedOperandNamesAvoidTheirUser) {
+  for (int k = 0; k < 6; ++k) {
+    const std::string text = "HloModule m\nENTRY e {\n  ROOT %constant." + std::to_string(k) +
+                             " = f32[] convert(f32[] constant(0))\n}\n";
+    Result<HloModule> m = ParseHlo(text, "m.hlo");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const std::string printed = PrintModule(*m);
+    Result<HloModule> again = ParseHlo(printed, "printed");
+    ASSERT_TRUE(again.ok()) << again.status().message() << "\n" << printed;
+    EXPECT_EQ(PrintModule(*again), printed);
+  }
+}
+
 TEST(RoundTrip, ShortFormBareNamesAndNestedOperands) {
   const char* text = R"(HloModule m
 add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
