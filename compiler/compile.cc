@@ -56,7 +56,7 @@ hlo::Result<std::shared_ptr<const CompiledModule>> CompileForBoard(const std::st
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ++compilations;
   std::shared_ptr<const CompiledModule> shared = std::move(result);
-  Cache()[key] = shared;
+  if (target.use_cache) Cache()[key] = shared;
   return shared;
 }
 

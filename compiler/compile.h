@@ -18,7 +18,9 @@ struct CompileTarget {
   lowering::LowerOptions lowering;  // cores, MXUs, ring, infeed
   int64_t hbm_bytes_per_core = passes::kDefaultHbmBytes;
   std::string dump_dir;   // IR after each pass; empty: none
-  bool use_cache = true;  // false: always compile (benchmarks of the compiler itself)
+  // false: always compile and keep nothing (benchmarks of the compiler itself, the fuzzer,
+  // whose memory would otherwise grow with every input).
+  bool use_cache = true;
 };
 
 struct CompiledModule {
