@@ -163,8 +163,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     if (op.kind == lowering::KernelKind::kCollective) ctx.collective_ops.push_back(op.name);
     if (op.kind == lowering::KernelKind::kMxu) ctx.mxu_ops.push_back(op.name);
     // Every core runs the program: its own device's, or the whole module.
-    ctx.model_flops[op.name] +=
-        op.model_flops * static_cast<double>(op.executions) * board.cores();
+    ctx.model_flops[op.name] += op.model_flops * static_cast<double>(op.executions) * board.cores();
   }
   for (const lowering::LoweredOp& op : low.ops)
     if (!op.framework_op.empty() || !op.source.empty())

@@ -17,7 +17,7 @@ namespace tpusim {
 struct CompileTarget {
   lowering::LowerOptions lowering;  // cores, MXUs, ring, infeed
   int64_t hbm_bytes_per_core = passes::kDefaultHbmBytes;
-  std::string dump_dir;   // IR after each pass; empty: none
+  std::string dump_dir;  // IR after each pass; empty: none
   // false: always compile and keep nothing (benchmarks of the compiler itself, the fuzzer,
   // whose memory would otherwise grow with every input).
   bool use_cache = true;

@@ -20,7 +20,8 @@ tpusim::CompileTarget Board() {
   t.lowering.mxus_per_core = 2;
   t.lowering.ring = tpusim::collectives::TorusRing(2, 2, 2);
   t.lowering.hbm_bytes = 16ull << 30;
-  t.hbm_bytes_per_core = static_cast<int64_t>(t.lowering.hbm_bytes - tpusim::lowering::kMailboxBytes);
+  t.hbm_bytes_per_core =
+      static_cast<int64_t>(t.lowering.hbm_bytes - tpusim::lowering::kMailboxBytes);
   t.use_cache = false;
   return t;
 }

@@ -22,8 +22,9 @@ void Roofline(OpProfileEntry& e, const HardwarePeaks& peaks, double ridge) {
 
 }  // namespace
 
-void UseModelFlops(std::vector<OpProfileEntry>& ops, const std::map<std::string, double>& model_flops,
-                   int steps, const HardwarePeaks& peaks) {
+void UseModelFlops(std::vector<OpProfileEntry>& ops,
+                   const std::map<std::string, double>& model_flops, int steps,
+                   const HardwarePeaks& peaks) {
   for (OpProfileEntry& e : ops) {
     const auto it = model_flops.find(e.name);
     if (it == model_flops.end()) continue;

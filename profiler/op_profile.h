@@ -49,8 +49,9 @@ std::vector<FrameworkOpEntry> ByFrameworkOp(const std::vector<OpProfileEntry>& o
 // times `steps`, keeping what the units executed in executed_flops, and recomputes the
 // roofline figures: the op profile then counts what XLA counts and shows padding as time
 // lost against the roofline.
-void UseModelFlops(std::vector<OpProfileEntry>& ops, const std::map<std::string, double>& model_flops,
-                   int steps, const HardwarePeaks& peaks);
+void UseModelFlops(std::vector<OpProfileEntry>& ops,
+                   const std::map<std::string, double>& model_flops, int steps,
+                   const HardwarePeaks& peaks);
 
 // Sorted by time, descending; ties by name, ascending.
 // `origins` (by HLO op name) fills each entry's framework op and source.

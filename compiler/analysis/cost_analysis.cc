@@ -17,8 +17,8 @@ using hlo::Opcode;
 constexpr double kFmaFlops = 2;  // a multiply-add is two FLOPs
 
 double Elements(const hlo::Shape& s) {
-  return static_cast<double>(s.IsTuple() ? (s.tuple_shapes.empty() ? 0 : Elements(s.tuple_shapes[0]))
-                                         : s.ElementCount());
+  return static_cast<double>(
+      s.IsTuple() ? (s.tuple_shapes.empty() ? 0 : Elements(s.tuple_shapes[0])) : s.ElementCount());
 }
 
 // The array a reduce-like op counts: a tuple's first element.
@@ -79,10 +79,10 @@ double ConvolutionFlops(const HloInstruction& conv) {
                 static_cast<double>(lhs.dims[static_cast<size_t>(d->input_batch)] / batch_groups);
   for (size_t s = 0; s < d->input_spatial.size(); ++s) {
     const hlo::WindowDim w = win && s < win->dims.size() ? win->dims[s] : hlo::WindowDim{};
-    fmas *= static_cast<double>(ValidPositions(
-        w, lhs.dims[static_cast<size_t>(d->input_spatial[s])],
-        rhs.dims[static_cast<size_t>(d->kernel_spatial[s])],
-        out.dims[static_cast<size_t>(d->output_spatial[s])]));
+    fmas *=
+        static_cast<double>(ValidPositions(w, lhs.dims[static_cast<size_t>(d->input_spatial[s])],
+                                           rhs.dims[static_cast<size_t>(d->kernel_spatial[s])],
+                                           out.dims[static_cast<size_t>(d->output_spatial[s])]));
   }
   return kFmaFlops * fmas;
 }
@@ -90,7 +90,8 @@ double ConvolutionFlops(const HloInstruction& conv) {
 double DotFlops(const HloInstruction& dot) {
   double width = 1;
   if (const hlo::IntList* c = dot.GetIntList("lhs_contracting_dims"))
-    for (int64_t k : *c) width *= static_cast<double>(dot.operand(0)->shape().dims[static_cast<size_t>(k)]);
+    for (int64_t k : *c)
+      width *= static_cast<double>(dot.operand(0)->shape().dims[static_cast<size_t>(k)]);
   return kFmaFlops * Elements(dot.shape()) * width;
 }
 

@@ -89,8 +89,10 @@ class Folder {
       result = &bn;
     } else {
       for (HloInstruction* u : Users(bn))
-        if (u->opcode() != Opcode::kGetTupleElement) return;  // a use of the whole tuple
-        else if (u->GetInt("index").value_or(-1) == 0) result = result ? nullptr : u;
+        if (u->opcode() != Opcode::kGetTupleElement)
+          return;  // a use of the whole tuple
+        else if (u->GetInt("index").value_or(-1) == 0)
+          result = result ? nullptr : u;
     }
     std::vector<HloInstruction*> converts;
     if (result && result != c_.root()) converts = NarrowingUsers(Users(*result));
@@ -106,8 +108,8 @@ class Folder {
     if (!tuple) return Bypass(converts, op);
     for (HloInstruction* u : Users(bn)) {  // the get-tuple-elements, read from the new op
       std::unique_ptr<HloInstruction> g = CloneWithOperands(*u, u->name(), {op});
-      g->mutable_shape() = op->shape().tuple_shapes.at(
-          static_cast<size_t>(u->GetInt("index").value_or(0)));
+      g->mutable_shape() =
+          op->shape().tuple_shapes.at(static_cast<size_t>(u->GetInt("index").value_or(0)));
       HloInstruction* gte = c_.AddInstruction(std::move(g));
       edits_.replace[u] = gte;
       edits_.remove.insert(u);

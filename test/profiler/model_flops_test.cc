@@ -31,9 +31,9 @@ TEST(ModelFlops, ReplaceTheExecutedCountAndMoveTheRoofline) {
   UseModelFlops(ops, {{"convolution.1", 1e8}}, 2, TestPeaks());
   EXPECT_DOUBLE_EQ(ops[0].flops, 2e8);
   EXPECT_DOUBLE_EQ(ops[0].executed_flops, 4e9);
-  EXPECT_DOUBLE_EQ(ops[0].roofline_ms, 0.2);   // the model's work at peak
-  EXPECT_DOUBLE_EQ(ops[0].wasted_ms, 0.8);     // the rest is lost against it
-  EXPECT_DOUBLE_EQ(ops[0].intensity, 200);     // 2e8 FLOPs / 1e6 bytes
+  EXPECT_DOUBLE_EQ(ops[0].roofline_ms, 0.2);  // the model's work at peak
+  EXPECT_DOUBLE_EQ(ops[0].wasted_ms, 0.8);    // the rest is lost against it
+  EXPECT_DOUBLE_EQ(ops[0].intensity, 200);    // 2e8 FLOPs / 1e6 bytes
 }
 
 TEST(ModelFlops, OpsWithoutAModelCountKeepWhatTheUnitsExecuted) {

@@ -1,7 +1,7 @@
 // Which convolutions the exact MXU kernels take (conv_kernel.h, conv_wgrad.h): one predicate
 // for the lowering (conv_emitter.cc) and, through the target description
-// (driver/tensor_core_target.h), for the conv-canonicalization pass, which rewrites the convolutions it rejects into ones
-// it accepts.
+// (driver/tensor_core_target.h), for the conv-canonicalization pass, which rewrites the
+// convolutions it rejects into ones it accepts.
 #pragma once
 
 #include <cstdint>

@@ -44,7 +44,7 @@ enum class KernelKind { kNone, kMxu, kVpu, kDma, kCollective };
 struct LoweredOp {
   std::string name, opcode;
   KernelKind kind = KernelKind::kNone;
-  double flops = 0;        // useful FLOPs per core per execution, as the kernel counts them
+  double flops = 0;  // useful FLOPs per core per execution, as the kernel counts them
   // FLOPs of the HLO op as XLA's cost analysis counts them (analysis/cost_analysis.h),
   // per core per execution: the model's work, padding not included.
   double model_flops = 0;
@@ -75,7 +75,7 @@ struct LoweredModule {
   std::vector<OutputBuffer> outputs;
   double flops_per_step_per_core = 0;
   double model_flops_per_step_per_core = 0;  // LoweredOp::model_flops x executions, summed
-  bool exact = false;  // every kernel computes values: results can be checked
+  bool exact = false;                        // every kernel computes values: results can be checked
 };
 
 hlo::Result<LoweredModule> LowerModule(const hlo::HloModule& module, const passes::MemoryPlan& plan,

@@ -137,7 +137,8 @@ void FlatBatchNorm::Stream(std::vector<std::pair<uint64_t, int>> inputs, std::ve
 // Sums of x and x^2 in one read (var = E[x^2] - mean^2, clamped at 0, as XLA's batch norm
 // expander computes it), then y = (x - mean) * gamma / sqrt(var + eps) + beta.
 std::pair<int, int> FlatBatchNorm::Sums(uint64_t x) {
-  Stream({{x, x_bytes_}}, {}, true, {"vadd v30, v30, v0", "vmul v6, v0, v0", "vadd v31, v31, v6"}, 0, 0);
+  Stream({{x, x_bytes_}}, {}, true, {"vadd v30, v30, v0", "vmul v6, v0, v0", "vadd v31, v31, v6"},
+         0, 0);
   if (features_ >= 1024) return {0, 1};  // the accumulators hold the sums as patterns already
   Fold(0, 4), Fold(1, 5);
   return {4, 5};

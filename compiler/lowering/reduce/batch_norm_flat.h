@@ -18,7 +18,9 @@ class FlatBatchNorm {
   // Bytes per element of the [rows, features] matrices: x, dy (grad) and the result (y or
   // dx): 4 (f32, the default) or 2 (bf16, widened on load, rounded to nearest even on
   // store). Per-feature vectors stay f32.
-  void SetMatrixBytes(int x, int dy, int result) { x_bytes_ = x, dy_bytes_ = dy, out_bytes_ = result; }
+  void SetMatrixBytes(int x, int dy, int result) {
+    x_bytes_ = x, dy_bytes_ = dy, out_bytes_ = result;
+  }
 
   // Whether [rows, features] f32 values stream flat (and fit this kernel's VMEM areas).
   static bool Takes(int64_t rows, int64_t features);

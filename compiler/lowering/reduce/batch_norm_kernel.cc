@@ -237,8 +237,7 @@ std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, Low
       if (flat) bn.code = f.Grad(a[0], a[1], a[2], a[3], a[4], *e0, *e1, *e2);
       if (!flat) Grad(bn, instr, c, *e0, *e1, *e2);
       // dy and x twice (flat; tiled: dy three times), dx once
-      op.hbm_bytes =
-          elements * (2 * x_bytes + (flat ? 2 : 3) * dy_bytes + out_bytes) + 12 * vector;
+      op.hbm_bytes = elements * (2 * x_bytes + (flat ? 2 : 3) * dy_bytes + out_bytes) + 12 * vector;
     }
   }
   op.kind = KernelKind::kVpu;

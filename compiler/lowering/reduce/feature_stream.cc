@@ -75,7 +75,7 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
     s << "nopf" << sl << ":\n    wait vpu, f" << slot << ", " << n << "\n";
     if (map) s << "    wait vpu, f" << 4 + slot << ", 1\n";
     for (int64_t j = 0; j < st.period; ++j) {  // the vregs of the chunk at j mod period
-      const int64_t at = j * 1024;  // elements into the chunk
+      const int64_t at = j * 1024;             // elements into the chunk
       if (st.period > 1) s << Registers(st, j, false);
       for (int i = 0; i < n; ++i)
         s << "    li r" << kInputVmem + i << ", "
@@ -84,8 +84,8 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
       s << "    li r14, " << chunk_vregs / st.period << "\n    vloop r14, "
         << n + st.body.size() + (map ? 1 : 0) << "\n";
       for (int i = 0; i < n; ++i)
-        s << "    " << Load(widths[static_cast<size_t>(i)]) << " v" << i << ", r"
-          << kInputVmem + i << ", " << step_elements * widths[static_cast<size_t>(i)] << "\n";
+        s << "    " << Load(widths[static_cast<size_t>(i)]) << " v" << i << ", r" << kInputVmem + i
+          << ", " << step_elements * widths[static_cast<size_t>(i)] << "\n";
       for (const std::string& line : st.body) s << "    " << line << "\n";
       if (map)
         s << "    " << Store(st.output_bytes) << " v" << st.result << ", r" << kOutVmem << ", "
@@ -96,8 +96,8 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
     s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
     if (map)
       s << "    li r3, " << out << "\n    dma.vh r" << kOutHbm << ", r3, "
-        << ChunkDesc(st.output_bytes) << ", f" << 4 + slot << "\n    addi r" << kOutHbm
-        << ", r" << kOutHbm << ", " << elements * st.output_bytes << "\n";
+        << ChunkDesc(st.output_bytes) << ", f" << 4 + slot << "\n    addi r" << kOutHbm << ", r"
+        << kOutHbm << ", " << elements * st.output_bytes << "\n";
     s << "    addi r1, r1, 1\n";
   }
   s << "    jmp pair\ndone:\n";

@@ -75,7 +75,9 @@ TEST(CostAnalysis, ElementwiseAndTranscendentals) {
 ENTRY %e {
   %a = f32[10,10] parameter(0)
   ROOT %r = f32[10,10] add(f32[10,10] %a, f32[10,10] %a)
-})").flops, 100);
+})")
+                .flops,
+            100);
   const OpCost exp = RootCost(R"(HloModule t
 ENTRY %e {
   %a = f32[10,10] parameter(0)
@@ -97,13 +99,17 @@ ENTRY %e {
   %a = f32[8,16] parameter(0)
   %z = f32[] constant(0)
   ROOT %r = f32[8] reduce(f32[8,16] %a, f32[] %z), dimensions={1}, to_apply=%add
-})").flops, 128 - 8);
+})")
+                .flops,
+            128 - 8);
   EXPECT_EQ(RootCost("HloModule t\n" + add + R"(
 ENTRY %e {
   %a = f32[1,4,4,1] parameter(0)
   %z = f32[] constant(0)
   ROOT %r = f32[1,2,2,1] reduce-window(f32[1,4,4,1] %a, f32[] %z), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_0x1_0x0_0}, to_apply=%add
-})").flops, (9 - 1) * 4);
+})")
+                .flops,
+            (9 - 1) * 4);
 }
 
 TEST(CostAnalysis, FusionsWhileLoopsAndBatchNorm) {
@@ -116,7 +122,9 @@ TEST(CostAnalysis, FusionsWhileLoopsAndBatchNorm) {
 ENTRY %e {
   %x = f32[4] parameter(0)
   ROOT %r = f32[4] fusion(f32[4] %x), kind=kLoop, calls=%f
-})").flops, 8);
+})")
+                .flops,
+            8);
   // One trip of the body (a multiply of 4 elements) and the condition (a compare).
   EXPECT_EQ(RootCost(R"(HloModule t
 %body {
@@ -132,14 +140,18 @@ ENTRY %e {
 ENTRY %e {
   %x = f32[4] parameter(0)
   ROOT %w = f32[4] while(f32[4] %x), condition=%cond, body=%body
-})").flops, 4 + 1);
+})")
+                .flops,
+            4 + 1);
   EXPECT_EQ(RootCost(R"(HloModule t
 ENTRY %e {
   %x = f32[2,4,4,8] parameter(0)
   %g = f32[8] parameter(1)
   %b = f32[8] parameter(2)
   ROOT %r = (f32[2,4,4,8], f32[8], f32[8]) batch-norm-training(f32[2,4,4,8] %x, f32[8] %g, f32[8] %b), epsilon=0.001, feature_index=3
-})").flops, 6 * 256);
+})")
+                .flops,
+            6 * 256);
 }
 
 TEST(CostAnalysis, DataMovementIsFree) {
@@ -147,7 +159,9 @@ TEST(CostAnalysis, DataMovementIsFree) {
 ENTRY %e {
   %a = f32[8,16] parameter(0)
   ROOT %t = f32[16,8] transpose(f32[8,16] %a), dimensions={1,0}
-})").flops, 0);
+})")
+                .flops,
+            0);
 }
 
 }  // namespace

@@ -59,8 +59,7 @@ TEST(PassBf16Folding, ConvolutionAndBatchNormMoveBf16) {
       << bn;
   EXPECT_NE(Line(out, "y").find("%y = bf16[8,8,8,64]"), std::string::npos) << out;
   for (const char* gone : {"round", "wide", "y16"}) EXPECT_EQ(Line(out, gone), "") << gone;
-  EXPECT_NE(out.find("tuple(bf16[8,8,8,64] %y, f32[64] %mean)"), std::string::npos)
-      << out;
+  EXPECT_NE(out.find("tuple(bf16[8,8,8,64] %y, f32[64] %mean)"), std::string::npos) << out;
 }
 
 TEST(PassBf16Folding, AnF32UserKeepsTheF32Result) {
@@ -79,8 +78,7 @@ ENTRY %main (x: bf16[8,8,8,64], k: bf16[3,3,64,64], g: f32[64], b: f32[64]) -> (
   ROOT %t = (f32[8,8,8,64], f32[8,8,8,64]) tuple(%y, %conv)
 })");
   EXPECT_NE(Line(out, "conv").find("%conv = f32[8,8,8,64]"), std::string::npos) << out;
-  EXPECT_NE(Line(out, "bn").find("batch-norm-training(bf16[8,8,8,64] %round"),
-            std::string::npos)
+  EXPECT_NE(Line(out, "bn").find("batch-norm-training(bf16[8,8,8,64] %round"), std::string::npos)
       << out;
   EXPECT_NE(Line(out, "y").find("%y = f32[8,8,8,64]"), std::string::npos) << out;
 }
