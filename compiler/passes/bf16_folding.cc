@@ -67,7 +67,7 @@ class Folder {
     if (converts.empty()) return;
     std::unique_ptr<HloInstruction> narrow = CloneWithOperands(conv, conv.name(), conv.operands());
     narrow->mutable_shape().type = PrimitiveType::kBF16;
-    if (!target_.ExactConvolution(*narrow)) return;
+    if (!target_.ExactConvolution(*narrow) || !target_.ExactBf16Reads(narrow->shape())) return;
     HloInstruction* folded = c_.AddInstruction(std::move(narrow));
     edits_.replace[&conv] = folded;
     edits_.remove.insert(&conv);
@@ -100,6 +100,10 @@ class Folder {
     if (!changed) return;
     std::unique_ptr<HloInstruction> folded = CloneWithOperands(bn, bn.name(), operands);
     hlo::Shape& y = tuple ? folded->mutable_shape().tuple_shapes[0] : folded->mutable_shape();
+    if (!converts.empty() && !target_.ExactBf16Reads(y)) converts.clear();
+    if (converts.empty() &&
+        operands == std::vector<HloInstruction*>(bn.operands().begin(), bn.operands().end()))
+      return;
     if (!converts.empty()) y.type = PrimitiveType::kBF16;
     if (!target_.ExactBatchNorm(*folded)) return;
     HloInstruction* op = c_.AddInstruction(std::move(folded));

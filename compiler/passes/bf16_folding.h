@@ -8,8 +8,9 @@
 //   convert_bf16(get-tuple-element(bn, 0))  -> bn's result 0 is bf16 (statistics stay f32)
 //
 // (for batch-norm-grad also its dy, operand 4). A fold happens only when every user of the
-// folded result is such a convert and the code generator computes the folded op exactly
-// (target/target_description.h); values do not change. The converts it bypasses are left to
+// folded result is such a convert, the code generator computes the folded op exactly and
+// reads the bf16 result exactly where it is used (target/target_description.h: the
+// elementwise kernels read bf16 values of whole vregs); values do not change. The converts it bypasses are left to
 // dce. docs/compiler.md, "bf16 end to end".
 #pragma once
 

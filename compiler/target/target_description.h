@@ -20,6 +20,9 @@ class TargetDescription {
   // dy or result beside f32 statistics) only where this holds, as XLA asks its backend's
   // FloatSupport which ops take mixed precision.
   virtual bool ExactBatchNorm(const hlo::HloInstruction& bn) const = 0;
+  // The elementwise kernels read a bf16 array of `shape` exactly, so a value folded to bf16
+  // stays exact for the ops that read it (XLA's FloatSupport::SupportsLowPrecisionOperand).
+  virtual bool ExactBf16Reads(const hlo::Shape& shape) const = 0;
 };
 
 }  // namespace tpusim::target

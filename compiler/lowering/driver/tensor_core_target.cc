@@ -2,6 +2,7 @@
 
 #include "compiler/lowering/conv/conv_select.h"
 #include "compiler/lowering/reduce/batch_norm_kernel.h"
+#include "compiler/lowering/vpu/vpu_stream.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -13,6 +14,11 @@ class TensorCoreDescription : public target::TargetDescription {
   }
   bool ExactBatchNorm(const hlo::HloInstruction& bn) const override {
     return BatchNormOnExactKernel(bn);
+  }
+  // VPU streams widen bf16 operands exactly when the value is a whole number of vregs (the
+  // tiled kernel reads 32-bit elements only).
+  bool ExactBf16Reads(const hlo::Shape& shape) const override {
+    return shape.IsArray() && shape.ElementCount() > 0 && shape.ElementCount() % kVregElements == 0;
   }
 };
 

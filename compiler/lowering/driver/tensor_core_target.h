@@ -7,7 +7,8 @@ namespace tpusim::lowering {
 
 // A convolution is exact when OnExactConvKernel (conv/conv_select.h) takes it at the default
 // placement (two MXUs, v3; the lowering itself places it on the board's MXUs); a batch norm
-// when BatchNormOnExactKernel (reduce/batch_norm_kernel.h) takes its types.
+// when BatchNormOnExactKernel (reduce/batch_norm_kernel.h) takes its types; bf16 values are
+// read exactly when they are a whole number of vregs (vpu/vpu_stream.h).
 const target::TargetDescription& TensorCoreTarget();
 
 }  // namespace tpusim::lowering

@@ -106,5 +106,22 @@ ENTRY %main (x: bf16[2,5,7,200], g: f32[200], b: f32[200], a: f32[8,18,18,4], d:
   EXPECT_FALSE(changed) << out;
 }
 
+// Found by difftest seed 39: a ragged result (48 elements) folded to bf16 left its readers
+// on a kernel that reads only 32-bit elements, timing-only where the unfolded program was
+// exact. A result that is not a whole number of vregs stays f32.
+TEST(PassBf16Folding, RaggedResultsStayF32) {
+  bool changed = true;
+  const std::string out = Fold(R"(HloModule m
+ENTRY %main (x: f32[1,6,4,8], k: f32[3,3,8,8]) -> f32[1,3,2,8] {
+  %x = f32[1,6,4,8] parameter(0)
+  %k = f32[3,3,8,8] parameter(1)
+  %conv = f32[1,3,2,8] convolution(%x, %k), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %round = bf16[1,3,2,8] convert(%conv)
+  ROOT %wide = f32[1,3,2,8] convert(%round)
+})",
+                               &changed);
+  EXPECT_FALSE(changed) << out;
+}
+
 }  // namespace
 }  // namespace tpusim::passes
