@@ -10,8 +10,8 @@
 // (for batch-norm-grad also its dy, operand 4). A fold happens only when every user of the
 // folded result is such a convert, the code generator computes the folded op exactly and
 // reads the bf16 result exactly where it is used (target/target_description.h: the
-// elementwise kernels read bf16 values of whole vregs); values do not change. The converts it bypasses are left to
-// dce. docs/compiler.md, "bf16 end to end".
+// elementwise kernels read bf16 values of whole vregs); values do not change. The converts it
+// bypasses are left to dce. docs/compiler.md, "bf16 end to end".
 #pragma once
 
 #include "compiler/passes/pass.h"

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 
-#include "compiler/hlo/parser.h"
 #include "compiler/hlo/parse/parser_impl.h"
+#include "compiler/hlo/parser.h"
 
 namespace tpusim::hlo::internal {
 namespace {

@@ -1,6 +1,6 @@
 // Module structure of the HLO parser: header, computations, instructions, operands.
-#include "compiler/hlo/parser.h"
 #include "compiler/hlo/parse/parser_impl.h"
+#include "compiler/hlo/parser.h"
 #include "compiler/hlo/sharding.h"
 
 namespace tpusim::hlo {

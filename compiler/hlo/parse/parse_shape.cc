@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <charconv>
 
-#include "compiler/hlo/parser.h"
 #include "compiler/hlo/parse/parser_impl.h"
+#include "compiler/hlo/parser.h"
 
 namespace tpusim::hlo::internal {
 namespace {

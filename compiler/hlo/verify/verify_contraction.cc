@@ -136,7 +136,8 @@ Status VerifyBatchNorm(const HloInstruction& i) {
   size_t first_grad = i.opcode() == Opcode::kBatchNormGrad ? 4 : i.operand_count();
   for (size_t k = 1; k < i.operand_count(); ++k) {
     if (k == first_grad) {
-      if (!SameDimsFloat(i.operand(k)->shape(), x)) return Error(i, "grad_output must match operand");
+      if (!SameDimsFloat(i.operand(k)->shape(), x))
+        return Error(i, "grad_output must match operand");
       continue;
     }
     if (!SameDimsFloat(i.operand(k)->shape(), feat)) {

@@ -114,20 +114,21 @@ TEST(EvalCollectives, ReplicasThatSkipACollectiveDoNotHang) {
 // Replicas given the same arguments: one mirrored interpreter equals every replica of the
 // replicated run, bit for bit (folding x six times in f32 rounds differently than 6 * x).
 TEST(EvalCollectives, MirroredReplicasEqualEveryReplicatedOne) {
-  Result<hlo::HloModule> m = hlo::ParseHlo(
-      std::string("HloModule t, replica_count=6\n") + kAdd +
-      "ENTRY %e {\n%x = f32[4] parameter(0)\n"
-      "%a = f32[4] all-reduce(%x), replica_groups={{2,0,1,5,4,3}}, to_apply=%add\n"
-      "%g = f32[24] all-gather(%a), replica_groups={}, dimensions={0}\n"
-      "%p = f32[24] collective-permute(%g), "
-      "source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,0}}\n"
-      "ROOT %t = (f32[4], f32[24]) tuple(%a, %p)\n}\n");
+  Result<hlo::HloModule> m =
+      hlo::ParseHlo(std::string("HloModule t, replica_count=6\n") + kAdd +
+                    "ENTRY %e {\n%x = f32[4] parameter(0)\n"
+                    "%a = f32[4] all-reduce(%x), replica_groups={{2,0,1,5,4,3}}, to_apply=%add\n"
+                    "%g = f32[24] all-gather(%a), replica_groups={}, dimensions={0}\n"
+                    "%p = f32[24] collective-permute(%g), "
+                    "source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,0}}\n"
+                    "ROOT %t = (f32[4], f32[24]) tuple(%a, %p)\n}\n");
   ASSERT_TRUE(m.ok()) << m.status().message();
   const std::vector<Value> args = {
       Value::FromVector(PrimitiveType::kF32, {4}, {1.9991562366485596, -2.5, 1e-8, 3.0})};
   Result<std::vector<Value>> mirrored = EvaluateMirrored(*m, args, 6);
   ASSERT_TRUE(mirrored.ok()) << mirrored.status().message();
-  Result<std::vector<std::vector<Value>>> replicated = EvaluateReplicated(*m, std::vector<std::vector<Value>>(6, args));
+  Result<std::vector<std::vector<Value>>> replicated =
+      EvaluateReplicated(*m, std::vector<std::vector<Value>>(6, args));
   ASSERT_TRUE(replicated.ok()) << replicated.status().message();
   EXPECT_NE(mirrored->at(0).data[0], RoundTo(PrimitiveType::kF32, 6 * args[0].data[0]));
   for (const std::vector<Value>& replica : *replicated) {

@@ -132,7 +132,8 @@ ENTRY %main (step: s32[]) -> s32[] {
   %step = s32[] parameter(0)
   %one = s32[] constant(1)
   ROOT %next = s32[] add(%step, %one)
-})", /*tolerance=*/1e-12);
+})",
+              /*tolerance=*/1e-12);
 }
 
 // Adam's bias correction: lr * sqrt(1 - beta2^t) / (1 - beta1^t) with t = step + 1. The
