@@ -76,11 +76,11 @@ class Folder {
 
   void FoldBatchNorm(HloInstruction& bn) {
     std::vector<HloInstruction*> operands(bn.operands().begin(), bn.operands().end());
-    bool changed = false;
+    bool widened = false;  // an operand read as the bf16 value its convert widened
     for (size_t k : {size_t{0}, size_t{4}}) {  // x; dy (grad)
       if (k >= operands.size() || (k == 4 && bn.opcode() != Opcode::kBatchNormGrad)) continue;
       if (IsConvert(*operands[k], PrimitiveType::kBF16, PrimitiveType::kF32))
-        operands[k] = operands[k]->operand(0), changed = true;
+        operands[k] = operands[k]->operand(0), widened = true;
     }
     // The result matrix: the op itself (inference) or its get-tuple-element 0.
     const bool tuple = bn.shape().IsTuple();
@@ -95,15 +95,11 @@ class Folder {
           result = result ? nullptr : u;
     }
     std::vector<HloInstruction*> converts;
-    if (result && result != c_.root()) converts = NarrowingUsers(Users(*result));
-    changed = changed || !converts.empty();
-    if (!changed) return;
+    if (result && result != c_.root() && target_.ExactBf16Reads(result->shape()))
+      converts = NarrowingUsers(Users(*result));
+    if (!widened && converts.empty()) return;
     std::unique_ptr<HloInstruction> folded = CloneWithOperands(bn, bn.name(), operands);
     hlo::Shape& y = tuple ? folded->mutable_shape().tuple_shapes[0] : folded->mutable_shape();
-    if (!converts.empty() && !target_.ExactBf16Reads(y)) converts.clear();
-    if (converts.empty() &&
-        operands == std::vector<HloInstruction*>(bn.operands().begin(), bn.operands().end()))
-      return;
     if (!converts.empty()) y.type = PrimitiveType::kBF16;
     if (!target_.ExactBatchNorm(*folded)) return;
     HloInstruction* op = c_.AddInstruction(std::move(folded));

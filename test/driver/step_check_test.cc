@@ -62,11 +62,8 @@ TEST(StepCheck, EachStepStartsFromTheSimulatedStateOfTheStepBefore) {
   };
   sim::Simulation sim(board, options);
   simulation = &sim;
-  for (size_t i = 0; i < c.lowered.programs.size(); ++i) {
-    auto program = isa::Assemble(c.lowered.programs[i], "core" + std::to_string(i));
-    ASSERT_TRUE(program.ok()) << program.error().message;
-    sim.AddCore(*program);
-  }
+  for (const isa::Program& program : driver::AssembleCores(c.lowered, "step.hlo"))
+    sim.AddCore(program);
   sim::TrainingLoop loop;
   loop.steps = 2;
   sim.SetTrainingLoop(loop);

@@ -195,16 +195,12 @@ bool BatchNormOnExactKernel(const HloInstruction& bn) {
 }
 
 std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  if (!BatchNormOnExactKernel(instr)) return "";
   const Opcode code = instr.opcode();
-  if (code != Opcode::kBatchNormTraining && code != Opcode::kBatchNormInference &&
-      code != Opcode::kBatchNormGrad)
-    return "";
-  if (instr.operand_count() == 0 || !TakesTypes(instr)) return "";
   const hlo::Shape& x = instr.operand(0)->shape();
   BatchNorm bn;
   bn.features = x.dims.back();
-  bn.rows = bn.features ? x.ElementCount() / bn.features : 0;
-  if (bn.rows <= 0 || bn.features <= 0 || bn.features > kMaxFeatures) return "";
+  bn.rows = x.ElementCount() / bn.features;
   bn.prologue = {std::string("vmovi ") + kInvRows + ", " + F32Immediate(1.0 / bn.rows),
                  std::string("vmovi ") + kEpsilon + ", " +
                      F32Immediate(instr.GetFloat("epsilon").value_or(0.0)),

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "driver/board_target.h"
@@ -37,13 +38,12 @@ inline std::string InexactOps(const CompiledModule& c) {
 // Assembles every core's program of `c` into `simulation`; false (after a test failure)
 // when one does not assemble.
 inline bool AddPrograms(const CompiledModule& c, sim::Simulation& simulation) {
-  for (size_t i = 0; i < c.lowered.programs.size(); ++i) {
-    auto program = isa::Assemble(c.lowered.programs[i], "core" + std::to_string(i));
-    if (!program.ok()) {
-      ADD_FAILURE() << program.error().message;
-      return false;
-    }
-    simulation.AddCore(*program);
+  try {
+    for (const isa::Program& program : driver::AssembleCores(c.lowered, "test.hlo"))
+      simulation.AddCore(program);
+  } catch (const std::runtime_error& e) {
+    ADD_FAILURE() << e.what();
+    return false;
   }
   return true;
 }
