@@ -5,6 +5,7 @@
 #include "compiler/passes/algsimp.h"
 #include "compiler/passes/async_conversion.h"
 #include "compiler/passes/bf16_folding.h"
+#include "compiler/passes/bn_epilogue.h"
 #include "compiler/passes/contraction_defusion.h"
 #include "compiler/passes/conv_canon/conv_canon.h"
 #include "compiler/passes/dce.h"
@@ -30,6 +31,7 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::Bf16ConversionFoldingPass>(kernels);
   p.AddPass<passes::LayoutAssignmentPass>();
   p.AddPass<passes::ElementwiseFusionPass>();
+  p.AddPass<passes::BatchNormEpilogueFusionPass>(kernels);
   p.AddPass<passes::DcePass>();
   p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);
   p.set_dump_dir(options.dump_dir);

@@ -181,6 +181,7 @@ hlo::Result<HloModule> RebuildModule(const HloModule& m, const ModuleEdits& edit
   }
   for (const HloComputation* c : order) {
     for (const auto& i : c->instructions()) {
+      if (edits.remove.count(i.get())) continue;  // dropped with what it calls
       for (HloComputation* called : i->called_computations()) {
         if (!comps.count(called)) {
           return Status::Error("%" + i->name() + " calls a removed computation");

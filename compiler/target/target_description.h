@@ -20,6 +20,10 @@ class TargetDescription {
   // dy or result beside f32 statistics) only where this holds, as XLA asks its backend's
   // FloatSupport which ops take mixed precision.
   virtual bool ExactBatchNorm(const hlo::HloInstruction& bn) const = 0;
+  // `fusion`, batch-norm-training with an elementwise consumer of its normalized output
+  // (the batch-norm-epilogue-fusion pass builds it), lowers to one kernel that computes its
+  // values; the pass keeps only the fusions for which this holds.
+  virtual bool ExactBatchNormFusion(const hlo::HloInstruction& fusion) const = 0;
   // The elementwise kernels read a bf16 array of `shape` exactly, so a value folded to bf16
   // stays exact for the ops that read it (XLA's FloatSupport::SupportsLowPrecisionOperand).
   virtual bool ExactBf16Reads(const hlo::Shape& shape) const = 0;

@@ -1,6 +1,7 @@
 #include "compiler/lowering/driver/tensor_core_target.h"
 
 #include "compiler/lowering/conv/conv_select.h"
+#include "compiler/lowering/reduce/batch_norm_fusion.h"
 #include "compiler/lowering/reduce/batch_norm_kernel.h"
 #include "compiler/lowering/vpu/vpu_stream.h"
 
@@ -14,6 +15,9 @@ class TensorCoreDescription : public target::TargetDescription {
   }
   bool ExactBatchNorm(const hlo::HloInstruction& bn) const override {
     return BatchNormOnExactKernel(bn);
+  }
+  bool ExactBatchNormFusion(const hlo::HloInstruction& fusion) const override {
+    return BatchNormFusionOnExactKernel(fusion);
   }
   // VPU streams widen bf16 operands exactly when the value is a whole number of vregs (the
   // tiled kernel reads 32-bit elements only).

@@ -119,7 +119,7 @@ void FlatBatchNorm::Flush() {
 
 void FlatBatchNorm::Stream(std::vector<std::pair<uint64_t, int>> inputs, std::vector<int> patterns,
                            bool accumulate, std::vector<std::string> body, int result,
-                           uint64_t output) {
+                           uint64_t output, std::vector<std::string> prologue) {
   Flush();
   FeatureStream st;
   st.vregs = rows_ * features_ / 1024, st.period = Period();
@@ -130,6 +130,7 @@ void FlatBatchNorm::Stream(std::vector<std::pair<uint64_t, int>> inputs, std::ve
   st.output_bytes = out_bytes_;
   for (int p : patterns) st.patterns.push_back(Area(p));
   if (accumulate) st.accumulators = {Area(0), Area(1)};
+  st.prologue = std::move(prologue);
   st.body = std::move(body), st.result = result, st.output = output, st.tag = tag_;
   code_ += assembly::ScopeKernel(FeatureStreamKernel(st), "fs" + std::to_string(streams_++) + "_");
 }
@@ -152,12 +153,21 @@ void FlatBatchNorm::Statistics(std::pair<int, int> sums) {
 }
 
 std::string FlatBatchNorm::Training(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t y,
-                                    uint64_t mean, uint64_t var) {
+                                    std::optional<uint64_t> mean, std::optional<uint64_t> var,
+                                    const FlatEpilogue* epilogue) {
   Expand(gamma, 2), Expand(beta, 3);
   Statistics(Sums(x));
-  Store(6, mean), Store(7, var);
-  Stream({{x, x_bytes_}}, {6, 8, 3}, false,
-         {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
+  if (mean) Store(6, *mean);
+  if (var) Store(7, *var);
+  std::vector<std::pair<uint64_t, int>> inputs = {{x, x_bytes_}};
+  std::vector<std::string> body = {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"};
+  if (!epilogue) {
+    Stream(inputs, {6, 8, 3}, false, body, 8, y);
+    return code_;
+  }
+  if (epilogue->extra_bytes) inputs.push_back({epilogue->extra, epilogue->extra_bytes});
+  body.insert(body.end(), epilogue->body.begin(), epilogue->body.end());
+  Stream(inputs, {6, 8, 3}, false, body, epilogue->result, y, epilogue->prologue);
   return code_;
 }
 

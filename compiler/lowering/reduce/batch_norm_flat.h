@@ -5,11 +5,23 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tpusim::lowering {
+
+// Elementwise work fused into batch-norm-training's normalizing pass: VPU lines that read the
+// normalized f32 value in v8 (and a second [rows, features] matrix in v1, when there is
+// one), with temps in v9..v23 and constants in v27..v29 set by `prologue`; the stored result
+// is `result`.
+struct FlatEpilogue {
+  std::vector<std::string> prologue, body;
+  int result = 8;
+  uint64_t extra = 0;   // HBM address of the second matrix
+  int extra_bytes = 0;  // its bytes per element: 0 (none), 2 or 4
+};
 
 class FlatBatchNorm {
  public:
@@ -26,8 +38,11 @@ class FlatBatchNorm {
   static bool Takes(int64_t rows, int64_t features);
 
   // The op's passes (operands and results are HBM addresses).
-  std::string Training(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t y, uint64_t mean,
-                       uint64_t var);
+  // With `epilogue`, `y` receives the epilogue's result instead of the normalized value;
+  // a statistic without an address (nothing reads it) is not stored.
+  std::string Training(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t y,
+                       std::optional<uint64_t> mean, std::optional<uint64_t> var,
+                       const FlatEpilogue* epilogue = nullptr);
   std::string Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean, uint64_t var,
                         uint64_t y);
   std::string Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
@@ -43,7 +58,8 @@ class FlatBatchNorm {
   void Flush();                                            // waits for the stores; ends the block
   // `inputs`: (HBM address, bytes per element); the output has out_bytes_ per element.
   void Stream(std::vector<std::pair<uint64_t, int>> inputs, std::vector<int> patterns,
-              bool accumulate, std::vector<std::string> body, int result, uint64_t output);
+              bool accumulate, std::vector<std::string> body, int result, uint64_t output,
+              std::vector<std::string> prologue = {});
   std::string Desc(const std::string& text);
 
   // One read of x: the areas that hold the per-feature sums of x and of x^2.

@@ -6,6 +6,8 @@
 // sums for the statistics, [1, features] passes for per-feature factors, a normalising pass.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "compiler/hlo/ir.h"
@@ -15,12 +17,17 @@ namespace tpusim::lowering {
 
 // The kernel for a batch-norm-training, -inference or -grad `instr`, with `op` filled
 // (exact), or empty when it does not take it: a feature dimension other than the last,
-// types it does not take, or a tuple element nothing reads (it has no buffer to hold the
-// statistics).
+// types it does not take, or, where the passes are tiled (they read the statistics back), a
+// statistic nothing reads (it has no buffer).
 std::string BatchNormKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
 
 // The kernel takes `bn`'s shape and element types (the passes ask through the target
 // description, target/target_description.h).
 bool BatchNormOnExactKernel(const hlo::HloInstruction& bn);
+
+// Where element k of a tuple-valued op's result lives: the buffer of the get-tuple-element
+// that reads it (element 0: the op's own buffer when none does); none when nothing reads it.
+std::optional<uint64_t> TupleElementAddress(const hlo::HloInstruction& instr, int64_t k,
+                                            const OpContext& ctx);
 
 }  // namespace tpusim::lowering

@@ -7,6 +7,7 @@
 #include "compiler/lowering/data/move_ops.h"
 #include "compiler/lowering/dot/mxu_ops.h"
 #include "compiler/lowering/driver/emitters.h"
+#include "compiler/lowering/reduce/batch_norm_fusion.h"
 #include "compiler/lowering/reduce/line_reduce_kernel.h"
 #include "compiler/lowering/vpu/stream_op.h"
 #include "compiler/lowering/vpu/tile_ops.h"
@@ -94,6 +95,8 @@ std::string EmitFusion(const HloInstruction& instr, const OpContext& c, LoweredO
     op.exact = false;
     return k;
   }
+  // batch-norm-training with its elementwise consumer (passes/bn_epilogue.h).
+  if (std::string b = BatchNormFusionKernel(instr, c, op); !b.empty()) return b;
   // XLA's kInput fusion: a reduce of elementwise producers.
   if (std::string r = LineReduceKernel(instr, c, op); !r.empty()) return r;
   return ElementwiseOp(instr, c, op);

@@ -26,8 +26,14 @@ constexpr int kFirstTemp = 6, kLastTemp = 23, kFirstConst = 24, kLastConst = 30;
 
 class BodyBuilder : public VpuEmitter {
  public:
-  BodyBuilder(VpuBody& b, bool mapped_broadcasts, int first_temp)
-      : b_(b), mapped_(mapped_broadcasts), first_temp_(first_temp), next_temp_(first_temp) {}
+  BodyBuilder(VpuBody& b, bool mapped_broadcasts, int first_temp, int first_const = kFirstConst,
+              int last_const = kLastConst)
+      : b_(b),
+        mapped_(mapped_broadcasts),
+        first_temp_(first_temp),
+        next_temp_(first_temp),
+        next_const_(first_const),
+        last_const_(last_const) {}
 
   // A constant's register, with `value` as the bits of an s32 when `s32` (else an f32);
   // `local` (a fusion parameter) then stands for that value.
@@ -94,7 +100,7 @@ class BodyBuilder : public VpuEmitter {
     if (auto it = consts_.find(key); it != consts_.end()) return it->second;
     // Past the prologue's registers a constant is set in the body, where it is used: one
     // more ALU op per vreg.
-    const bool in_body = next_const_ > kLastConst;
+    const bool in_body = next_const_ > last_const_;
     const int r = in_body ? Temp() : next_const_++;
     char text[64];
     if (s32)
@@ -335,7 +341,8 @@ class BodyBuilder : public VpuEmitter {
   std::map<const HloInstruction*, int> reg_;
   std::map<uint64_t, int> consts_;                 // by s32 flag and bits
   std::map<const HloInstruction*, double> known_;  // parameters bound to constants
-  int first_temp_ = kFirstTemp, next_temp_ = kFirstTemp, next_const_ = kFirstConst;
+  int first_temp_ = kFirstTemp, next_temp_ = kFirstTemp, next_const_ = kFirstConst,
+      last_const_ = kLastConst;
   std::vector<int> free_;  // temps released by a composition, reused first
 };
 
@@ -430,6 +437,17 @@ ReducerBody BuildReducerBody(
   } else {
     r.results.push_back(builder.Value(root, reducer));
   }
+  r.prologue = std::move(b.prologue), r.body = std::move(b.body), r.exact = b.exact;
+  return r;
+}
+
+ReducerBody BuildExpressionBody(const std::map<const HloInstruction*, int>& bound,
+                                const HloInstruction& root, int first_temp, int first_const,
+                                int last_const) {
+  VpuBody b;
+  BodyBuilder builder(b, /*mapped_broadcasts=*/false, first_temp, first_const, last_const);
+  ReducerBody r;
+  r.results.push_back(builder.Value(&root, bound));
   r.prologue = std::move(b.prologue), r.body = std::move(b.body), r.exact = b.exact;
   return r;
 }

@@ -61,4 +61,12 @@ ReducerBody BuildReducerBody(
     const std::vector<const hlo::HloInstruction*>& values, const std::vector<int>& accs,
     const hlo::HloComputation& f, int first_temp);
 
+// The elementwise expression `root` over values already in registers (`bound`: the
+// instructions it starts from), as VPU instructions over vregs: temps from `first_temp`,
+// scalar constants in v`first_const`..v`last_const` (set by the prologue; past those, in the
+// body); results[0] holds the root's register.
+ReducerBody BuildExpressionBody(const std::map<const hlo::HloInstruction*, int>& bound,
+                                const hlo::HloInstruction& root, int first_temp, int first_const,
+                                int last_const);
+
 }  // namespace tpusim::lowering

@@ -1,0 +1,165 @@
+#include "compiler/lowering/reduce/batch_norm_fusion.h"
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "compiler/hlo/opcode.h"
+#include "compiler/lowering/reduce/batch_norm_flat.h"
+#include "compiler/lowering/reduce/batch_norm_kernel.h"
+#include "compiler/lowering/vpu/vpu_body.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::Opcode;
+using hlo::PrimitiveType;
+
+// Registers of the flat kernel's normalizing pass (batch_norm_flat.h, FlatEpilogue).
+constexpr int kNormalized = 8, kExtraInput = 1, kFirstTemp = 9, kFirstConst = 27, kLastConst = 29;
+
+bool Real(const hlo::Shape& s) {
+  return s.IsArray() && (s.type == PrimitiveType::kF32 || s.type == PrimitiveType::kBF16);
+}
+
+// The same dimensions and layout (element types may differ).
+bool SameArrangement(const hlo::Shape& a, const hlo::Shape& b) {
+  return a.IsArray() && b.IsArray() && a.dims == b.dims && a.layout == b.layout;
+}
+
+struct Parts {
+  const HloInstruction* bn = nullptr;
+  const HloInstruction* epilogue = nullptr;       // element 0 of the root tuple
+  const HloInstruction* extra = nullptr;          // the epilogue's matrix parameter, if any
+  std::vector<const HloInstruction*> normalized;  // get-tuple-element(bn), index=0
+};
+
+bool IsElement(const HloInstruction* i, const HloInstruction* of, int64_t k) {
+  return i->opcode() == Opcode::kGetTupleElement && i->operand(0) == of &&
+         i->GetInt("index").value_or(-1) == k;
+}
+
+// Checks the epilogue's instructions, walking from its root without recursion.
+bool MatchEpilogue(Parts& p) {
+  const hlo::Shape& x = p.bn->operand(0)->shape();
+  std::vector<const HloInstruction*> stack = {p.epilogue};
+  std::map<const HloInstruction*, bool> seen;
+  while (!stack.empty()) {
+    const HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (seen[i]) continue;
+    seen[i] = true;
+    if (IsElement(i, p.bn, 0)) {
+      p.normalized.push_back(i);
+      continue;
+    }
+    if (i->opcode() == Opcode::kConstant) {
+      if (!i->shape().IsScalar()) return false;
+      continue;
+    }
+    if (i->opcode() == Opcode::kParameter) {
+      if (!Real(i->shape()) || !SameArrangement(i->shape(), x)) return false;
+      if (p.extra && p.extra != i) return false;  // the stream has one more input
+      p.extra = i;
+      continue;
+    }
+    if (i->opcode() == Opcode::kBroadcast) {
+      if (i->operand(0)->opcode() != Opcode::kConstant || !i->operand(0)->shape().IsScalar())
+        return false;
+    } else {
+      const hlo::OpCategory c = hlo::GetOpcodeInfo(i->opcode()).category;
+      if (c != hlo::OpCategory::kElementwiseUnary && c != hlo::OpCategory::kElementwiseBinary &&
+          c != hlo::OpCategory::kElementwiseTernary)
+        return false;
+    }
+    if (!i->shape().IsArray() || i->shape().dims != x.dims) return false;
+    if (!Real(i->shape()) && i->shape().type != PrimitiveType::kPred) return false;
+    for (const HloInstruction* o : i->operands()) stack.push_back(o);
+  }
+  return !p.normalized.empty() && Real(p.epilogue->shape()) &&
+         SameArrangement(p.epilogue->shape(), x);
+}
+
+std::optional<Parts> Match(const HloInstruction& fusion) {
+  const hlo::HloComputation* f =
+      fusion.opcode() == Opcode::kFusion ? fusion.fused_computation() : nullptr;
+  if (!f || f->root()->opcode() != Opcode::kTuple || f->root()->operand_count() != 3) return {};
+  const HloInstruction* root = f->root();
+  Parts p;
+  p.bn = root->operand(1)->operand_count() ? root->operand(1)->operand(0) : nullptr;
+  if (!p.bn || p.bn->opcode() != Opcode::kBatchNormTraining ||
+      !IsElement(root->operand(1), p.bn, 1) || !IsElement(root->operand(2), p.bn, 2))
+    return {};
+  for (const HloInstruction* o : p.bn->operands())
+    if (o->opcode() != Opcode::kParameter) return {};
+  if (!BatchNormOnExactKernel(*p.bn)) return {};
+  const hlo::Shape& x = p.bn->operand(0)->shape();
+  const int64_t features = x.dims.back();
+  if (!FlatBatchNorm::Takes(x.ElementCount() / features, features)) return {};
+  p.epilogue = root->operand(0);
+  if (!MatchEpilogue(p)) return {};
+  return p;
+}
+
+// The epilogue as VPU lines after the normalizing pass's own (FlatEpilogue). A bf16
+// normalized value is rounded first, as the unfused program stored it.
+std::optional<FlatEpilogue> Epilogue(const Parts& p) {
+  FlatEpilogue e;
+  std::map<const HloInstruction*, int> bound;
+  int value = kNormalized;
+  if (p.normalized.front()->shape().type == PrimitiveType::kBF16) {
+    e.body.push_back("vcvt.bf16 v" + std::to_string(kFirstTemp) + ", v" +
+                     std::to_string(kNormalized));
+    value = kFirstTemp;
+  }
+  for (const HloInstruction* n : p.normalized) bound[n] = value;
+  if (p.extra) bound[p.extra] = kExtraInput;
+  ReducerBody b = BuildExpressionBody(bound, *p.epilogue, value + 1, kFirstConst, kLastConst);
+  if (!b.exact) return std::nullopt;
+  e.prologue = std::move(b.prologue);
+  e.body.insert(e.body.end(), b.body.begin(), b.body.end());
+  e.result = b.results.at(0);
+  return e;
+}
+
+int MatrixBytes(const hlo::Shape& s) { return s.type == PrimitiveType::kBF16 ? 2 : 4; }
+
+}  // namespace
+
+bool BatchNormFusionOnExactKernel(const HloInstruction& fusion) {
+  const std::optional<Parts> p = Match(fusion);
+  return p && Epilogue(*p).has_value();
+}
+
+std::string BatchNormFusionKernel(const HloInstruction& fusion, const OpContext& c, LoweredOp& op) {
+  const std::optional<Parts> p = Match(fusion);
+  if (!p) return "";
+  std::optional<FlatEpilogue> e = Epilogue(*p);
+  const std::optional<uint64_t> y = TupleElementAddress(fusion, 0, c),
+                                mean = TupleElementAddress(fusion, 1, c),
+                                var = TupleElementAddress(fusion, 2, c);
+  if (!e || !y) return "";
+  // A fused parameter stands for the fusion's operand of the same number.
+  auto address = [&](const HloInstruction* param) {
+    return c.address(fusion.operand(static_cast<size_t>(param->parameter_number())));
+  };
+  const hlo::Shape& x = p->bn->operand(0)->shape();
+  const int64_t features = x.dims.back(), rows = x.ElementCount() / features;
+  const int x_bytes = MatrixBytes(x), out_bytes = MatrixBytes(p->epilogue->shape());
+  if (p->extra) e->extra = address(p->extra), e->extra_bytes = MatrixBytes(p->extra->shape());
+  FlatBatchNorm f(rows, features, p->bn->GetFloat("epsilon").value_or(0.0), fusion.name());
+  f.SetMatrixBytes(x_bytes, 4, out_bytes);
+  const std::string code = f.Training(address(p->bn->operand(0)), address(p->bn->operand(1)),
+                                      address(p->bn->operand(2)), *y, mean, var, &*e);
+  const uint64_t elements = static_cast<uint64_t>(rows * features);
+  // x twice (the sums, then the normalizing pass), the epilogue's matrix once, the result once
+  op.hbm_bytes = elements * (2 * x_bytes + e->extra_bytes + out_bytes) +
+                 8 * static_cast<uint64_t>(features) * 4;
+  op.kind = KernelKind::kVpu;
+  op.exact = true;
+  op.note = "batch-norm-training with its elementwise consumer fused into the normalizing pass";
+  return code;
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,193 @@
+// Batch-norm epilogue fusion; see bn_epilogue.h.
+#include "compiler/passes/bn_epilogue.h"
+
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/passes/ir_edit.h"
+
+namespace tpusim::passes {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::Opcode;
+
+bool IsElement(const HloInstruction* i, int64_t k) {
+  return i->opcode() == Opcode::kGetTupleElement && i->GetInt("index").value_or(-1) == k;
+}
+
+bool IsElementwise(const HloInstruction& i) {
+  const hlo::OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
+  return i.shape().IsArray() &&
+         (c == hlo::OpCategory::kElementwiseUnary || c == hlo::OpCategory::kElementwiseBinary ||
+          c == hlo::OpCategory::kElementwiseTernary);
+}
+
+bool IsLoopFusion(const HloInstruction& i) {
+  return i.opcode() == Opcode::kFusion && i.fused_computation() && i.shape().IsArray() &&
+         i.GetWord("kind").value_or("") == "kLoop";
+}
+
+class Fuser {
+ public:
+  Fuser(hlo::HloModule& m, HloComputation& c, const target::TargetDescription& target,
+        ModuleEdits& edits)
+      : m_(m), c_(c), target_(target), edits_(edits), users_(ComputeUsers(c)) {}
+
+  bool Run() {
+    bool changed = false;
+    const size_t count = c_.instructions().size();  // fusing appends
+    for (size_t k = 0; k < count; ++k) {
+      HloInstruction& i = *c_.instructions()[k];
+      if (i.opcode() == Opcode::kBatchNormTraining && &i != c_.root()) changed |= Try(i);
+    }
+    return changed;
+  }
+
+ private:
+  const std::vector<HloInstruction*>& Users(const HloInstruction* i) {
+    static const std::vector<HloInstruction*> kNone;
+    const auto it = users_.find(i);
+    return it == users_.end() ? kNone : it->second;
+  }
+
+  // The value standing for `outside` in the fused computation: a clone of a scalar
+  // constant, else a parameter (one per distinct operand).
+  HloInstruction* Inside(HloInstruction* outside) {
+    if (auto it = inside_.find(outside); it != inside_.end()) return it->second;
+    HloInstruction* in = nullptr;
+    if (outside->opcode() == Opcode::kConstant && outside->shape().IsScalar()) {
+      in = fused_->AddInstruction(CloneWithOperands(*outside, outside->name(), {}));
+    } else {
+      const int64_t n = static_cast<int64_t>(operands_.size());
+      auto p = std::make_unique<HloInstruction>("param_" + std::to_string(n), Opcode::kParameter,
+                                                outside->shape());
+      p->set_parameter_number(n);
+      in = fused_->AddInstruction(std::move(p));
+      operands_.push_back(outside);
+    }
+    return inside_[outside] = in;
+  }
+
+  HloInstruction* Element(HloInstruction* tuple, int64_t k, const std::string& name) {
+    auto gte = std::make_unique<HloInstruction>(name, Opcode::kGetTupleElement,
+                                                tuple->shape().tuple_shapes.at(k));
+    gte->AddOperand(tuple);
+    HloInstruction* e = fused_->AddInstruction(std::move(gte));
+    e->SetAttr("index", k);
+    return e;
+  }
+
+  // Clones the consumer `e` into the fused computation, `normalized` standing for `y`; returns
+  // the clone of its result.
+  HloInstruction* CloneConsumer(HloInstruction& e, HloInstruction* y, HloInstruction* normalized) {
+    auto operand = [&](HloInstruction* o) { return o == y ? normalized : Inside(o); };
+    if (!IsLoopFusion(e)) {
+      std::vector<HloInstruction*> ops;
+      for (HloInstruction* o : e.operands()) ops.push_back(operand(o));
+      return fused_->AddInstruction(CloneWithOperands(e, UniqueName(*fused_, e.name()), ops));
+    }
+    std::unordered_map<const HloInstruction*, HloInstruction*> map;
+    for (const auto& i : e.fused_computation()->instructions()) {
+      if (i->opcode() == Opcode::kParameter) {
+        map[i.get()] = operand(e.operand(static_cast<size_t>(i->parameter_number())));
+        continue;
+      }
+      std::vector<HloInstruction*> ops;
+      for (HloInstruction* o : i->operands()) ops.push_back(map.at(o));
+      map[i.get()] =
+          fused_->AddInstruction(CloneWithOperands(*i, UniqueName(*fused_, i->name()), ops));
+    }
+    return map.at(e.fused_computation()->root());
+  }
+
+  bool Try(HloInstruction& bn) {
+    HloInstruction* y = nullptr;
+    std::vector<HloInstruction*> stats[3];
+    for (HloInstruction* u : Users(&bn)) {
+      if (u == c_.root()) return false;
+      for (int64_t k = 0; k < 3; ++k)
+        if (IsElement(u, k)) stats[k].push_back(u);
+    }
+    if (stats[0].size() + stats[1].size() + stats[2].size() != Users(&bn).size()) return false;
+    if (stats[0].size() != 1) return false;
+    y = stats[0].front();
+    if (Users(y).size() != 1) return false;
+    HloInstruction& e = *Users(y).front();
+    if (!IsElementwise(e) && !IsLoopFusion(e)) return false;
+    // Another batch norm's output may feed the same consumer (a residual add of two batch
+    // norms): one of them takes it, the other's output is read as an operand.
+    if (claimed_.count(&e)) return false;
+
+    fused_ = m_.AddComputation(
+        std::make_unique<HloComputation>(UniqueComputationName(m_, "fused_batch_norm")));
+    inside_.clear(), operands_.clear();
+    std::vector<HloInstruction*> bn_ops;
+    for (HloInstruction* o : bn.operands()) bn_ops.push_back(Inside(o));
+    HloInstruction* inner =
+        fused_->AddInstruction(CloneWithOperands(bn, UniqueName(*fused_, bn.name()), bn_ops));
+    HloInstruction* result = CloneConsumer(e, y, Element(inner, 0, "normalized"));
+    HloInstruction* mean = Element(inner, 1, "mean");
+    HloInstruction* var = Element(inner, 2, "var");
+    const hlo::Shape shape = hlo::Shape::Tuple({result->shape(), mean->shape(), var->shape()});
+    auto root = std::make_unique<HloInstruction>("tuple", Opcode::kTuple, shape);
+    for (HloInstruction* o : {result, mean, var}) root->AddOperand(o);
+    fused_->set_root(fused_->AddInstruction(std::move(root)));
+
+    HloInstruction* fusion = AddNew(c_, "fusion", Opcode::kFusion, shape, operands_);
+    fusion->SetAttr("kind", hlo::Word{"kOutput"});
+    fusion->SetAttr("calls", hlo::ComputationRefs{{fused_->name()}, {fused_}, false});
+    if (!target_.ExactBatchNormFusion(*fusion)) {
+      edits_.remove.insert(fusion);
+      edits_.remove_computations.insert(fused_);
+      return false;
+    }
+    // The results keep the names of the values they stand for (buffers, reports).
+    auto element = [&](int64_t k, const std::string& name) {
+      auto gte = std::make_unique<HloInstruction>(name, Opcode::kGetTupleElement,
+                                                  shape.tuple_shapes.at(k));
+      gte->AddOperand(fusion);
+      HloInstruction* g = c_.AddInstruction(std::move(gte));
+      g->SetAttr("index", k);
+      return g;
+    };
+    edits_.replace[&e] = element(0, e.name());
+    for (int64_t k = 1; k < 3; ++k) {
+      if (stats[k].empty()) continue;
+      HloInstruction* g = element(k, stats[k].front()->name());
+      for (HloInstruction* old : stats[k]) edits_.replace[old] = g, edits_.remove.insert(old);
+    }
+    for (HloInstruction* gone : {&bn, y, &e}) edits_.remove.insert(gone);
+    claimed_.insert(&e);
+    if (IsLoopFusion(e)) edits_.remove_computations.insert(e.fused_computation());
+    return true;
+  }
+
+  hlo::HloModule& m_;
+  HloComputation& c_;
+  const target::TargetDescription& target_;
+  ModuleEdits& edits_;
+  UserMap users_;
+  HloComputation* fused_ = nullptr;  // of the fusion being built
+  std::unordered_map<const HloInstruction*, HloInstruction*> inside_;
+  std::vector<HloInstruction*> operands_;              // the fusion's, in parameter order
+  std::unordered_set<const HloInstruction*> claimed_;  // consumers already fused
+};
+
+}  // namespace
+
+hlo::Result<bool> BatchNormEpilogueFusionPass::Run(hlo::HloModule& module) {
+  ModuleEdits edits;
+  bool changed = false;
+  for (HloComputation* c : KernelComputations(module))
+    changed |= Fuser(module, *c, target_, edits).Run();
+  if (edits.empty()) return false;
+  hlo::Status s = ApplyEdits(module, edits);
+  if (!s.ok()) return s;
+  return changed;
+}
+
+}  // namespace tpusim::passes

@@ -1,0 +1,151 @@
+// batch-norm-epilogue-fusion, IR in and IR out: a batch-norm-training whose normalized output
+// feeds one elementwise consumer becomes a multi-output fusion where the kernel takes it.
+#include "compiler/passes/bn_epilogue.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/printer.h"
+#include "compiler/hlo/verifier.h"
+#include "compiler/lowering/driver/tensor_core_target.h"
+#include "compiler/passes/dce.h"
+#include "compiler/passes/fusion.h"
+
+namespace tpusim::passes {
+namespace {
+
+// The module after elementwise fusion, this pass and dce, printed; `changed` says whether
+// this pass changed it.
+std::string Fuse(const std::string& text, bool* changed = nullptr) {
+  hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(ElementwiseFusionPass().Run(*m).ok());
+  hlo::Result<bool> r = BatchNormEpilogueFusionPass(lowering::TensorCoreTarget()).Run(*m);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (changed) *changed = r.ok() && *r;
+  EXPECT_TRUE(DcePass().Run(*m).ok());
+  EXPECT_TRUE(hlo::VerifyModule(*m).ok()) << hlo::VerifyModule(*m).message();
+  return hlo::PrintModule(*m);
+}
+
+// The entry computation's text (after the fused computations).
+std::string Entry(const std::string& printed) { return printed.substr(printed.find("ENTRY")); }
+
+// ResNet's layer: batch norm over a bf16 convolution output, then ReLU.
+constexpr const char* kBatchNormRelu = R"(HloModule m
+ENTRY %main (x: bf16[8,8,8,64], g: f32[64], b: f32[64]) -> (bf16[8,8,8,64], f32[64], f32[64]) {
+  %x = bf16[8,8,8,64] parameter(0)
+  %g = f32[64] parameter(1)
+  %b = f32[64] parameter(2)
+  %bn = (bf16[8,8,8,64], f32[64], f32[64]) batch-norm-training(%x, %g, %b), epsilon=0.001, feature_index=3
+  %y = bf16[8,8,8,64] get-tuple-element(%bn), index=0
+  %mean = f32[64] get-tuple-element(%bn), index=1
+  %var = f32[64] get-tuple-element(%bn), index=2
+  %zero = bf16[] constant(0)
+  %zeros = bf16[8,8,8,64] broadcast(%zero), dimensions={}
+  %relu = bf16[8,8,8,64] maximum(%y, %zeros)
+  ROOT %t = (bf16[8,8,8,64], f32[64], f32[64]) tuple(%relu, %mean, %var)
+})";
+
+TEST(PassBatchNormEpilogue, ReluFusesIntoTheNormalizingPass) {
+  bool changed = false;
+  const std::string out = Fuse(kBatchNormRelu, &changed);
+  EXPECT_TRUE(changed);
+  const std::string entry = Entry(out);
+  // One fusion takes x, gamma and beta and returns (relu, mean, var); the results keep the
+  // names of the values they replace (elementwise fusion named the ReLU's fusion %fusion).
+  EXPECT_NE(entry.find("%fusion.1 = (bf16[8,8,8,64], f32[64], f32[64]) fusion(bf16[8,8,8,64] %x, "
+                       "f32[64] %g, f32[64] %b), kind=kOutput, calls=%fused_batch_norm"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(entry.find("%fusion = bf16[8,8,8,64] get-tuple-element("), std::string::npos) << out;
+  EXPECT_NE(entry.find("%mean = f32[64] get-tuple-element("), std::string::npos) << out;
+  EXPECT_EQ(entry.find("batch-norm-training"), std::string::npos) << out;
+  EXPECT_EQ(entry.find("maximum"), std::string::npos) << out;
+  // Inside: the batch norm, its normalized output into the ReLU, the statistics out.
+  const std::string fused = out.substr(0, out.find("ENTRY"));
+  EXPECT_NE(fused.find("batch-norm-training(bf16[8,8,8,64] %param_0, f32[64] %param_1, "
+                       "f32[64] %param_2)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(fused.find("maximum(bf16[8,8,8,64] %normalized"), std::string::npos) << out;
+  EXPECT_NE(fused.find("ROOT %tuple = (bf16[8,8,8,64], f32[64], f32[64]) tuple("),
+            std::string::npos)
+      << out;
+}
+
+// The projection block's end: relu(bn(a) + bn(b)). One batch norm takes the add and ReLU
+// and reads the other's output as its second stream; the other stays a batch norm.
+TEST(PassBatchNormEpilogue, TwoBatchNormsIntoOneAddFuseOnce) {
+  const std::string out = Fuse(R"(HloModule m
+ENTRY %main (a: f32[4,4,4,256], b: f32[4,4,4,256], g: f32[256], o: f32[256]) -> f32[4,4,4,256] {
+  %a = f32[4,4,4,256] parameter(0)
+  %b = f32[4,4,4,256] parameter(1)
+  %g = f32[256] parameter(2)
+  %o = f32[256] parameter(3)
+  %bn1 = (f32[4,4,4,256], f32[256], f32[256]) batch-norm-training(%a, %g, %o), epsilon=0.001, feature_index=3
+  %y1 = f32[4,4,4,256] get-tuple-element(%bn1), index=0
+  %bn2 = (f32[4,4,4,256], f32[256], f32[256]) batch-norm-training(%b, %g, %o), epsilon=0.001, feature_index=3
+  %y2 = f32[4,4,4,256] get-tuple-element(%bn2), index=0
+  %sum = f32[4,4,4,256] add(%y1, %y2)
+  %zero = f32[] constant(0)
+  %zeros = f32[4,4,4,256] broadcast(%zero), dimensions={}
+  ROOT %relu = f32[4,4,4,256] maximum(%sum, %zeros)
+})");
+  const std::string entry = Entry(out);
+  size_t fusions = 0;
+  for (size_t at = entry.find("kind=kOutput"); at != std::string::npos;
+       at = entry.find("kind=kOutput", at + 1))
+    ++fusions;
+  EXPECT_EQ(fusions, 1u) << out;
+  EXPECT_NE(entry.find("batch-norm-training("), std::string::npos) << out;
+  EXPECT_NE(entry.find("fusion(f32[4,4,4,256] %a, f32[256] %g, f32[256] %o, f32[4,4,4,256] %y2)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(entry.find("ROOT %fusion = f32[4,4,4,256] get-tuple-element("), std::string::npos)
+      << out;
+}
+
+TEST(PassBatchNormEpilogue, LeavesWhatTheKernelDoesNotTake) {
+  // 200 features do not stream flat; a normalized output read twice would be computed
+  // twice; a statistic read by the consumer is not elementwise with it.
+  for (const char* text : {R"(HloModule m
+ENTRY %main (x: f32[8,200], g: f32[200], b: f32[200]) -> f32[8,200] {
+  %x = f32[8,200] parameter(0)
+  %g = f32[200] parameter(1)
+  %b = f32[200] parameter(2)
+  %bn = (f32[8,200], f32[200], f32[200]) batch-norm-training(%x, %g, %b), epsilon=0.001, feature_index=1
+  %y = f32[8,200] get-tuple-element(%bn), index=0
+  ROOT %n = f32[8,200] negate(%y)
+})",
+                           R"(HloModule m
+ENTRY %main (x: f32[8,128], g: f32[128], b: f32[128]) -> (f32[8,128], f32[8,128]) {
+  %x = f32[8,128] parameter(0)
+  %g = f32[128] parameter(1)
+  %b = f32[128] parameter(2)
+  %bn = (f32[8,128], f32[128], f32[128]) batch-norm-training(%x, %g, %b), epsilon=0.001, feature_index=1
+  %y = f32[8,128] get-tuple-element(%bn), index=0
+  %n = f32[8,128] negate(%y)
+  ROOT %t = (f32[8,128], f32[8,128]) tuple(%n, %y)
+})",
+                           R"(HloModule m
+ENTRY %main (x: f32[8,128], g: f32[128], b: f32[128]) -> f32[8,128] {
+  %x = f32[8,128] parameter(0)
+  %g = f32[128] parameter(1)
+  %b = f32[128] parameter(2)
+  %bn = (f32[8,128], f32[128], f32[128]) batch-norm-training(%x, %g, %b), epsilon=0.001, feature_index=1
+  %y = f32[8,128] get-tuple-element(%bn), index=0
+  %mean = f32[128] get-tuple-element(%bn), index=1
+  %m = f32[8,128] broadcast(%mean), dimensions={1}
+  ROOT %d = f32[8,128] subtract(%y, %m)
+})"}) {
+    bool changed = true;
+    const std::string out = Fuse(text, &changed);
+    EXPECT_FALSE(changed) << out;
+    EXPECT_EQ(out.find("kOutput"), std::string::npos) << out;
+    EXPECT_EQ(out.find("fused_batch_norm"), std::string::npos) << out;
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::passes

@@ -1,0 +1,90 @@
+// batch-norm-epilogue-fusion (passes/bn_epilogue.h) with values: batch-norm-training and the
+// elementwise consumer of its normalized output run as one flat kernel (the consumer computed
+// in the normalizing pass); each module is simulated on v3-8 and compared with the evaluator
+// on the unfused module.
+#include <gtest/gtest.h>
+
+#include "test/compiler/values/sim_values_util.h"
+
+namespace tpusim {
+namespace {
+
+using testing::ExpectMatch;
+
+// The module compiles to a batch-norm fusion; then its values match the evaluator's.
+void ExpectFusedMatch(const std::string& hlo, double tolerance = 1e-5) {
+  auto c = CompileForBoard(hlo, "test.hlo",
+                           driver::TargetFor(sim::LoadConfig("v3-8"), /*infeed=*/false));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_NE(c.value()->report.hlo.find("kind=kOutput, calls=%fused_batch_norm"), std::string::npos)
+      << c.value()->report.hlo;
+  ExpectMatch(hlo, tolerance);
+}
+
+// ResNet's layer in bf16: 64 features (16 rows of features per vreg), ReLU.
+TEST(ExactBatchNormEpilogue, Bf16Relu) {
+  ExpectFusedMatch(R"(HloModule m, replica_count=8
+ENTRY %main (x: bf16[8,8,8,64], g: f32[64], b: f32[64]) -> (bf16[8,8,8,64], f32[64], f32[64]) {
+  %x = bf16[8,8,8,64]{3,2,1,0} parameter(0)
+  %g = f32[64]{0} parameter(1)
+  %b = f32[64]{0} parameter(2)
+  %xw = f32[8,8,8,64]{3,2,1,0} convert(%x)
+  %bn = (f32[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) batch-norm-training(%xw, %g, %b), epsilon=0.001, feature_index=3
+  %y = f32[8,8,8,64]{3,2,1,0} get-tuple-element(%bn), index=0
+  %mean = f32[64]{0} get-tuple-element(%bn), index=1
+  %var = f32[64]{0} get-tuple-element(%bn), index=2
+  %y16 = bf16[8,8,8,64]{3,2,1,0} convert(%y)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[8,8,8,64]{3,2,1,0} broadcast(%zero), dimensions={}
+  %relu = bf16[8,8,8,64]{3,2,1,0} maximum(%y16, %zeros)
+  ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) tuple(%relu, %mean, %var)
+})");
+}
+
+// A bottleneck block's end in bf16: relu(bn(x) + shortcut), 2,048 features (period 2).
+// The kernel's f32 normalize and the evaluator's double one round a few elements of the
+// bf16 batch-norm output to neighbouring values; the add carries that ulp of |y| into the
+// sum, so the bound is one bf16 ulp (2^-8) of the largest |reference|, as the unfused
+// program measures (`tpusim run`: 2.6e-3 unfused, 2.7e-3 fused).
+TEST(ExactBatchNormEpilogue, Bf16ResidualAddAndRelu) {
+  ExpectFusedMatch(R"(HloModule m, replica_count=8
+ENTRY %main (x: bf16[4,2,2,2048], r: bf16[4,2,2,2048], g: f32[2048], b: f32[2048]) -> (bf16[4,2,2,2048], f32[2048]) {
+  %x = bf16[4,2,2,2048]{3,2,1,0} parameter(0)
+  %r = bf16[4,2,2,2048]{3,2,1,0} parameter(1)
+  %g = f32[2048]{0} parameter(2)
+  %b = f32[2048]{0} parameter(3)
+  %xw = f32[4,2,2,2048]{3,2,1,0} convert(%x)
+  %bn = (f32[4,2,2,2048]{3,2,1,0}, f32[2048]{0}, f32[2048]{0}) batch-norm-training(%xw, %g, %b), epsilon=0.001, feature_index=3
+  %y = f32[4,2,2,2048]{3,2,1,0} get-tuple-element(%bn), index=0
+  %var = f32[2048]{0} get-tuple-element(%bn), index=2
+  %y16 = bf16[4,2,2,2048]{3,2,1,0} convert(%y)
+  %sum = bf16[4,2,2,2048]{3,2,1,0} add(%y16, %r)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[4,2,2,2048]{3,2,1,0} broadcast(%zero), dimensions={}
+  %relu = bf16[4,2,2,2048]{3,2,1,0} maximum(%sum, %zeros)
+  ROOT %t = (bf16[4,2,2,2048]{3,2,1,0}, f32[2048]{0}) tuple(%relu, %var)
+})",
+                   1.0 / 256);
+}
+
+// A projection block's end in f32: relu(bn(a) + bn(b)); one batch norm takes the add.
+TEST(ExactBatchNormEpilogue, TwoBatchNormsIntoOneAdd) {
+  ExpectFusedMatch(R"(HloModule m, replica_count=8
+ENTRY %main (a: f32[4,4,4,256], b: f32[4,4,4,256], g: f32[256], o: f32[256]) -> f32[4,4,4,256] {
+  %a = f32[4,4,4,256]{3,2,1,0} parameter(0)
+  %b = f32[4,4,4,256]{3,2,1,0} parameter(1)
+  %g = f32[256]{0} parameter(2)
+  %o = f32[256]{0} parameter(3)
+  %bn1 = (f32[4,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) batch-norm-training(%a, %g, %o), epsilon=0.001, feature_index=3
+  %y1 = f32[4,4,4,256]{3,2,1,0} get-tuple-element(%bn1), index=0
+  %bn2 = (f32[4,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) batch-norm-training(%b, %g, %o), epsilon=0.001, feature_index=3
+  %y2 = f32[4,4,4,256]{3,2,1,0} get-tuple-element(%bn2), index=0
+  %sum = f32[4,4,4,256]{3,2,1,0} add(%y1, %y2)
+  %zero = f32[] constant(0)
+  %zeros = f32[4,4,4,256]{3,2,1,0} broadcast(%zero), dimensions={}
+  ROOT %relu = f32[4,4,4,256]{3,2,1,0} maximum(%sum, %zeros)
+})");
+}
+
+}  // namespace
+}  // namespace tpusim
