@@ -11,10 +11,14 @@ namespace tpusim::lowering {
 namespace {
 
 constexpr int64_t kVregBytes = 4096;
-constexpr int64_t kAreaBytes = kFeatureStreamChunkVregs * kVregBytes;  // a matrix's chunk
-constexpr int64_t kSlotBytes = 3 * kAreaBytes;                         // inputs 0, 1 and the output
-constexpr int kInputHbm = 16, kOutHbm = 22;                            // HBM pointers
-constexpr int kInputVmem = 7, kOutVmem = 13;                           // VMEM pointers of a vloop
+// A slot holds a chunk of each input and of the output in equal areas of whole units of
+// kFeatureStreamChunkVregs vregs; fewer matrices take longer chunks, which spread each
+// copy's DMA latency over more bytes. Two slots of 4 units: 4 MiB.
+constexpr int64_t kUnitBytes = kFeatureStreamChunkVregs * kVregBytes;
+constexpr int64_t kSlotUnits = 4;
+constexpr int64_t kSlotBytes = kSlotUnits * kUnitBytes;
+constexpr int kInputHbm = 16, kOutHbm = 22;   // HBM pointers
+constexpr int kInputVmem = 7, kOutVmem = 13;  // VMEM pointers of a vloop
 
 // Loads the pattern and accumulator vregs of vreg j of the period into their registers, or
 // (`store`) stores the accumulators back.
@@ -43,7 +47,8 @@ std::string Load(int width) { return width == 4 ? "vlds" : "vlds.bf16"; }
 std::string Store(int width) { return width == 4 ? "vsts" : "vsts.bf16"; }
 
 // `chunks` chunks of `chunk_vregs` vregs each, from the HBM pointers' current values.
-std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
+// `area`: the bytes of each matrix's place in a slot (inputs in order, then the output).
+std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs, int64_t area) {
   const bool map = st.accumulators.empty();
   const int n = static_cast<int>(st.inputs.size());
   const int64_t elements = chunk_vregs * 1024, step_elements = st.period * 1024;
@@ -59,9 +64,9 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
     << "    sflag f4, 1\n    sflag f5, 1\n    li r1, 0\n    li r2, " << chunks << "\n";
   auto load = [&](int slot) {
     for (int i = 0; i < n; ++i)
-      s << "    li r3, " << slot * kSlotBytes + i * kAreaBytes << "\n    dma.hv r3, r"
-        << kInputHbm + i << ", " << ChunkDesc(widths[static_cast<size_t>(i)]) << ", f" << slot
-        << "\n    addi r" << kInputHbm + i << ", r" << kInputHbm + i << ", "
+      s << "    li r3, " << slot * kSlotBytes + i * area << "\n    dma.hv r3, r" << kInputHbm + i
+        << ", " << ChunkDesc(widths[static_cast<size_t>(i)]) << ", f" << slot << "\n    addi r"
+        << kInputHbm + i << ", r" << kInputHbm + i << ", "
         << elements * widths[static_cast<size_t>(i)] << "\n";
   };
   if (st.period == 1) s << Registers(st, 0, false);  // held over the whole pass
@@ -69,7 +74,7 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
   s << "pair:\n";
   for (int slot = 0; slot < 2; ++slot) {
     const std::string sl = std::to_string(slot);
-    const int64_t base = slot * kSlotBytes, out = base + 2 * kAreaBytes;
+    const int64_t base = slot * kSlotBytes, out = base + n * area;
     s << "    bge r1, r2, done\n    addi r14, r1, 1\n    bge r14, r2, nopf" << sl << "\n";
     load(1 - slot);
     s << "nopf" << sl << ":\n    wait vpu, f" << slot << ", " << n << "\n";
@@ -79,7 +84,7 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs) {
       if (st.period > 1) s << Registers(st, j, false);
       for (int i = 0; i < n; ++i)
         s << "    li r" << kInputVmem + i << ", "
-          << base + i * kAreaBytes + at * widths[static_cast<size_t>(i)] << "\n";
+          << base + i * area + at * widths[static_cast<size_t>(i)] << "\n";
       if (map) s << "    li r" << kOutVmem << ", " << out + at * st.output_bytes << "\n";
       s << "    li r14, " << chunk_vregs / st.period << "\n    vloop r14, "
         << n + st.body.size() + (map ? 1 : 0) << "\n";
@@ -130,10 +135,12 @@ std::string FeatureStreamKernel(const FeatureStream& st) {
     for (int64_t j = 0; j < st.period; ++j)
       s << "    li r3, " << a + static_cast<uint64_t>(j * kVregBytes) << "\n    vst v30, r3\n";
   for (const std::string& line : st.prologue) s << "    " << line << "\n";
-  const int64_t full = st.vregs / kFeatureStreamChunkVregs;
-  const int64_t rest = st.vregs % kFeatureStreamChunkVregs;
-  if (full) s << assembly::ScopeKernel(Pass(st, full, kFeatureStreamChunkVregs), "a_");
-  if (rest) s << assembly::ScopeKernel(Pass(st, 1, rest), "b_");
+  const int64_t matrices = static_cast<int64_t>(st.inputs.size() + st.accumulators.empty());
+  const int64_t chunk = kFeatureStreamChunkVregs * (kSlotUnits / matrices);
+  const int64_t area = chunk * kVregBytes;
+  const int64_t full = st.vregs / chunk, rest = st.vregs % chunk;
+  if (full) s << assembly::ScopeKernel(Pass(st, full, chunk, area), "a_");
+  if (rest) s << assembly::ScopeKernel(Pass(st, 1, rest, area), "b_");
   return s.str();
 }
 

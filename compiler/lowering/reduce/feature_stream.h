@@ -1,11 +1,12 @@
 // A VPU stream over row-major [rows, features] f32 or bf16 matrices laid flat in vregs, for
 // feature counts whose layout repeats with the vregs: one row fills `period` vregs
 // (features = 1024 * period), or one vreg holds 1024 / features whole rows (period 1).
-// Vreg k then has the feature pattern of vreg k mod period, so
-// per-feature values are `period` pattern vregs loaded into registers, and per-feature
-// sums are `period` accumulator vregs. Matrices move HBM <-> VMEM in contiguous chunks of
-// 128 vregs, double-buffered; the chunks are a scalar loop and each chunk runs one `vloop`
-// per vreg of the period, so the code does not grow with the rows. Batch norm's passes
+// Vreg k then has the feature pattern of vreg k mod period, so per-feature values are
+// `period` pattern vregs loaded into registers, and per-feature sums are `period`
+// accumulator vregs. Matrices move HBM <-> VMEM in contiguous chunks of 128 to 512 vregs
+// (longer with fewer matrices), double-buffered; the chunks are a scalar loop and each
+// chunk runs one `vloop` per vreg of the period, so the code does not grow with the rows.
+// Batch norm's passes
 // (batch_norm_kernel.h) run on it.
 #pragma once
 

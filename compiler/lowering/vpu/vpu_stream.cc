@@ -9,14 +9,17 @@
 namespace tpusim::lowering {
 namespace {
 
-// Vregs per chunk. Larger chunks mean fewer DMAs and loop issues per op but a longer
-// pipeline fill and drain; two slots of 8 operand areas must fit in VMEM (16 MiB on v3).
-constexpr int64_t kChunkVregs = 128;
-constexpr uint64_t kOperandBytes = kChunkVregs * 4096;  // one operand's area in a slot
-constexpr uint64_t kSlotBytes = 8 * kOperandBytes;      // 6 inputs + output, rounded up
-constexpr int kInputPtr = 16, kOutPtr = 22;             // HBM pointers r16..r21, r22
-constexpr uint64_t kSplatArea = 2 * kSlotBytes;         // VMEM: one vreg per splat input
-constexpr int kSplatFlag = 6;                           // their copies' arrivals
+// A slot holds one chunk of every streamed input and of the output, in areas of whole
+// multiples of 128 vregs; two slots of 8 such units must fit in VMEM (16 MiB on v3). Fewer
+// operands take larger chunks: each chunk's copies wait behind the DMA latency, and a
+// longer chunk spreads that wait over more bytes (the same trade-off as a tile size).
+constexpr int64_t kUnitVregs = 128;
+constexpr uint64_t kUnitBytes = kUnitVregs * 4096;
+constexpr int kSlotUnits = 8;  // 6 inputs + output, rounded up
+constexpr uint64_t kSlotBytes = kSlotUnits * kUnitBytes;
+constexpr int kInputPtr = 16, kOutPtr = 22;      // HBM pointers r16..r21, r22
+constexpr uint64_t kSplatArea = 2 * kSlotBytes;  // VMEM: one vreg per splat input
+constexpr int kSplatFlag = 6;                    // their copies' arrivals
 
 uint64_t VregBytes(const StreamOperand& o) { return o.elem_bytes >= 4 ? 4096 : 2048; }
 
@@ -27,14 +30,26 @@ uint64_t ChunkBytes(const StreamOperand& o, int64_t chunk_vregs, int64_t vregs) 
   return std::max<uint64_t>(std::min(full, (share + 511) / 512 * 512), 512);
 }
 
-// One pass of `chunks` chunks of `chunk_vregs` each.
-std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
+int Streamed(const VpuStream& st) {
+  return static_cast<int>(std::count_if(st.inputs.begin(), st.inputs.end(),
+                                        [](const StreamOperand& o) { return !o.splat; }));
+}
+
+// Vregs per chunk: the slot's units shared by the streamed inputs and the output.
+int64_t ChunkVregs(const VpuStream& st) { return kUnitVregs * (kSlotUnits / (Streamed(st) + 1)); }
+
+// One pass of `chunks` chunks of `chunk_vregs` each; areas of `area` bytes in a slot: the
+// streamed inputs in order, then the output.
+std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint64_t area) {
   const int n = static_cast<int>(st.inputs.size());
+  std::vector<uint64_t> at(n);  // each streamed input's area in a slot
+  for (int i = 0, k = 0; i < n; ++i)
+    if (!st.inputs[i].splat) at[i] = static_cast<uint64_t>(k++) * area;
   std::vector<uint64_t> in_chunk(n);
   for (int i = 0; i < n; ++i) in_chunk[i] = ChunkBytes(st.inputs[i], chunk_vregs, st.vregs);
   const uint64_t out_chunk =
       st.store_every_vreg ? ChunkBytes(st.output, chunk_vregs, st.vregs) : 4096;
-  const uint64_t out_vmem = 6 * kOperandBytes;  // input i at i * kOperandBytes of the slot
+  const uint64_t out_vmem = static_cast<uint64_t>(Streamed(st)) * area;
   std::ostringstream s;
   int streamed = 0;  // inputs copied per chunk (splat scalars are in their vregs already)
   for (int i = 0; i < n; ++i) {
@@ -47,9 +62,9 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
   auto load = [&](int slot) {  // chunk r1 (+1 when prefetching) into `slot`
     for (int i = 0; i < n; ++i)
       if (!st.inputs[i].splat)
-        s << "    li r3, " << slot * kSlotBytes + i * kOperandBytes << "\n    dma.hv r3, r"
-          << kInputPtr + i << ", in" << i << ", f" << slot << "\n    addi r" << kInputPtr + i
-          << ", r" << kInputPtr + i << ", " << in_chunk[i] << "\n";
+        s << "    li r3, " << slot * kSlotBytes + at[i] << "\n    dma.hv r3, r" << kInputPtr + i
+          << ", in" << i << ", f" << slot << "\n    addi r" << kInputPtr + i << ", r"
+          << kInputPtr + i << ", " << in_chunk[i] << "\n";
   };
   load(0);
   s << "pair:\n";
@@ -62,7 +77,7 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs) {
     s << "    wait vpu, f" << 4 + slot << ", 1\n";
     for (int i = 0; i < n; ++i)
       if (!st.inputs[i].splat)
-        s << "    li r" << 7 + i << ", " << slot * kSlotBytes + i * kOperandBytes << "\n";
+        s << "    li r" << 7 + i << ", " << slot * kSlotBytes + at[i] << "\n";
     s << "    li r13, " << slot * kSlotBytes + out_vmem << "\n";
     // One hardware loop per chunk: each trip loads the next vreg of every full-size input
     // (smaller ones are re-read), runs the body and stores the result's next vreg.
@@ -123,10 +138,11 @@ std::string VpuStreamKernel(const VpuStream& st) {
   s << assembly::LoadAddress(kOutPtr, st.output.address, 27);
   s << Splats(st);
   for (const std::string& line : st.prologue) s << "    " << line << "\n";
-  const int64_t full = st.vregs / kChunkVregs, rest = st.vregs % kChunkVregs;
-  if (full) s << assembly::ScopeKernel(Pass(st, full, kChunkVregs), "a_");
+  const int64_t chunk = ChunkVregs(st), full = st.vregs / chunk, rest = st.vregs % chunk;
+  const uint64_t area = static_cast<uint64_t>(chunk) * 4096;
+  if (full) s << assembly::ScopeKernel(Pass(st, full, chunk, area), "a_");
   if (full && rest) s << assembly::DrainBarrier(0);
-  if (rest) s << assembly::ScopeKernel(Pass(st, 1, rest), "b_");
+  if (rest) s << assembly::ScopeKernel(Pass(st, 1, rest, area), "b_");
   return s.str();
 }
 

@@ -22,6 +22,7 @@ using testing::Board;
 using testing::Compile;
 using testing::Find;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Slurp;
 
 TEST(AsmUtil, ScopeKernelRenamesDefinitionsAndUsesButNotDescKeysOrTags) {
@@ -222,20 +223,39 @@ TEST(VpuBody, CompositionsReuseTheirTemps) {
 
 TEST(VpuStream, ChunksAreDoubleBufferedAndTheTailGetsItsOwnPass) {
   lowering::VpuStream st;
-  st.inputs = {{0, 4, 136 * 4096}};
-  st.output = {1 << 20, 4, 136 * 4096};
-  st.vregs = 136;  // one full chunk of 128 and a tail of 8
+  st.inputs = {{0, 4, 520 * 4096}};
+  st.output = {1 << 24, 4, 520 * 4096};
+  st.vregs = 520;  // one input and the output share a slot: one chunk of 512, a tail of 8
   st.body = {"vadd v6, v0, v0"};
   st.result = 6;
   st.tag = "t";
   const std::string k = lowering::VpuStreamKernel(st);
-  EXPECT_THAT(k, HasSubstr(".desc a_in0 rows=1 row_bytes=524288"));
+  EXPECT_THAT(k, HasSubstr(".desc a_in0 rows=1 row_bytes=2097152"));
   EXPECT_THAT(k, HasSubstr(".desc b_in0 rows=1 row_bytes=32768"));
   EXPECT_THAT(k, HasSubstr("wait vpu, f1, 1"));  // the second slot
   // Each chunk is one hardware loop: load, add and store one vreg per trip.
-  EXPECT_THAT(k, HasSubstr("li r14, 128\n    vloop r14, 3\n    vlds v0, r7, 4096\n"
+  EXPECT_THAT(k, HasSubstr("li r14, 512\n    vloop r14, 3\n    vlds v0, r7, 4096\n"
                            "    vadd v6, v0, v0\n    vsts v6, r13, 4096\n"));
   EXPECT_THAT(k, HasSubstr("li r14, 8\n    vloop r14, 3\n"));
+  auto program = isa::Assemble(k + "    halt\n", "stream");
+  EXPECT_TRUE(program.ok()) << program.error().message;
+}
+
+TEST(VpuStream, MoreOperandsShareTheSlotInShorterChunks) {
+  lowering::VpuStream st;
+  for (uint64_t i = 0; i < 3; ++i) st.inputs.push_back({i << 24, 4, 512 * 4096});
+  st.output = {3u << 24, 4, 512 * 4096};
+  st.vregs = 512;  // three inputs and the output: chunks of 256 in areas of 1 MiB
+  st.body = {"vadd v6, v0, v1", "vadd v7, v6, v2"};
+  st.result = 7;
+  st.tag = "t";
+  const std::string k = lowering::VpuStreamKernel(st);
+  EXPECT_THAT(k, HasSubstr(".desc a_in2 rows=1 row_bytes=1048576"));
+  EXPECT_THAT(k, HasSubstr("li r9, 2097152\n"));   // slot 0: input 2's area
+  EXPECT_THAT(k, HasSubstr("li r13, 3145728\n"));  // slot 0: the output's
+  EXPECT_THAT(k, HasSubstr("li r13, 7340032\n"));  // slot 1 (4 MiB on): the output's
+  EXPECT_THAT(k, HasSubstr("li r14, 256\n    vloop r14, 6\n"));
+  EXPECT_THAT(k, Not(HasSubstr("b_in0")));  // no tail
   auto program = isa::Assemble(k + "    halt\n", "stream");
   EXPECT_TRUE(program.ok()) << program.error().message;
 }
