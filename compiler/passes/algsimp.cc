@@ -51,6 +51,19 @@ bool IsIota(const hlo::IntList* dims, int64_t rank) {
   return true;
 }
 
+// Every value of `from` converts to `to` and back unchanged: a real type to a wider real
+// type (bf16 and f16 to f32 or f64, f32 to f64), an integer to a wider one that keeps its
+// sign or, unsigned, to a wider signed one.
+bool ExactWidening(hlo::PrimitiveType from, hlo::PrimitiveType to) {
+  using T = hlo::PrimitiveType;
+  const int f = hlo::PrimitiveTypeBits(from), t = hlo::PrimitiveTypeBits(to);
+  if (from == T::kC64 || to == T::kC64) return false;
+  if (hlo::IsFloatingType(from) && hlo::IsFloatingType(to)) return f < t;
+  if (!hlo::IsIntegralType(from) || !hlo::IsIntegralType(to)) return false;
+  const bool from_signed = from <= T::kS64, to_signed = to <= T::kS64;
+  return f < t && (from_signed == to_signed || !from_signed);
+}
+
 HloInstruction* SimplifyArithmetic(HloInstruction& i, HloInstruction* a, HloInstruction* b,
                                    const ModuleEdits& edits) {
   bool integral = hlo::IsIntegralType(i.shape().type);
@@ -105,7 +118,13 @@ HloInstruction* SimplifyInstruction(HloInstruction& i, const ModuleEdits& edits)
     case Opcode::kBroadcast:
       return IsIota(i.dimensions(), x->shape().rank()) ? IfSameShape(x, i) : nullptr;
     case Opcode::kConvert:
-      return IfSameShape(x, i);
+      if (HloInstruction* same = IfSameShape(x, i)) return same;
+      // A widening convert narrowed back (XLA's AlgebraicSimplifier drops such a pair): in
+      // bf16 models, gradients widened for an f32 op that another pass folded away.
+      if (x->opcode() == Opcode::kConvert &&
+          ExactWidening(x->operand(0)->shape().type, x->shape().type))
+        return IfSameShape(edits.Resolve(x->operand(0)), i);
+      return nullptr;
     case Opcode::kSlice: {
       const hlo::SliceBounds* s = i.slice();
       if (!s || static_cast<int64_t>(s->size()) != x->shape().rank()) return nullptr;

@@ -71,6 +71,26 @@ TEST(PassAlgsimp, MultiplyByZeroIntegersOnly) {
             "%m = f32[2] multiply(f32[2] %p, f32[2] %z) #3");
 }
 
+TEST(PassAlgsimp, WideningConvertNarrowedBackIsItsOperand) {
+  // bf16 -> f32 -> bf16 and s8 -> s32 -> s8 give back every value.
+  EXPECT_EQ(Root("%p = bf16[4] parameter(0)\n%w = f32[4] convert(bf16[4] %p)\n"
+                 "%n = bf16[4] convert(f32[4] %w)\nROOT %r = bf16[4] negate(bf16[4] %n)"),
+            "%r = bf16[4] negate(bf16[4] %p) #2");
+  EXPECT_EQ(Root("%p = s8[4] parameter(0)\n%w = s32[4] convert(s8[4] %p)\n"
+                 "ROOT %n = s8[4] convert(s32[4] %w)"),
+            "%p = s8[4] parameter(0) #1");
+  // Narrowing first rounds (f32 -> bf16 -> f32), and s32 -> f32 is not exact: both stay.
+  bool changed = true;
+  EXPECT_EQ(Root("%p = f32[4] parameter(0)\n%n = bf16[4] convert(f32[4] %p)\n"
+                 "ROOT %w = f32[4] convert(bf16[4] %n)",
+                 &changed),
+            "%w = f32[4] convert(bf16[4] %n) #3");
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(Root("%p = s32[4] parameter(0)\n%f = f32[4] convert(s32[4] %p)\n"
+                 "ROOT %s = s32[4] convert(f32[4] %f)"),
+            "%s = s32[4] convert(f32[4] %f) #3");
+}
+
 TEST(PassAlgsimp, ReshapeOfReshape) {
   EXPECT_EQ(Root("%p = f32[2,3,4] parameter(0)\n%r1 = f32[6,4] reshape(f32[2,3,4] %p)\n"
                  "ROOT %r2 = f32[24] reshape(f32[6,4] %r1)"),
