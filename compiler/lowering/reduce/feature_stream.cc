@@ -136,7 +136,11 @@ std::string FeatureStreamKernel(const FeatureStream& st) {
       s << "    li r3, " << a + static_cast<uint64_t>(j * kVregBytes) << "\n    vst v30, r3\n";
   for (const std::string& line : st.prologue) s << "    " << line << "\n";
   const int64_t matrices = static_cast<int64_t>(st.inputs.size() + st.accumulators.empty());
-  const int64_t chunk = kFeatureStreamChunkVregs * (kSlotUnits / matrices);
+  // The slot's units shared by the matrices, but at least 8 chunks when the stream allows
+  // (so the first copy in and the last copy out overlap the VPU's work).
+  const int64_t chunk = std::clamp<int64_t>(
+      st.vregs / 8 / kFeatureStreamChunkVregs * kFeatureStreamChunkVregs, kFeatureStreamChunkVregs,
+      kFeatureStreamChunkVregs * (kSlotUnits / matrices));
   const int64_t area = chunk * kVregBytes;
   const int64_t full = st.vregs / chunk, rest = st.vregs % chunk;
   if (full) s << assembly::ScopeKernel(Pass(st, full, chunk, area), "a_");

@@ -35,8 +35,13 @@ int Streamed(const VpuStream& st) {
                                         [](const StreamOperand& o) { return !o.splat; }));
 }
 
-// Vregs per chunk: the slot's units shared by the streamed inputs and the output.
-int64_t ChunkVregs(const VpuStream& st) { return kUnitVregs * (kSlotUnits / (Streamed(st) + 1)); }
+// Vregs per chunk: the slot's units shared by the streamed inputs and the output, but short
+// enough for 8 chunks, so a smaller stream still overlaps its first copy in and last copy
+// out with the VPU's work.
+int64_t ChunkVregs(const VpuStream& st) {
+  const int64_t longest = kUnitVregs * (kSlotUnits / (Streamed(st) + 1));
+  return std::clamp<int64_t>(st.vregs / 8 / kUnitVregs * kUnitVregs, kUnitVregs, longest);
+}
 
 // One pass of `chunks` chunks of `chunk_vregs` each; areas of `area` bytes in a slot: the
 // streamed inputs in order, then the output.

@@ -223,9 +223,9 @@ TEST(VpuBody, CompositionsReuseTheirTemps) {
 
 TEST(VpuStream, ChunksAreDoubleBufferedAndTheTailGetsItsOwnPass) {
   lowering::VpuStream st;
-  st.inputs = {{0, 4, 520 * 4096}};
-  st.output = {1 << 24, 4, 520 * 4096};
-  st.vregs = 520;  // one input and the output share a slot: one chunk of 512, a tail of 8
+  st.inputs = {{0, 4, 4104 * 4096}};
+  st.output = {1u << 25, 4, 4104 * 4096};
+  st.vregs = 4104;  // one input and the output share a slot: 8 chunks of 512, a tail of 8
   st.body = {"vadd v6, v0, v0"};
   st.result = 6;
   st.tag = "t";
@@ -241,11 +241,25 @@ TEST(VpuStream, ChunksAreDoubleBufferedAndTheTailGetsItsOwnPass) {
   EXPECT_TRUE(program.ok()) << program.error().message;
 }
 
+TEST(VpuStream, SmallStreamsKeepEightChunksToOverlap) {
+  lowering::VpuStream st;
+  st.inputs = {{0, 4, 1024 * 4096}};
+  st.output = {1u << 25, 4, 1024 * 4096};
+  st.vregs = 1024;  // chunks of 512 would leave two: 8 chunks of 128
+  st.body = {"vadd v6, v0, v0"};
+  st.result = 6;
+  st.tag = "t";
+  const std::string k = lowering::VpuStreamKernel(st);
+  EXPECT_THAT(k, HasSubstr(".desc a_in0 rows=1 row_bytes=524288"));
+  EXPECT_THAT(k, HasSubstr("li r2, 8\n"));  // chunks
+  EXPECT_THAT(k, Not(HasSubstr("b_in0")));
+}
+
 TEST(VpuStream, MoreOperandsShareTheSlotInShorterChunks) {
   lowering::VpuStream st;
-  for (uint64_t i = 0; i < 3; ++i) st.inputs.push_back({i << 24, 4, 512 * 4096});
-  st.output = {3u << 24, 4, 512 * 4096};
-  st.vregs = 512;  // three inputs and the output: chunks of 256 in areas of 1 MiB
+  for (uint64_t i = 0; i < 3; ++i) st.inputs.push_back({i << 24, 4, 2048 * 4096});
+  st.output = {3u << 24, 4, 2048 * 4096};
+  st.vregs = 2048;  // three inputs and the output: 8 chunks of 256 in areas of 1 MiB
   st.body = {"vadd v6, v0, v1", "vadd v7, v6, v2"};
   st.result = 7;
   st.tag = "t";
