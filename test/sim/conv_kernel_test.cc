@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "compiler/eval/evaluator.h"
+#include "compiler/lowering/conv/conv_plan.h"
 #include "compiler/lowering/dot/matmul_kernel.h"
 #include "kernel_test_util.h"
 #include "sim_test_util.h"
@@ -140,6 +141,22 @@ TEST(ConvKernel, FoldedTapsInBandsMatchReference) {
   ConvShape s = Shape(2, 32, 3, 64, 7, 2, 3, 3);  // the stem, taps folded into cin
   s.acc_rows = 40;  // bands of lines: the staged input is re-zeroed per chunk
   ExpectMatchesReference(s);
+}
+
+// cin 64 with a 01io kernel: pairs of taps fill each 128-row weight tile, so the 9 taps of a
+// 3x3 take 5 tiles instead of 9 (ResNet's first stage: half the MXU passes of padding).
+TEST(ConvKernel, SixtyFourChannelsFoldTwoTapsPerTile) {
+  const ConvShape s = Shape(2, 8, 64, 64, 3, 1, 1, 1);
+  const lowering::ConvPlan p = lowering::PlanConv(s);
+  EXPECT_TRUE(p.fold);
+  EXPECT_EQ(p.fold_taps_per_block(), 2);
+  EXPECT_EQ(p.cinb, 5);
+  EXPECT_EQ(p.weight_taps, 1);
+  ExpectMatchesReference(s);
+}
+
+TEST(ConvKernel, FortyEightChannelsStrideTwoFoldMatchReference) {  // 2 taps of 48 per tile
+  ExpectMatchesReference(Shape(1, 16, 48, 130, 3, 2, 1, 1));
 }
 
 TEST(ConvKernel, ChannelTailsAndNonSquareImagesMatchReference) {

@@ -47,6 +47,23 @@ TEST(ExactConv, ForwardF32StrideTwoFolded) {
                          "size=3x3 stride=2x2", "b01f_01io->b01f"));
 }
 
+// 16 to 64 channels with a 01io kernel fold too: two taps fill a 128-row weight tile (cin
+// 64, ResNet's first stage), three at cin 33 (odd bf16: 34 per tap), five at cin 20.
+TEST(ExactConv, ForwardBf16SixtyFourChannelsFoldTwoTapsPerTile) {
+  ExpectMatch(ConvModule("bf16[2,9,9,64]", "bf16[3,3,64,64]", "f32[2,9,9,64]",
+                         "size=3x3 pad=1_1x1_1", "b01f_01io->b01f"));
+}
+
+TEST(ExactConv, ForwardBf16OddChannelsFoldStrideTwo) {
+  ExpectMatch(ConvModule("bf16[2,12,12,33]", "bf16[3,3,33,130]", "f32[2,6,6,130]",
+                         "size=3x3 stride=2x2 pad=1_1x1_1", "b01f_01io->b01f"));
+}
+
+TEST(ExactConv, ForwardF32TwentyChannelsFiveByFive) {
+  ExpectMatch(ConvModule("f32[2,8,8,20]", "f32[5,5,20,7]", "f32[2,8,8,7]", "size=5x5 pad=2_2x2_2",
+                         "b01f_01io->b01f"));
+}
+
 TEST(ExactConv, ForwardF32StrideTwoPadded) {
   ExpectMatch(ConvModule("f32[2,10,10,130]", "f32[3,3,130,6]", "f32[2,5,5,6]",
                          "size=3x3 stride=2x2 pad=1_1x1_1", "b01f_01io->b01f"));
