@@ -12,10 +12,10 @@ namespace tpusim::lowering {
 namespace {
 
 constexpr int64_t kVregBytes = 4096;
-// VMEM above the feature stream's two slots (3 MiB): pattern areas of up to 64 vregs, and
+// VMEM above the feature stream's buffers: pattern areas of up to 64 vregs, and
 // the rows of an accumulator spread one per vreg for folding (up to 128 vregs).
 constexpr uint64_t kAreaBytes = 64 * kVregBytes;
-constexpr uint64_t kAreas = 4 << 20;
+constexpr uint64_t kAreas = kFeatureStreamVmemBytes;
 constexpr int kAreaCount = 11;
 constexpr uint64_t kSpread = kAreas + kAreaCount * kAreaBytes;
 constexpr int64_t kMaxSpread = 128;

@@ -12,10 +12,12 @@ namespace {
 
 constexpr int64_t kVregBytes = 4096;
 // A slot holds a chunk of each input and of the output in equal areas of whole units of
-// kFeatureStreamChunkVregs vregs; fewer matrices take longer chunks, which spread each
-// copy's DMA latency over more bytes. Two slots of 4 units: 4 MiB.
+// kFeatureStreamChunkVregs vregs; fewer matrices take longer chunks (up to 4 units), which
+// spread each copy's DMA latency over more bytes. Two slots of 8 units:
+// kFeatureStreamVmemBytes.
 constexpr int64_t kUnitBytes = kFeatureStreamChunkVregs * kVregBytes;
-constexpr int64_t kSlotUnits = 4;
+constexpr int64_t kSlotUnits = 8, kMostUnits = 4;
+static_assert(2 * kSlotUnits * kUnitBytes == kFeatureStreamVmemBytes);
 constexpr int64_t kSlotBytes = kSlotUnits * kUnitBytes;
 constexpr int kInputHbm = 16, kOutHbm = 22;   // HBM pointers
 constexpr int kInputVmem = 7, kOutVmem = 13;  // VMEM pointers of a vloop
@@ -140,7 +142,7 @@ std::string FeatureStreamKernel(const FeatureStream& st) {
   // (so the first copy in and the last copy out overlap the VPU's work).
   const int64_t chunk = std::clamp<int64_t>(
       st.vregs / 8 / kFeatureStreamChunkVregs * kFeatureStreamChunkVregs, kFeatureStreamChunkVregs,
-      kFeatureStreamChunkVregs * (kSlotUnits / matrices));
+      kFeatureStreamChunkVregs * std::min(kMostUnits, kSlotUnits / matrices));
   const int64_t area = chunk * kVregBytes;
   const int64_t full = st.vregs / chunk, rest = st.vregs % chunk;
   if (full) s << assembly::ScopeKernel(Pass(st, full, chunk, area), "a_");

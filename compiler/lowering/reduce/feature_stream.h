@@ -17,6 +17,9 @@
 namespace tpusim::lowering {
 
 inline constexpr int64_t kFeatureStreamChunkVregs = 128;
+// VMEM the kernel's buffers take, from address 0; the caller's pattern and accumulator
+// areas sit above it.
+inline constexpr uint64_t kFeatureStreamVmemBytes = 8 << 20;
 
 struct FeatureStream {
   int64_t vregs = 0;             // of each matrix
