@@ -31,6 +31,12 @@ bool IsBatchNorm(Opcode op) {
          op == Opcode::kBatchNormGrad;
 }
 
+// Ops that only move values: narrowing their operands instead of their result changes
+// nothing but the bytes moved.
+bool IsMovement(Opcode op) {
+  return op == Opcode::kPad || op == Opcode::kConcatenate || op == Opcode::kBitcast;
+}
+
 class Folder {
  public:
   Folder(HloComputation& c, const target::TargetDescription& target, ModuleEdits& edits)
@@ -43,6 +49,7 @@ class Folder {
       if (&i == c_.root()) continue;
       if (i.opcode() == Opcode::kConvolution) FoldConvolution(i);
       if (IsBatchNorm(i.opcode())) FoldBatchNorm(i);
+      if (IsMovement(i.opcode())) FoldMovement(i);
     }
   }
 
@@ -71,6 +78,41 @@ class Folder {
     HloInstruction* folded = c_.AddInstruction(std::move(narrow));
     edits_.replace[&conv] = folded;
     edits_.remove.insert(&conv);
+    Bypass(converts, folded);
+  }
+
+  // convert_bf16(move_f32(a, ...)) -> move_bf16(convert_bf16(a), ...): the convert moves to
+  // the operands (a scalar constant pad value becomes a bf16 constant; an operand widened
+  // from bf16 is read as it was), where it may fold again (the next round).
+  void FoldMovement(HloInstruction& move) {
+    if (!move.shape().IsArray() || move.shape().type != PrimitiveType::kF32) return;
+    const std::vector<HloInstruction*> converts = NarrowingUsers(Users(move));
+    if (converts.empty()) return;
+    std::vector<HloInstruction*> operands;
+    std::vector<std::unique_ptr<HloInstruction>> fresh;  // added only if the fold happens
+    for (HloInstruction* o : move.operands()) {
+      if (!o->shape().IsArray() || o->shape().type != PrimitiveType::kF32) return;
+      if (IsConvert(*o, PrimitiveType::kBF16, PrimitiveType::kF32)) {
+        operands.push_back(o->operand(0));
+        continue;
+      }
+      std::unique_ptr<HloInstruction> n =
+          o->opcode() == Opcode::kConstant && o->shape().IsScalar()
+              ? CloneWithOperands(*o, UniqueName(c_, o->name() + ".bf16"), {})
+              : std::make_unique<HloInstruction>(UniqueName(c_, o->name() + ".bf16"),
+                                                 Opcode::kConvert, o->shape());
+      n->mutable_shape().type = PrimitiveType::kBF16;
+      if (n->opcode() == Opcode::kConvert) n->AddOperand(o);
+      operands.push_back(n.get());
+      fresh.push_back(std::move(n));
+    }
+    std::unique_ptr<HloInstruction> narrow = CloneWithOperands(move, move.name(), operands);
+    narrow->mutable_shape().type = PrimitiveType::kBF16;
+    if (!target_.ExactBf16Move(*narrow)) return;
+    for (auto& n : fresh) c_.AddInstruction(std::move(n));
+    HloInstruction* folded = c_.AddInstruction(std::move(narrow));
+    edits_.replace[&move] = folded;
+    edits_.remove.insert(&move);
     Bypass(converts, folded);
   }
 
@@ -125,12 +167,20 @@ class Folder {
 
 }  // namespace
 
+// Rounds until nothing folds: a convert moved onto a movement's operands may fold into the
+// op that computes them (a chain of pads and concatenates after a convolution), one step per
+// round.
 hlo::Result<bool> Bf16ConversionFoldingPass::Run(hlo::HloModule& module) {
-  ModuleEdits edits;
-  for (HloComputation* c : KernelComputations(module)) Folder(*c, target_, edits).Run();
-  if (edits.empty()) return false;
-  if (hlo::Status st = ApplyEdits(module, edits); !st.ok()) return st;
-  return true;
+  constexpr int kMaxRounds = 16;
+  bool changed = false;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    ModuleEdits edits;
+    for (HloComputation* c : KernelComputations(module)) Folder(*c, target_, edits).Run();
+    if (edits.empty()) break;
+    if (hlo::Status st = ApplyEdits(module, edits); !st.ok()) return st;
+    changed = true;
+  }
+  return changed;
 }
 
 }  // namespace tpusim::passes

@@ -6,6 +6,9 @@
 //                                              in f32 and round once, as the convert did
 //   batch-norm-*(convert_f32(x_bf16), ...)  -> batch-norm-*(x_bf16, ...): widening is exact
 //   convert_bf16(get-tuple-element(bn, 0))  -> bn's result 0 is bf16 (statistics stay f32)
+//   convert_bf16(pad|concatenate|bitcast(a)) -> the move of convert_bf16(a): the convert
+//                                              moves onto the operands, where it may fold
+//                                              again; the pass runs in rounds until none does
 //
 // (for batch-norm-grad also its dy, operand 4). A fold happens only when every user of the
 // folded result is such a convert, the code generator computes the folded op exactly and

@@ -24,6 +24,9 @@ class TargetDescription {
   // (the batch-norm-epilogue-fusion pass builds it), lowers to one kernel that computes its
   // values; the pass keeps only the fusions for which this holds.
   virtual bool ExactBatchNormFusion(const hlo::HloInstruction& fusion) const = 0;
+  // `move`, a pad, concatenate or bitcast of bf16 values, runs on a kernel that moves them
+  // exactly (the folding narrows such moves of f32 values that are then rounded to bf16).
+  virtual bool ExactBf16Move(const hlo::HloInstruction& move) const = 0;
   // The elementwise kernels read a bf16 array of `shape` exactly, so a value folded to bf16
   // stays exact for the ops that read it (XLA's FloatSupport::SupportsLowPrecisionOperand).
   virtual bool ExactBf16Reads(const hlo::Shape& shape) const = 0;

@@ -137,7 +137,8 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
     } else if (code == Opcode::kConcatenate) {
       moves = Concatenate(instr, c, elem);
     } else if (code == Opcode::kPad) {
-      if (elem != 4) return "";  // the fill copies whole 4-byte values
+      // The fill copies whole 4-byte values: a 2-byte type only with +0, all zero bits.
+      if (elem != 4 && !FillImmediate(instr.operand(1), instr.shape().type)) return "";
       fill =
           MoveFill{FillImmediate(instr.operand(1), instr.shape().type), c.address(instr.operand(1)),
                    c.address(&instr), instr.shape().ElementCount() * elem, std::nullopt};
@@ -161,6 +162,27 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   op.hbm_bytes = 2 * static_cast<uint64_t>(instr.shape().ElementCount() * elem);
   op.exact = true;
   return k;
+}
+
+bool Bf16MoveOnExactKernel(const HloInstruction& move) {
+  const Opcode code = move.opcode();
+  if (code == Opcode::kBitcast) return true;  // no code: the same bytes
+  if (code != Opcode::kPad && code != Opcode::kConcatenate) return false;
+  auto even_rows = [](const hlo::Shape& s) {
+    return s.IsArray() && s.type == hlo::PrimitiveType::kBF16 && !s.dims.empty() &&
+           s.dims.back() % 2 == 0;
+  };
+  if (!even_rows(move.shape())) return false;
+  if (code == Opcode::kConcatenate) {
+    for (const HloInstruction* o : move.operands())
+      if (!even_rows(o->shape())) return false;
+    return true;
+  }
+  const hlo::PaddingConfig* p = move.padding();
+  if (!p || p->empty() || !even_rows(move.operand(0)->shape())) return false;
+  const hlo::PadDim& last = p->back();
+  return last.low == 0 && last.high == 0 && last.interior == 0 &&
+         FillImmediate(move.operand(1), hlo::PrimitiveType::kBF16).has_value();
 }
 
 // replica-id or partition-id: each core's program fills the u32[] result with its index

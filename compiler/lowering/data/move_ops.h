@@ -14,4 +14,10 @@ namespace tpusim::lowering {
 // (another opcode, elements that are not 4 or 2-byte aligned).
 std::string MoveOpKernel(const hlo::HloInstruction& instr, const OpContext& ctx, LoweredOp& op);
 
+// `move`, a pad, concatenate or bitcast of bf16 values, moves them exactly: every
+// contiguous run of a move is whole 4-byte words (an even last dimension, no padding along
+// it) and a pad's value is +0, whose bits the fill writes for any type. Addresses are
+// 4-byte aligned by memory planning.
+bool Bf16MoveOnExactKernel(const hlo::HloInstruction& move);
+
 }  // namespace tpusim::lowering

@@ -1,6 +1,7 @@
 #include "compiler/lowering/driver/tensor_core_target.h"
 
 #include "compiler/lowering/conv/conv_select.h"
+#include "compiler/lowering/data/move_ops.h"
 #include "compiler/lowering/reduce/batch_norm_fusion.h"
 #include "compiler/lowering/reduce/batch_norm_kernel.h"
 #include "compiler/lowering/vpu/vpu_stream.h"
@@ -18,6 +19,9 @@ class TensorCoreDescription : public target::TargetDescription {
   }
   bool ExactBatchNormFusion(const hlo::HloInstruction& fusion) const override {
     return BatchNormFusionOnExactKernel(fusion);
+  }
+  bool ExactBf16Move(const hlo::HloInstruction& move) const override {
+    return Bf16MoveOnExactKernel(move);
   }
   // VPU streams widen bf16 operands exactly when the value is a whole number of vregs (the
   // tiled kernel reads 32-bit elements only).

@@ -83,6 +83,50 @@ ENTRY %main (x: bf16[8,8,8,64], k: bf16[3,3,64,64], g: f32[64], b: f32[64]) -> (
   EXPECT_NE(Line(out, "y").find("%y = f32[8,8,8,64]"), std::string::npos) << out;
 }
 
+// A convolution's f32 result zero-interleaved by a pad, then rounded: the convert moves
+// onto the pad's operand (round 1) and folds into the convolution (round 2).
+TEST(PassBf16Folding, ConvertsMoveThroughPadsIntoTheConvolution) {
+  bool changed = false;
+  const std::string out = Fold(R"(HloModule m
+ENTRY %main (x: bf16[2,4,4,128], k: bf16[1,1,128,128]) -> bf16[2,8,8,128] {
+  %x = bf16[2,4,4,128] parameter(0)
+  %k = bf16[1,1,128,128] parameter(1)
+  %conv = f32[2,4,4,128] convolution(%x, %k), window={size=1x1}, dim_labels=b01f_01io->b01f
+  %zero = f32[] constant(0)
+  %pad = f32[2,8,8,128] pad(%conv, %zero), padding=0_0x0_1_1x0_1_1x0_0
+  ROOT %round = bf16[2,8,8,128] convert(%pad)
+})",
+                               &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_NE(Line(out, "conv").find("%conv = bf16[2,4,4,128]"), std::string::npos) << out;
+  EXPECT_NE(Line(out, "pad")
+                .find("%pad = bf16[2,8,8,128] pad(bf16[2,4,4,128] %conv, bf16[] "
+                      "%zero.bf16)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(Line(out, "zero.bf16").find("bf16[] constant(0)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("convert("), std::string::npos) << out;
+}
+
+TEST(PassBf16Folding, MovesTheKernelCannotRunInBf16StayF32) {
+  struct Case {
+    const char *out, *value, *padding;
+  };
+  // Padding along the last dimension (2-byte runs), and a pad value other than +0.
+  for (const Case& k : {Case{"2,4,4,130", "0", "0_0x0_0x0_0x0_2"},
+                        Case{"2,8,8,128", "-1", "0_0x0_1_1x0_1_1x0_0"}}) {
+    bool changed = true;
+    const std::string out =
+        Fold(std::string("HloModule m\nENTRY %main (x: f32[2,4,4,128]) -> bf16[") + k.out +
+                 "] {\n  %x = f32[2,4,4,128] parameter(0)\n  %v = f32[] constant(" + k.value +
+                 ")\n  %pad = f32[" + k.out + "] pad(%x, %v), padding=" + k.padding +
+                 "\n  ROOT %round = bf16[" + k.out + "] convert(%pad)\n}\n",
+             &changed);
+    EXPECT_FALSE(changed) << out;
+    EXPECT_NE(Line(out, "pad").find("%pad = f32["), std::string::npos) << out;
+  }
+}
+
 TEST(PassBf16Folding, KernelsThatTakeOnlyF32AreLeftAlone) {
   // 200 features do not stream flat (the tiled batch-norm kernel reads f32 only), and the
   // weight-gradient kernel writes f32: nothing folds.

@@ -102,6 +102,38 @@ ENTRY %main (x: f32[2,9,9,130], k: f32[3,3,6,130]) -> f32[2,11,11,6] {
 }
 
 // Weight gradients: X f01b, dY i01o, window = dY's spatial size, dW 01bf.
+// Input gradients of stride-2 convolutions in bf16, as ResNet's: conv-canonicalization
+// splits them into phase convolutions and a pad (1x1) or concatenates (3x3), and the bf16
+// folding moves the final convert onto those moves and into the phase convolutions, so the
+// zero-interleaved gradient moves as bf16.
+std::string Bf16InputGradient(const std::string& dy, const std::string& k, const std::string& dx,
+                              const std::string& window) {
+  std::string f32_dx = dx;
+  f32_dx.replace(0, 4, "f32");
+  return "HloModule m, replica_count=8\nENTRY %main (dy: " + dy + ", k: " + k + ") -> " + dx +
+         " {\n  %dy = " + dy + " parameter(0)\n  %k = " + k + " parameter(1)\n  %c = " + f32_dx +
+         " convolution(%dy, %k), window={" + window +
+         "}, dim_labels=b01f_01oi->b01f\n  ROOT %r = " + dx + " convert(%c)\n}\n";
+}
+
+TEST(ExactConv, Bf16StrideTwoOneByOneInputGradientMovesBf16) {
+  const std::string hlo =
+      Bf16InputGradient("bf16[2,4,4,256]", "bf16[1,1,128,256]", "bf16[2,8,8,128]",
+                        "size=1x1 pad=0_1x0_1 lhs_dilate=2x2");
+  auto c = CompileForBoard(hlo, "test.hlo",
+                           driver::TargetFor(sim::LoadConfig("v3-8"), /*infeed=*/false));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_NE(c.value()->report.hlo.find("bf16[2,8,8,128]{3,2,1,0:T(8,128)(2,1)} pad("),
+            std::string::npos)
+      << c.value()->report.hlo;
+  ExpectMatch(hlo);
+}
+
+TEST(ExactConv, Bf16StrideTwoThreeByThreeInputGradient) {
+  ExpectMatch(Bf16InputGradient("bf16[2,4,4,128]", "bf16[3,3,128,128]", "bf16[2,8,8,128]",
+                                "size=3x3 pad=2_1x2_1 lhs_dilate=2x2"));
+}
+
 TEST(ExactConv, WeightGradientRaggedChannels) {  // as mnist-cnn's convolution.102
   ExpectMatch(ConvModule("f32[2,9,9,130]", "f32[2,7,7,6]", "f32[3,3,130,6]", "size=7x7",
                          "f01b_i01o->01bf"));
