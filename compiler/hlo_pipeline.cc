@@ -5,7 +5,7 @@
 #include "compiler/passes/algsimp.h"
 #include "compiler/passes/async_conversion.h"
 #include "compiler/passes/bf16_folding.h"
-#include "compiler/passes/bn_epilogue.h"
+#include "compiler/passes/bn_fusion.h"
 #include "compiler/passes/contraction_defusion.h"
 #include "compiler/passes/conv_canon/conv_canon.h"
 #include "compiler/passes/dce.h"
@@ -29,9 +29,10 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
       options.target ? *options.target : lowering::TensorCoreTarget();
   p.AddPass<passes::ConvCanonicalizationPass>(kernels);
   p.AddPass<passes::Bf16ConversionFoldingPass>(kernels);
+  p.AddPass<passes::DcePass>();  // the converts the folding bypassed: fusion counts users
   p.AddPass<passes::LayoutAssignmentPass>();
   p.AddPass<passes::ElementwiseFusionPass>();
-  p.AddPass<passes::BatchNormEpilogueFusionPass>(kernels);
+  p.AddPass<passes::BatchNormFusionPass>(kernels);
   p.AddPass<passes::DcePass>();
   p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);
   p.set_dump_dir(options.dump_dir);

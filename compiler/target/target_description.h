@@ -20,8 +20,8 @@ class TargetDescription {
   // dy or result beside f32 statistics) only where this holds, as XLA asks its backend's
   // FloatSupport which ops take mixed precision.
   virtual bool ExactBatchNorm(const hlo::HloInstruction& bn) const = 0;
-  // `fusion`, batch-norm-training with an elementwise consumer of its normalized output
-  // (the batch-norm-epilogue-fusion pass builds it), lowers to one kernel that computes its
+  // `fusion`, batch-norm-training with an elementwise consumer of its normalized output, or
+  // batch-norm-grad with the producer of its dy (the batch-norm-fusion pass builds them), lowers to one kernel that computes its
   // values; the pass keeps only the fusions for which this holds.
   virtual bool ExactBatchNormFusion(const hlo::HloInstruction& fusion) const = 0;
   // `move`, a pad, concatenate or bitcast of bf16 values, runs on a kernel that moves them

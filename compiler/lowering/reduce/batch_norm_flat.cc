@@ -184,32 +184,70 @@ std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, 
 // s / sqrt(var + eps); dx = gamma / sqrt(var + eps) * (dy - dbeta / rows - (x - mean) * s /
 // rows / (var + eps)) in a second.
 std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var,
-                                uint64_t dy, uint64_t dx, uint64_t dgamma, uint64_t dbeta) {
+                                uint64_t dy, uint64_t dx, uint64_t dgamma, uint64_t dbeta,
+                                const FlatDyProducer* producer) {
   Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
-  GradFinish(GradSums(x, dy), x, dy, dx, dgamma, dbeta);
+  GradFinish(GradSums(x, dy, producer), x, dy, dx, dgamma, dbeta, producer);
   return code_;
 }
 
-std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy) {
-  Stream({{dy, dy_bytes_}, {x, x_bytes_}}, {2}, true,
-         {"vadd v30, v30, v0", "vsub v6, v1, v24", "vmul v7, v0, v6", "vadd v31, v31, v7"}, 0, 0);
+// The inputs of a pass that reads x and dy: x in register `x_reg` and dy in the other of
+// v0, v1, loaded, or (`producer`) computed from its two matrices, loaded into that register
+// and v2, by `code`, with temps from `first_temp`; `dy` names dy's register.
+struct GradInputs {
+  std::vector<std::pair<uint64_t, int>> inputs;
+  FlatCode code;
+  std::string dy;
+};
+
+static GradInputs WithDy(uint64_t x, int x_bytes, uint64_t dy, int dy_bytes, int x_reg,
+                         const FlatDyProducer* producer, int first_temp) {
+  GradInputs g;
+  const int dy_reg = 1 - x_reg;
+  g.inputs.resize(producer && producer->b_bytes ? 3 : 2);
+  g.inputs[x_reg] = {x, x_bytes};
+  if (!producer) {
+    g.inputs[dy_reg] = {dy, dy_bytes};
+    g.dy = "v" + std::to_string(dy_reg);
+    return g;
+  }
+  g.inputs[dy_reg] = {producer->a, producer->a_bytes};
+  if (producer->b_bytes) g.inputs[2] = {producer->b, producer->b_bytes};
+  g.code = producer->build(dy_reg, 2, first_temp, 28, 29);  // v24..v27: the patterns
+  g.dy = "v" + std::to_string(g.code.result);
+  return g;
+}
+
+std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy,
+                                            const FlatDyProducer* producer) {
+  // dy (v0, or computed), x in v1; a producer's temps after the body's (v6, v7).
+  GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, 1, producer, 8);
+  std::vector<std::string> body = g.code.body;
+  for (const std::string& line : {"vadd v30, v30, " + g.dy, std::string("vsub v6, v1, v24"),
+                                  "vmul v7, " + g.dy + ", v6", std::string("vadd v31, v31, v7")})
+    body.push_back(line);
+  Stream(g.inputs, {2}, true, body, 0, 0, g.code.prologue);
   if (features_ >= 1024) return {0, 1};
   Fold(0, 5), Fold(1, 6);
   return {5, 6};
 }
 
 void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx,
-                               uint64_t dgamma, uint64_t dbeta) {
+                               uint64_t dgamma, uint64_t dbeta, const FlatDyProducer* producer) {
   const auto [sum, s] = sums;
   Math({sum, s, 3, 4},
        {"vadd v6, v3, v25", "vsqrt v7, v6", "vdiv v8, v1, v7", "vdiv v9, v2, v7",
         "vmul v10, v1, v24", "vdiv v11, v10, v6", "vmul v12, v0, v24"},
        {{8, 7}, {9, 8}, {11, 9}, {12, 10}});  // dgamma, scale, s / rows / (var + eps), dy mean
   Store(sum, dbeta), Store(7, dgamma);
-  Stream({{x, x_bytes_}, {dy, dy_bytes_}}, {2, 8, 9, 10}, false,
-         {"vsub v6, v0, v24", "vmul v7, v6, v26", "vsub v8, v1, v27", "vsub v9, v8, v7",
-          "vmul v10, v25, v9"},
-         10, dx);
+  // x in v0, dy (v1, or computed); a producer's temps after the body's (v6..v10).
+  GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, 0, producer, 11);
+  std::vector<std::string> body = g.code.body;
+  for (const std::string& line : {std::string("vsub v6, v0, v24"), std::string("vmul v7, v6, v26"),
+                                  "vsub v8, " + g.dy + ", v27", std::string("vsub v9, v8, v7"),
+                                  std::string("vmul v10, v25, v9")})
+    body.push_back(line);
+  Stream(g.inputs, {2, 8, 9, 10}, false, body, 10, dx, g.code.prologue);
 }
 
 }  // namespace tpusim::lowering

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +22,20 @@ struct FlatEpilogue {
   int result = 8;
   uint64_t extra = 0;   // HBM address of the second matrix
   int extra_bytes = 0;  // its bytes per element: 0 (none), 2 or 4
+};
+
+// batch-norm-grad's dy computed per vreg from two matrices instead of read (its producer
+// fused, e.g. ReLU's gradient select(y > 0, g, 0)): `build(reg_a, reg_b, first_temp,
+// first_const, last_const)` gives the lines computing dy from matrices a and b loaded into
+// registers reg_a and reg_b, with temps from first_temp and constants set by its prologue.
+struct FlatCode {
+  std::vector<std::string> prologue, body;
+  int result = 0;
+};
+struct FlatDyProducer {
+  uint64_t a = 0, b = 0;
+  int a_bytes = 4, b_bytes = 4;  // b_bytes 0: one matrix (reg_b is then unused)
+  std::function<FlatCode(int, int, int, int, int)> build;
 };
 
 class FlatBatchNorm {
@@ -45,8 +60,10 @@ class FlatBatchNorm {
                        const FlatEpilogue* epilogue = nullptr);
   std::string Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean, uint64_t var,
                         uint64_t y);
+  // With `producer`, dy is computed from its two matrices (`dy` is not read).
   std::string Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
-                   uint64_t dx, uint64_t dgamma, uint64_t dbeta);
+                   uint64_t dx, uint64_t dgamma, uint64_t dbeta,
+                   const FlatDyProducer* producer = nullptr);
 
  private:
   int64_t Period() const;
@@ -68,10 +85,10 @@ class FlatBatchNorm {
   // areas 6, 7, 8.
   void Statistics(std::pair<int, int> sums);
   // One read of dy and x (mean in area 2): the areas of sum(dy) and sum(dy * (x - mean)).
-  std::pair<int, int> GradSums(uint64_t x, uint64_t dy);
+  std::pair<int, int> GradSums(uint64_t x, uint64_t dy, const FlatDyProducer* producer);
   // From those sums, gamma (area 3) and var (area 4): dbeta and dgamma stored, dx streamed.
   void GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx, uint64_t dgamma,
-                  uint64_t dbeta);
+                  uint64_t dbeta, const FlatDyProducer* producer);
 
   int64_t rows_, features_;
   double epsilon_;

@@ -1,5 +1,7 @@
 #include "compiler/lowering/reduce/batch_norm_fusion.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -28,30 +30,22 @@ bool SameArrangement(const hlo::Shape& a, const hlo::Shape& b) {
   return a.IsArray() && b.IsArray() && a.dims == b.dims && a.layout == b.layout;
 }
 
-struct Parts {
-  const HloInstruction* bn = nullptr;
-  const HloInstruction* epilogue = nullptr;       // element 0 of the root tuple
-  const HloInstruction* extra = nullptr;          // the epilogue's matrix parameter, if any
-  std::vector<const HloInstruction*> normalized;  // get-tuple-element(bn), index=0
-};
-
-bool IsElement(const HloInstruction* i, const HloInstruction* of, int64_t k) {
-  return i->opcode() == Opcode::kGetTupleElement && i->operand(0) == of &&
-         i->GetInt("index").value_or(-1) == k;
-}
-
-// Checks the epilogue's instructions, walking from its root without recursion.
-bool MatchEpilogue(Parts& p) {
-  const hlo::Shape& x = p.bn->operand(0)->shape();
-  std::vector<const HloInstruction*> stack = {p.epilogue};
+// Walks the elementwise expression `root` (without recursion) down to `leaf` values (kept in
+// `leaves`), scalar constants and their broadcasts, and parameters of x's shape and layout
+// (kept in `params`, at most `max_params`); false on anything else.
+bool MatchExpression(const HloInstruction* root, const hlo::Shape& x,
+                     const std::function<bool(const HloInstruction*)>& is_leaf,
+                     std::vector<const HloInstruction*>& leaves,
+                     std::vector<const HloInstruction*>& params, size_t max_params) {
+  std::vector<const HloInstruction*> stack = {root};
   std::map<const HloInstruction*, bool> seen;
   while (!stack.empty()) {
     const HloInstruction* i = stack.back();
     stack.pop_back();
     if (seen[i]) continue;
     seen[i] = true;
-    if (IsElement(i, p.bn, 0)) {
-      p.normalized.push_back(i);
+    if (is_leaf(i)) {
+      leaves.push_back(i);
       continue;
     }
     if (i->opcode() == Opcode::kConstant) {
@@ -60,8 +54,8 @@ bool MatchEpilogue(Parts& p) {
     }
     if (i->opcode() == Opcode::kParameter) {
       if (!Real(i->shape()) || !SameArrangement(i->shape(), x)) return false;
-      if (p.extra && p.extra != i) return false;  // the stream has one more input
-      p.extra = i;
+      params.push_back(i);
+      if (params.size() > max_params) return false;  // the streams have so many inputs
       continue;
     }
     if (i->opcode() == Opcode::kBroadcast) {
@@ -77,8 +71,30 @@ bool MatchEpilogue(Parts& p) {
     if (!Real(i->shape()) && i->shape().type != PrimitiveType::kPred) return false;
     for (const HloInstruction* o : i->operands()) stack.push_back(o);
   }
-  return !p.normalized.empty() && Real(p.epilogue->shape()) &&
-         SameArrangement(p.epilogue->shape(), x);
+  return Real(root->shape()) && SameArrangement(root->shape(), x);
+}
+
+struct Parts {
+  const HloInstruction* bn = nullptr;
+  const HloInstruction* epilogue = nullptr;       // element 0 of the root tuple
+  const HloInstruction* extra = nullptr;          // the epilogue's matrix parameter, if any
+  std::vector<const HloInstruction*> normalized;  // get-tuple-element(bn), index=0
+};
+
+bool IsElement(const HloInstruction* i, const HloInstruction* of, int64_t k) {
+  return i->opcode() == Opcode::kGetTupleElement && i->operand(0) == of &&
+         i->GetInt("index").value_or(-1) == k;
+}
+
+// Checks the epilogue: over the normalized value, and at most one more matrix.
+bool MatchEpilogue(Parts& p) {
+  std::vector<const HloInstruction*> params;
+  if (!MatchExpression(
+          p.epilogue, p.bn->operand(0)->shape(),
+          [&](const HloInstruction* i) { return IsElement(i, p.bn, 0); }, p.normalized, params, 1))
+    return false;
+  p.extra = params.empty() ? nullptr : params.front();
+  return !p.normalized.empty();
 }
 
 std::optional<Parts> Match(const HloInstruction& fusion) {
@@ -125,14 +141,106 @@ std::optional<FlatEpilogue> Epilogue(const Parts& p) {
 
 int MatrixBytes(const hlo::Shape& s) { return s.type == PrimitiveType::kBF16 ? 2 : 4; }
 
+// batch-norm-grad whose dy (operand 4) is an elementwise expression over at most two
+// matrices (ReLU's gradient select(y > 0, g, 0)), its other operands parameters.
+struct GradParts {
+  const HloInstruction* bn = nullptr;
+  std::vector<const HloInstruction*> matrices;  // the expression's parameters: a, then b
+};
+
+std::optional<GradParts> MatchGrad(const HloInstruction& fusion) {
+  const hlo::HloComputation* f =
+      fusion.opcode() == Opcode::kFusion ? fusion.fused_computation() : nullptr;
+  if (!f || f->root()->opcode() != Opcode::kBatchNormGrad) return {};
+  GradParts p;
+  p.bn = f->root();
+  if (p.bn->operand_count() != 5) return {};
+  for (size_t k = 0; k < 4; ++k)
+    if (p.bn->operand(k)->opcode() != Opcode::kParameter) return {};
+  if (p.bn->operand(4)->opcode() == Opcode::kParameter || !BatchNormOnExactKernel(*p.bn)) return {};
+  const hlo::Shape& x = p.bn->operand(0)->shape();
+  const int64_t features = x.dims.back();
+  if (!FlatBatchNorm::Takes(x.ElementCount() / features, features)) return {};
+  std::vector<const HloInstruction*> none;
+  if (!MatchExpression(
+          p.bn->operand(4), x, [](const HloInstruction*) { return false; }, none, p.matrices, 2) ||
+      p.matrices.empty())
+    return {};
+  return p;
+}
+
+// The lines computing dy from the matrices in registers a and b; empty without an exact
+// VPU form. A bf16 dy is rounded, as the unfused program stored it.
+std::optional<FlatCode> DyCode(const GradParts& p, int a, int b, int first_temp, int first_const,
+                               int last_const) {
+  std::map<const HloInstruction*, int> bound = {{p.matrices[0], a}};
+  if (p.matrices.size() > 1) bound[p.matrices[1]] = b;
+  const HloInstruction& dy = *p.bn->operand(4);
+  const bool round = dy.shape().type == PrimitiveType::kBF16;
+  ReducerBody r = BuildExpressionBody(bound, dy, first_temp, first_const, last_const);
+  if (!r.exact || r.results.at(0) >= 24) return std::nullopt;
+  FlatCode code{std::move(r.prologue), std::move(r.body), r.results.at(0)};
+  if (round) {
+    // A temp past the result (every other temp is dead by now), never an input register.
+    const int t = std::max(code.result + 1, first_temp);
+    if (t > 23) return std::nullopt;
+    code.body.push_back("vcvt.bf16 v" + std::to_string(t) + ", v" + std::to_string(code.result));
+    code.result = t;
+  }
+  return code;
+}
+
+// The grad kernel with dy computed (FlatDyProducer), or empty.
+std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, const OpContext& c,
+                             LoweredOp& op) {
+  const std::optional<uint64_t> dx = TupleElementAddress(fusion, 0, c),
+                                dgamma = TupleElementAddress(fusion, 1, c),
+                                dbeta = TupleElementAddress(fusion, 2, c);
+  if (!dx || !dgamma || !dbeta) return "";
+  auto address = [&](const HloInstruction* param) {
+    return c.address(fusion.operand(static_cast<size_t>(param->parameter_number())));
+  };
+  FlatDyProducer producer;
+  producer.a = address(p.matrices[0]), producer.a_bytes = MatrixBytes(p.matrices[0]->shape());
+  producer.b_bytes = 0;
+  if (p.matrices.size() > 1)
+    producer.b = address(p.matrices[1]), producer.b_bytes = MatrixBytes(p.matrices[1]->shape());
+  bool exact = true;
+  producer.build = [&](int a, int b, int first_temp, int first_const, int last_const) {
+    std::optional<FlatCode> code = DyCode(p, a, b, first_temp, first_const, last_const);
+    exact = exact && code.has_value();
+    return code.value_or(FlatCode{});
+  };
+  const hlo::Shape& x = p.bn->operand(0)->shape();
+  const int64_t features = x.dims.back(), rows = x.ElementCount() / features;
+  const int x_bytes = MatrixBytes(x), out_bytes = MatrixBytes(fusion.shape().tuple_shapes.at(0));
+  FlatBatchNorm f(rows, features, p.bn->GetFloat("epsilon").value_or(0.0), fusion.name());
+  f.SetMatrixBytes(x_bytes, MatrixBytes(p.bn->operand(4)->shape()), out_bytes);
+  const std::string code =
+      f.Grad(address(p.bn->operand(0)), address(p.bn->operand(1)), address(p.bn->operand(2)),
+             address(p.bn->operand(3)), 0, *dx, *dgamma, *dbeta, &producer);
+  if (!exact) return "";
+  const uint64_t elements = static_cast<uint64_t>(rows * features);
+  // x and dy's matrices twice (the sums, then dx), dx once
+  op.hbm_bytes = elements * (2 * (x_bytes + producer.a_bytes + producer.b_bytes) + out_bytes) +
+                 12 * static_cast<uint64_t>(features) * 4;
+  op.kind = KernelKind::kVpu;
+  op.exact = true;
+  return code;
+}
+
 }  // namespace
 
 bool BatchNormFusionOnExactKernel(const HloInstruction& fusion) {
+  if (const std::optional<GradParts> g = MatchGrad(fusion))
+    return DyCode(*g, 1, 2, 11, 28, 29).has_value() && DyCode(*g, 0, 2, 8, 28, 29).has_value();
   const std::optional<Parts> p = Match(fusion);
   return p && Epilogue(*p).has_value();
 }
 
 std::string BatchNormFusionKernel(const HloInstruction& fusion, const OpContext& c, LoweredOp& op) {
+  if (const std::optional<GradParts> g = MatchGrad(fusion))
+    return GradFusionKernel(fusion, *g, c, op);
   const std::optional<Parts> p = Match(fusion);
   if (!p) return "";
   std::optional<FlatEpilogue> e = Epilogue(*p);
@@ -158,7 +266,6 @@ std::string BatchNormFusionKernel(const HloInstruction& fusion, const OpContext&
                  8 * static_cast<uint64_t>(features) * 4;
   op.kind = KernelKind::kVpu;
   op.exact = true;
-  op.note = "batch-norm-training with its elementwise consumer fused into the normalizing pass";
   return code;
 }
 

@@ -119,7 +119,7 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs, i
 }  // namespace
 
 std::string FeatureStreamKernel(const FeatureStream& st) {
-  if (st.inputs.empty() || st.inputs.size() > 2 || st.patterns.size() > 6 ||
+  if (st.inputs.empty() || st.inputs.size() > 3 || st.patterns.size() > 6 ||
       st.accumulators.size() > 2 || st.vregs <= 0 || st.period <= 0 ||
       st.input_bytes.size() > st.inputs.size() || (st.output_bytes != 4 && st.output_bytes != 2) ||
       std::any_of(st.input_bytes.begin(), st.input_bytes.end(),

@@ -95,7 +95,7 @@ std::string EmitFusion(const HloInstruction& instr, const OpContext& c, LoweredO
     op.exact = false;
     return k;
   }
-  // batch-norm-training with its elementwise consumer (passes/bn_epilogue.h).
+  // batch norm with its elementwise neighbours (passes/bn_fusion.h).
   if (std::string b = BatchNormFusionKernel(instr, c, op); !b.empty()) return b;
   // XLA's kInput fusion: a reduce of elementwise producers.
   if (std::string r = LineReduceKernel(instr, c, op); !r.empty()) return r;

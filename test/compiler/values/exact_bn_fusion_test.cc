@@ -1,4 +1,4 @@
-// batch-norm-epilogue-fusion (passes/bn_epilogue.h) with values: batch-norm-training and the
+// batch-norm-fusion (passes/bn_fusion.h) with values: batch-norm-training and the
 // elementwise consumer of its normalized output run as one flat kernel (the consumer computed
 // in the normalizing pass); each module is simulated on v3-8 and compared with the evaluator
 // on the unfused module.
@@ -11,18 +11,24 @@ namespace {
 
 using testing::ExpectMatch;
 
-// The module compiles to a batch-norm fusion; then its values match the evaluator's.
-void ExpectFusedMatch(const std::string& hlo, double tolerance = 1e-5) {
+// The module compiles to `fusion` (a batch-norm fusion's kind and computation); then its
+// values match the evaluator's.
+void ExpectFusedMatch(const std::string& hlo, double tolerance = 1e-5,
+                      const std::string& fusion = "kind=kOutput, calls=%fused_batch_norm") {
   auto c = CompileForBoard(hlo, "test.hlo",
                            driver::TargetFor(sim::LoadConfig("v3-8"), /*infeed=*/false));
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_NE(c.value()->report.hlo.find("kind=kOutput, calls=%fused_batch_norm"), std::string::npos)
-      << c.value()->report.hlo;
+  EXPECT_NE(c.value()->report.hlo.find(fusion), std::string::npos) << c.value()->report.hlo;
   ExpectMatch(hlo, tolerance);
 }
 
+// The same for a batch-norm-grad fusion.
+void ExpectFusedGradMatch(const std::string& hlo) {
+  ExpectFusedMatch(hlo, 1e-5, "kind=kInput, calls=%fused_batch_norm_grad");
+}
+
 // ResNet's layer in bf16: 64 features (16 rows of features per vreg), ReLU.
-TEST(ExactBatchNormEpilogue, Bf16Relu) {
+TEST(ExactBatchNormFusion, Bf16Relu) {
   ExpectFusedMatch(R"(HloModule m, replica_count=8
 ENTRY %main (x: bf16[8,8,8,64], g: f32[64], b: f32[64]) -> (bf16[8,8,8,64], f32[64], f32[64]) {
   %x = bf16[8,8,8,64]{3,2,1,0} parameter(0)
@@ -46,7 +52,7 @@ ENTRY %main (x: bf16[8,8,8,64], g: f32[64], b: f32[64]) -> (bf16[8,8,8,64], f32[
 // bf16 batch-norm output to neighbouring values; the add carries that ulp of |y| into the
 // sum, so the bound is one bf16 ulp (2^-8) of the largest |reference|, as the unfused
 // program measures (`tpusim run`: 2.6e-3 unfused, 2.7e-3 fused).
-TEST(ExactBatchNormEpilogue, Bf16ResidualAddAndRelu) {
+TEST(ExactBatchNormFusion, Bf16ResidualAddAndRelu) {
   ExpectFusedMatch(R"(HloModule m, replica_count=8
 ENTRY %main (x: bf16[4,2,2,2048], r: bf16[4,2,2,2048], g: f32[2048], b: f32[2048]) -> (bf16[4,2,2,2048], f32[2048]) {
   %x = bf16[4,2,2,2048]{3,2,1,0} parameter(0)
@@ -68,7 +74,7 @@ ENTRY %main (x: bf16[4,2,2,2048], r: bf16[4,2,2,2048], g: f32[2048], b: f32[2048
 }
 
 // A projection block's end in f32: relu(bn(a) + bn(b)); one batch norm takes the add.
-TEST(ExactBatchNormEpilogue, TwoBatchNormsIntoOneAdd) {
+TEST(ExactBatchNormFusion, TwoBatchNormsIntoOneAdd) {
   ExpectFusedMatch(R"(HloModule m, replica_count=8
 ENTRY %main (a: f32[4,4,4,256], b: f32[4,4,4,256], g: f32[256], o: f32[256]) -> f32[4,4,4,256] {
   %a = f32[4,4,4,256]{3,2,1,0} parameter(0)
@@ -83,6 +89,60 @@ ENTRY %main (a: f32[4,4,4,256], b: f32[4,4,4,256], g: f32[256], o: f32[256]) -> 
   %zero = f32[] constant(0)
   %zeros = f32[4,4,4,256]{3,2,1,0} broadcast(%zero), dimensions={}
   ROOT %relu = f32[4,4,4,256]{3,2,1,0} maximum(%sum, %zeros)
+})");
+}
+
+// ReLU's gradient fused into batch-norm-grad (kind=kInput): dy = select(y > 0, g, 0) is
+// computed in both passes from y and g, bf16, 64 features.
+TEST(ExactBatchNormFusion, Bf16ReluGradientIntoBatchNormGrad) {
+  const std::string hlo = R"(HloModule m, replica_count=8
+ENTRY %main (x: bf16[8,8,8,64], g: f32[64], mean: f32[64], var0: f32[64], y: bf16[8,8,8,64], gr: bf16[8,8,8,64]) -> (bf16[8,8,8,64], f32[64], f32[64]) {
+  %x = bf16[8,8,8,64]{3,2,1,0} parameter(0)
+  %g = f32[64]{0} parameter(1)
+  %mean = f32[64]{0} parameter(2)
+  %var0 = f32[64]{0} parameter(3)
+  %one = f32[] constant(1)
+  %ones = f32[64]{0} broadcast(%one), dimensions={}
+  %var = f32[64]{0} add(%var0, %ones)
+  %y = bf16[8,8,8,64]{3,2,1,0} parameter(4)
+  %gr = bf16[8,8,8,64]{3,2,1,0} parameter(5)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[8,8,8,64]{3,2,1,0} broadcast(%zero), dimensions={}
+  %pos = pred[8,8,8,64]{3,2,1,0} compare(%y, %zeros), direction=GT
+  %dy = bf16[8,8,8,64]{3,2,1,0} select(%pos, %gr, %zeros)
+  %bn = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) batch-norm-grad(%x, %g, %mean, %var, %dy), epsilon=0.001, feature_index=3
+  %dx = bf16[8,8,8,64]{3,2,1,0} get-tuple-element(%bn), index=0
+  %dg = f32[64]{0} get-tuple-element(%bn), index=1
+  %db = f32[64]{0} get-tuple-element(%bn), index=2
+  ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) tuple(%dx, %dg, %db)
+})";
+  ExpectFusedGradMatch(hlo);
+}
+
+// The same with 2,048 features (period 2) in f32, dy = g * (y > 0) written as a multiply of
+// a converted mask: any elementwise producer of at most two matrices.
+TEST(ExactBatchNormFusion, F32ProducerOfTwoMatricesIntoBatchNormGrad) {
+  ExpectFusedGradMatch(R"(HloModule m, replica_count=8
+ENTRY %main (x: f32[4,2,2,2048], g: f32[2048], mean: f32[2048], var0: f32[2048], y: f32[4,2,2,2048], gr: f32[4,2,2,2048]) -> (f32[4,2,2,2048], f32[2048], f32[2048]) {
+  %x = f32[4,2,2,2048]{3,2,1,0} parameter(0)
+  %g = f32[2048]{0} parameter(1)
+  %mean = f32[2048]{0} parameter(2)
+  %var0 = f32[2048]{0} parameter(3)
+  %one = f32[] constant(1)
+  %ones = f32[2048]{0} broadcast(%one), dimensions={}
+  %var = f32[2048]{0} add(%var0, %ones)
+  %y = f32[4,2,2,2048]{3,2,1,0} parameter(4)
+  %gr = f32[4,2,2,2048]{3,2,1,0} parameter(5)
+  %zero = f32[] constant(0)
+  %zeros = f32[4,2,2,2048]{3,2,1,0} broadcast(%zero), dimensions={}
+  %pos = pred[4,2,2,2048]{3,2,1,0} compare(%y, %zeros), direction=GT
+  %mask = f32[4,2,2,2048]{3,2,1,0} convert(%pos)
+  %dy = f32[4,2,2,2048]{3,2,1,0} multiply(%gr, %mask)
+  %bn = (f32[4,2,2,2048]{3,2,1,0}, f32[2048]{0}, f32[2048]{0}) batch-norm-grad(%x, %g, %mean, %var, %dy), epsilon=0.001, feature_index=3
+  %dx = f32[4,2,2,2048]{3,2,1,0} get-tuple-element(%bn), index=0
+  %dg = f32[2048]{0} get-tuple-element(%bn), index=1
+  %db = f32[2048]{0} get-tuple-element(%bn), index=2
+  ROOT %t = (f32[4,2,2,2048]{3,2,1,0}, f32[2048]{0}, f32[2048]{0}) tuple(%dx, %dg, %db)
 })");
 }
 

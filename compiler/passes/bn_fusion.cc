@@ -1,5 +1,5 @@
-// Batch-norm epilogue fusion; see bn_epilogue.h.
-#include "compiler/passes/bn_epilogue.h"
+// Batch-norm fusion; see bn_fusion.h.
+#include "compiler/passes/bn_fusion.h"
 
 #include <memory>
 #include <unordered_map>
@@ -43,6 +43,7 @@ class Fuser {
     for (size_t k = 0; k < count; ++k) {
       HloInstruction& i = *c_.instructions()[k];
       if (i.opcode() == Opcode::kBatchNormTraining && &i != c_.root()) changed |= Try(i);
+      if (i.opcode() == Opcode::kBatchNormGrad) changed |= TryGrad(i);
     }
     return changed;
   }
@@ -81,8 +82,8 @@ class Fuser {
     return e;
   }
 
-  // Clones the consumer `e` into the fused computation, `normalized` standing for `y`; returns
-  // the clone of its result.
+  // Clones the elementwise op or loop fusion `e` into the fused computation, `normalized`
+  // standing for `y` (when given); returns the clone of its result.
   HloInstruction* CloneConsumer(HloInstruction& e, HloInstruction* y, HloInstruction* normalized) {
     auto operand = [&](HloInstruction* o) { return o == y ? normalized : Inside(o); };
     if (!IsLoopFusion(e)) {
@@ -104,6 +105,46 @@ class Fuser {
     return map.at(e.fused_computation()->root());
   }
 
+  // A new fused computation named from `base`, its parameters and constants not yet made.
+  void StartFusion(const std::string& base) {
+    fused_ = m_.AddComputation(std::make_unique<HloComputation>(UniqueComputationName(m_, base)));
+    inside_.clear(), operands_.clear();
+  }
+
+  // Adds the fusion of the fused computation built so far, with `shape` and `kind`; keeps it
+  // only if the target runs it on one exact kernel, else marks it and its computation gone.
+  HloInstruction* FinishFusion(const hlo::Shape& shape, const char* kind) {
+    HloInstruction* fusion = AddNew(c_, "fusion", Opcode::kFusion, shape, operands_);
+    fusion->SetAttr("kind", hlo::Word{kind});
+    fusion->SetAttr("calls", hlo::ComputationRefs{{fused_->name()}, {fused_}, false});
+    if (target_.ExactBatchNormFusion(*fusion)) return fusion;
+    edits_.remove.insert(fusion);
+    edits_.remove_computations.insert(fused_);
+    return nullptr;
+  }
+
+  // batch-norm-grad whose dy is computed by an elementwise op or loop fusion read by nothing
+  // else: the producer moves into the fusion and the grad kernel computes dy per vreg.
+  bool TryGrad(HloInstruction& bn) {
+    if (bn.operand_count() != 5) return false;
+    HloInstruction* dy = bn.operands()[4];
+    if (dy == c_.root() || Users(dy).size() != 1 || claimed_.count(dy)) return false;
+    if (!IsElementwise(*dy) && !IsLoopFusion(*dy)) return false;
+    StartFusion("fused_batch_norm_grad");
+    std::vector<HloInstruction*> ops;
+    for (size_t k = 0; k < 4; ++k) ops.push_back(Inside(bn.operands()[k]));
+    ops.push_back(CloneConsumer(*dy, nullptr, nullptr));
+    fused_->set_root(
+        fused_->AddInstruction(CloneWithOperands(bn, UniqueName(*fused_, bn.name()), ops)));
+    HloInstruction* fusion = FinishFusion(bn.shape(), "kInput");
+    if (!fusion) return false;
+    edits_.replace[&bn] = fusion;
+    for (HloInstruction* gone : {&bn, dy}) edits_.remove.insert(gone);
+    if (IsLoopFusion(*dy)) edits_.remove_computations.insert(dy->fused_computation());
+    claimed_.insert(dy);
+    return true;
+  }
+
   bool Try(HloInstruction& bn) {
     HloInstruction* y = nullptr;
     std::vector<HloInstruction*> stats[3];
@@ -122,9 +163,7 @@ class Fuser {
     // norms): one of them takes it, the other's output is read as an operand.
     if (claimed_.count(&e)) return false;
 
-    fused_ = m_.AddComputation(
-        std::make_unique<HloComputation>(UniqueComputationName(m_, "fused_batch_norm")));
-    inside_.clear(), operands_.clear();
+    StartFusion("fused_batch_norm");
     std::vector<HloInstruction*> bn_ops;
     for (HloInstruction* o : bn.operands()) bn_ops.push_back(Inside(o));
     HloInstruction* inner =
@@ -137,14 +176,8 @@ class Fuser {
     for (HloInstruction* o : {result, mean, var}) root->AddOperand(o);
     fused_->set_root(fused_->AddInstruction(std::move(root)));
 
-    HloInstruction* fusion = AddNew(c_, "fusion", Opcode::kFusion, shape, operands_);
-    fusion->SetAttr("kind", hlo::Word{"kOutput"});
-    fusion->SetAttr("calls", hlo::ComputationRefs{{fused_->name()}, {fused_}, false});
-    if (!target_.ExactBatchNormFusion(*fusion)) {
-      edits_.remove.insert(fusion);
-      edits_.remove_computations.insert(fused_);
-      return false;
-    }
+    HloInstruction* fusion = FinishFusion(shape, "kOutput");
+    if (!fusion) return false;
     // The results keep the names of the values they stand for (buffers, reports).
     auto element = [&](int64_t k, const std::string& name) {
       auto gte = std::make_unique<HloInstruction>(name, Opcode::kGetTupleElement,
@@ -179,7 +212,7 @@ class Fuser {
 
 }  // namespace
 
-hlo::Result<bool> BatchNormEpilogueFusionPass::Run(hlo::HloModule& module) {
+hlo::Result<bool> BatchNormFusionPass::Run(hlo::HloModule& module) {
   ModuleEdits edits;
   bool changed = false;
   for (HloComputation* c : KernelComputations(module))

@@ -1,6 +1,6 @@
-// batch-norm-epilogue-fusion, IR in and IR out: a batch-norm-training whose normalized output
+// batch-norm-fusion, IR in and IR out: a batch-norm-training whose normalized output
 // feeds one elementwise consumer becomes a multi-output fusion where the kernel takes it.
-#include "compiler/passes/bn_epilogue.h"
+#include "compiler/passes/bn_fusion.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@ std::string Fuse(const std::string& text, bool* changed = nullptr) {
   hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text);
   EXPECT_TRUE(m.ok()) << m.status().message();
   EXPECT_TRUE(ElementwiseFusionPass().Run(*m).ok());
-  hlo::Result<bool> r = BatchNormEpilogueFusionPass(lowering::TensorCoreTarget()).Run(*m);
+  hlo::Result<bool> r = BatchNormFusionPass(lowering::TensorCoreTarget()).Run(*m);
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (changed) *changed = r.ok() && *r;
   EXPECT_TRUE(DcePass().Run(*m).ok());
@@ -47,7 +47,7 @@ ENTRY %main (x: bf16[8,8,8,64], g: f32[64], b: f32[64]) -> (bf16[8,8,8,64], f32[
   ROOT %t = (bf16[8,8,8,64], f32[64], f32[64]) tuple(%relu, %mean, %var)
 })";
 
-TEST(PassBatchNormEpilogue, ReluFusesIntoTheNormalizingPass) {
+TEST(PassBatchNormFusion, ReluFusesIntoTheNormalizingPass) {
   bool changed = false;
   const std::string out = Fuse(kBatchNormRelu, &changed);
   EXPECT_TRUE(changed);
@@ -76,7 +76,7 @@ TEST(PassBatchNormEpilogue, ReluFusesIntoTheNormalizingPass) {
 
 // The projection block's end: relu(bn(a) + bn(b)). One batch norm takes the add and ReLU
 // and reads the other's output as its second stream; the other stays a batch norm.
-TEST(PassBatchNormEpilogue, TwoBatchNormsIntoOneAddFuseOnce) {
+TEST(PassBatchNormFusion, TwoBatchNormsIntoOneAddFuseOnce) {
   const std::string out = Fuse(R"(HloModule m
 ENTRY %main (a: f32[4,4,4,256], b: f32[4,4,4,256], g: f32[256], o: f32[256]) -> f32[4,4,4,256] {
   %a = f32[4,4,4,256] parameter(0)
@@ -106,7 +106,59 @@ ENTRY %main (a: f32[4,4,4,256], b: f32[4,4,4,256], g: f32[256], o: f32[256]) -> 
       << out;
 }
 
-TEST(PassBatchNormEpilogue, LeavesWhatTheKernelDoesNotTake) {
+// ReLU's gradient feeding batch-norm-grad: the select moves into a kInput fusion whose
+// root is the gradient; a producer read twice stays out.
+TEST(PassBatchNormFusion, ReluGradientFusesIntoBatchNormGrad) {
+  const std::string module = R"(HloModule m
+ENTRY %main (x: bf16[8,8,8,64], g: f32[64], mean: f32[64], var: f32[64], y: bf16[8,8,8,64], gr: bf16[8,8,8,64]) -> (bf16[8,8,8,64], f32[64], f32[64]) {
+  %x = bf16[8,8,8,64] parameter(0)
+  %g = f32[64] parameter(1)
+  %mean = f32[64] parameter(2)
+  %var = f32[64] parameter(3)
+  %y = bf16[8,8,8,64] parameter(4)
+  %gr = bf16[8,8,8,64] parameter(5)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[8,8,8,64] broadcast(%zero), dimensions={}
+  %pos = pred[8,8,8,64] compare(%y, %zeros), direction=GT
+  %dy = bf16[8,8,8,64] select(%pos, %gr, %zeros)
+  %bn = (bf16[8,8,8,64], f32[64], f32[64]) batch-norm-grad(%x, %g, %mean, %var, %dy), epsilon=0.001, feature_index=3
+  %dx = bf16[8,8,8,64] get-tuple-element(%bn), index=0
+  %dg = f32[64] get-tuple-element(%bn), index=1
+  ROOT %t = (bf16[8,8,8,64], f32[64], f32[64]) tuple(%dx, %dg, USE)
+})";
+  std::string once = module;
+  once.replace(once.find("USE"), 3, "%dg");
+  bool changed = false;
+  const std::string out = Fuse(once, &changed);
+  EXPECT_TRUE(changed);
+  const std::string entry = Entry(out);
+  EXPECT_NE(entry.find("fusion(bf16[8,8,8,64] %x, f32[64] %g, f32[64] %mean, f32[64] %var, "
+                       "bf16[8,8,8,64] %y, bf16[8,8,8,64] %gr), kind=kInput, "
+                       "calls=%fused_batch_norm_grad"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(entry.find("select("), std::string::npos) << out;
+  EXPECT_EQ(entry.find("batch-norm-grad("), std::string::npos) << out;
+  const std::string fused = out.substr(0, out.find("ENTRY"));
+  EXPECT_NE(fused.find("ROOT %bn = (bf16[8,8,8,64], f32[64], f32[64]) batch-norm-grad("),
+            std::string::npos)
+      << out;
+
+  // dy also returned: computing it twice (fusion and output) would cost more than storing it.
+  std::string twice = module;
+  twice.replace(twice.find("USE"), 3, "%dg");
+  twice.replace(twice.find("tuple(%dx, %dg, %dg)"), 20, "tuple(%dx, %dg, %dy)");
+  twice.replace(twice.find("-> (bf16[8,8,8,64], f32[64], f32[64])"), 37,
+                "-> (bf16[8,8,8,64], f32[64], bf16[8,8,8,64])");
+  twice.replace(twice.find("ROOT %t = (bf16[8,8,8,64], f32[64], f32[64])"), 44,
+                "ROOT %t = (bf16[8,8,8,64], f32[64], bf16[8,8,8,64])");
+  changed = true;
+  const std::string kept = Fuse(twice, &changed);
+  EXPECT_FALSE(changed) << kept;
+  EXPECT_NE(Entry(kept).find("batch-norm-grad("), std::string::npos) << kept;
+}
+
+TEST(PassBatchNormFusion, LeavesWhatTheKernelDoesNotTake) {
   // 200 features do not stream flat; a normalized output read twice would be computed
   // twice; a statistic read by the consumer is not elementwise with it.
   for (const char* text : {R"(HloModule m
