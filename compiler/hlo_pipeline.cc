@@ -21,12 +21,12 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<spmd::SpmdPartitionerPass>(options.devices);
   p.AddPass<passes::AsyncConversionPass>();
   p.AddPass<passes::AllReduceCombinerPass>(options.all_reduce_combine_bytes);
-  p.AddPass<passes::ContractionDefusionPass>();
-  p.AddPass<passes::DcePass>();
-  p.AddPass<passes::AlgebraicSimplifierPass>();
-  p.AddPass<passes::DcePass>();
   const target::TargetDescription& kernels =
       options.target ? *options.target : lowering::TensorCoreTarget();
+  p.AddPass<passes::ContractionDefusionPass>();
+  p.AddPass<passes::DcePass>();
+  p.AddPass<passes::AlgebraicSimplifierPass>(&kernels);
+  p.AddPass<passes::DcePass>();
   p.AddPass<passes::ConvCanonicalizationPass>(kernels);
   p.AddPass<passes::Bf16ConversionFoldingPass>(kernels);
   p.AddPass<passes::DcePass>();  // the converts the folding bypassed: fusion counts users

@@ -83,7 +83,8 @@ HloInstruction* SimplifyArithmetic(HloInstruction& i, HloInstruction* a, HloInst
 
 }  // namespace
 
-HloInstruction* SimplifyInstruction(HloInstruction& i, const ModuleEdits& edits) {
+HloInstruction* SimplifyInstruction(HloInstruction& i, const ModuleEdits& edits,
+                                    const target::TargetDescription* target) {
   if (i.operand_count() == 0) return nullptr;
   HloInstruction* x = edits.Resolve(i.operand(0));
   hlo::HloComputation& c = *i.parent();
@@ -122,8 +123,14 @@ HloInstruction* SimplifyInstruction(HloInstruction& i, const ModuleEdits& edits)
       // A widening convert narrowed back (XLA's AlgebraicSimplifier drops such a pair): in
       // bf16 models, gradients widened for an f32 op that another pass folded away.
       if (x->opcode() == Opcode::kConvert &&
-          ExactWidening(x->operand(0)->shape().type, x->shape().type))
-        return IfSameShape(edits.Resolve(x->operand(0)), i);
+          ExactWidening(x->operand(0)->shape().type, x->shape().type)) {
+        HloInstruction* a = edits.Resolve(x->operand(0));
+        const hlo::PrimitiveType t = a->shape().type;
+        const bool wide = hlo::PrimitiveTypeBits(t) >= 32;
+        const bool read =
+            t == hlo::PrimitiveType::kBF16 && target && target->ExactBf16Reads(a->shape());
+        if (wide || read) return IfSameShape(a, i);
+      }
       return nullptr;
     case Opcode::kSlice: {
       const hlo::SliceBounds* s = i.slice();
@@ -157,7 +164,7 @@ hlo::Result<bool> AlgebraicSimplifierPass::Run(hlo::HloModule& module) {
       // Index loop: rules append new instructions to the computation.
       for (size_t k = 0; k < c->instructions().size(); ++k) {
         HloInstruction& i = *c->instructions()[k];
-        if (HloInstruction* r = SimplifyInstruction(i, edits); r && r != &i) {
+        if (HloInstruction* r = SimplifyInstruction(i, edits, target_); r && r != &i) {
           edits.replace[&i] = r;
         }
       }

@@ -8,6 +8,9 @@
 //   concatenate; pad with an all-zero config -> the operand
 //   opt-barrier(x) -> x      (jax.checkpoint's barrier: tpusim's kernels run in program
 //                             order, so there is no reordering to prevent)
+//   convert(convert(x)) -> x when the inner convert widens exactly: for 32-bit and wider x
+//                             always; for bf16 x only where the target's kernels read a bf16
+//                             value of x's shape exactly (x gains the users the pair had)
 //
 // Zeros and ones are constants (every value equal) or broadcasts of such constants. A
 // rewrite to an operand requires the same shape, and the same layout when both have one.
@@ -15,18 +18,27 @@
 
 #include "compiler/passes/ir_edit.h"
 #include "compiler/passes/pass.h"
+#include "compiler/target/target_description.h"
 
 namespace tpusim::passes {
 
 // The instruction that computes the same value as `instr` more cheaply, or nullptr. Operands
 // are looked through `edits` (earlier rewrites of the same sweep); new instructions are
-// appended to instr's computation.
-hlo::HloInstruction* SimplifyInstruction(hlo::HloInstruction& instr, const ModuleEdits& edits);
+// appended to instr's computation. `target` (may be null: no narrow-type rewrites) says
+// which values the kernels read exactly.
+hlo::HloInstruction* SimplifyInstruction(hlo::HloInstruction& instr, const ModuleEdits& edits,
+                                         const target::TargetDescription* target = nullptr);
 
 class AlgebraicSimplifierPass : public HloPass {
  public:
+  // `target`, when given, outlives the pass.
+  explicit AlgebraicSimplifierPass(const target::TargetDescription* target = nullptr)
+      : target_(target) {}
   std::string_view name() const override { return "algsimp"; }
   hlo::Result<bool> Run(hlo::HloModule& module) override;
+
+ private:
+  const target::TargetDescription* target_;
 };
 
 }  // namespace tpusim::passes
