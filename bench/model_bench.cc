@@ -91,6 +91,7 @@ const std::vector<std::pair<std::string, std::string>> kModels = {
     {"transformer-layer", "examples/models/transformer-layer.hlo"},
     {"bert-base", "examples/models/bert-base.hlo"},
     {"resnet50", "examples/models/resnet50.hlo"},
+    {"resnet50-bf16", "examples/models/resnet50-bf16.hlo"},  // docs/fidelity.md's
     {"dot_bf16", "examples/hlo/dot_bf16.hlo"},
 };
 

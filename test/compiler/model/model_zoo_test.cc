@@ -73,9 +73,8 @@ TEST_P(EveryModel, TinyGradientsMatchFiniteDifferences) {
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
-TEST_P(EveryModel, GoldenExampleIsCurrent) {
-  const std::string path = "examples/models/" + GetParam() + ".hlo";
-  const std::string want = BuildModel(*FindModel(GetParam()), {.train = true}).hlo;
+// The shipped module at `path` is `want` (TPUSIM_UPDATE_GOLDEN=1 rewrites it).
+void ExpectGoldenCurrent(const std::string& path, const std::string& want) {
   const char* update = std::getenv("TPUSIM_UPDATE_GOLDEN");
   if (update && std::string(update) == "1") std::ofstream(path, std::ios::binary) << want;
   std::ifstream in(path, std::ios::binary);
@@ -84,6 +83,23 @@ TEST_P(EveryModel, GoldenExampleIsCurrent) {
   got << in.rdbuf();
   EXPECT_TRUE(got.str() == want) << path << " is stale; regenerate with "
                                  << "TPUSIM_UPDATE_GOLDEN=1 ctest -R model_zoo_test";
+}
+
+TEST_P(EveryModel, GoldenExampleIsCurrent) {
+  const std::string path = "examples/models/" + GetParam() + ".hlo";
+  const std::string want = BuildModel(*FindModel(GetParam()), {.train = true}).hlo;
+  ExpectGoldenCurrent(path, want);
+}
+
+// The benchmarked ResNet-50 of docs/fidelity.md: bf16, SGD, global batch 1024.
+TEST(ModelZoo, Resnet50Bf16ExampleIsCurrent) {
+  const std::string path = "examples/models/resnet50-bf16.hlo";
+  const std::string want = BuildModel(*FindModel("resnet50"), {.global_batch = 1024,
+                                                               .dtype = PrimitiveType::kBF16,
+                                                               .optimizer = Optimizer::kSgd,
+                                                               .train = true})
+                               .hlo;
+  ExpectGoldenCurrent(path, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EveryModel,
