@@ -21,8 +21,8 @@ class TargetDescription {
   // FloatSupport which ops take mixed precision.
   virtual bool ExactBatchNorm(const hlo::HloInstruction& bn) const = 0;
   // `fusion`, batch-norm-training with an elementwise consumer of its normalized output, or
-  // batch-norm-grad with the producer of its dy (the batch-norm-fusion pass builds them), lowers to one kernel that computes its
-  // values; the pass keeps only the fusions for which this holds.
+  // batch-norm-grad with the producer of its dy (the batch-norm-fusion pass builds them), lowers to
+  // one kernel that computes its values; the pass keeps only the fusions for which this holds.
   virtual bool ExactBatchNormFusion(const hlo::HloInstruction& fusion) const = 0;
   // `move`, a pad, concatenate or bitcast of bf16 values, runs on a kernel that moves them
   // exactly (the folding narrows such moves of f32 values that are then rounded to bf16).

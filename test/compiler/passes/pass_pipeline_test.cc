@@ -112,12 +112,12 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const tpusim::CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "batch-sharding", "spmd-partitioner", "async-conversion",
-                       "all-reduce-combiner", "contraction-defusion", "dce", "algsimp", "dce",
-                       "conv-canonicalization", "bf16-conversion-folding", "dce",
-                       "layout-assignment", "elementwise-fusion", "batch-norm-fusion", "dce",
-                       "memory-planning"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                "batch-sharding", "spmd-partitioner", "async-conversion", "all-reduce-combiner",
+                "contraction-defusion", "dce", "algsimp", "dce", "conv-canonicalization",
+                "bf16-conversion-folding", "dce", "layout-assignment", "elementwise-fusion",
+                "batch-norm-fusion", "dce", "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
   EXPECT_FALSE(rep.passes[2].changed);   // no async pair
