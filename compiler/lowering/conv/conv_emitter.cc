@@ -43,7 +43,7 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   return k;
 }
 
-// A weight gradient (`f01b_i01o->01bf`, window = the output gradient's size, f32 operands,
+// A weight gradient (`f01b_i01o->01bf`, window = the output gradient's size, f32 or bf16 operands,
 // DEFAULT precision) on the kernel of conv_wgrad.h; empty when it does not take it.
 std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   std::optional<WeightGradShape> shape = WeightGradShapeOf(instr, {c.mxus});

@@ -25,8 +25,9 @@ std::optional<WeightGradShape> WeightGradShapeOf(const HloInstruction& conv,
   const hlo::Window* win = conv.window();
   if (conv.opcode() != hlo::Opcode::kConvolution || conv.operand_count() != 2) return std::nullopt;
   const hlo::Shape &x = conv.operand(0)->shape(), &dy = conv.operand(1)->shape();
-  if (!cd || cd->labels != "f01b_i01o->01bf" || !win || win->dims.size() != 2 ||
-      x.type != PrimitiveType::kF32 || dy.type != PrimitiveType::kF32 ||
+  const bool f32 = x.type == PrimitiveType::kF32 && dy.type == PrimitiveType::kF32;
+  const bool bf16 = x.type == PrimitiveType::kBF16 && dy.type == PrimitiveType::kBF16;
+  if (!cd || cd->labels != "f01b_i01o->01bf" || !win || win->dims.size() != 2 || !(f32 || bf16) ||
       conv.shape().type != PrimitiveType::kF32 || !OneGroup(conv) ||
       ConvolutionWork(conv).passes != 1)
     return std::nullopt;
@@ -43,6 +44,7 @@ std::optional<WeightGradShape> WeightGradShapeOf(const HloInstruction& conv,
   s.dilation = wx.rhs_dilate, s.pad_lo = wx.pad_low, s.pad_hi = wx.pad_high;
   if (dy.dims[0] != s.batch || win->dims[0].size != s.ho || win->dims[1].size != s.wo)
     return std::nullopt;
+  s.bf16 = bf16;
   s.mxus = at.mxus;
   try {
     CheckWeightGradShape(s);

@@ -19,7 +19,7 @@ struct ConvPlacement {
 };
 
 // The weight-gradient kernel's shape for `conv` (HBM addresses 0, no tag): `f01b_i01o->01bf`,
-// window = the output gradient's size, stride 1, no padding or dilation, one group, f32,
+// window = the output gradient's size, stride 1, one group, f32 or bf16 operands (f32 dW),
 // DEFAULT precision, and a plan that fits. nullopt when the kernel does not take it.
 std::optional<WeightGradShape> WeightGradShapeOf(const hlo::HloInstruction& conv,
                                                  const ConvPlacement& at);

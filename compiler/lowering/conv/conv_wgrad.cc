@@ -1,14 +1,15 @@
 // Per block of output-gradient lines (the contraction: positions (line, column) over the
-// input's full width, at most 128, so a tap's X rows are 128 consecutive staged pixels): DMA
-// brings the block's X rows (with the kernel's halo) and dY rows into staging areas as f32;
-// the VPU rounds X to bf16 in place order and transposes each cout block of dY into a
-// [128 cout, 128 positions] bf16 tile (vxpose). Each MXU takes cout blocks: per tap and cin
-// block, the X rows from the tap's offset are the weights and the dY tile the left-hand rows,
-// accumulating dW^T. Columns past the output width have zero dY, so what X holds there does
-// not count. Blocks loop; tiles alternate between two buffers so the VPU prepares block
-// i + 1 while the MXUs multiply block i. At the end the VPU transposes the popped results.
-// Work beyond the accumulators runs as passes over channel blocks, one after the other;
-// few input channels fold the taps into the columns (conv_wgrad_plan.h).
+// input's padded width, at most 128, so a tap's X rows are 128 consecutive staged pixels):
+// DMA brings the block's X rows (with the kernel's halo; per phase image when dilated) and
+// dY into staging areas; the VPU puts X into bf16 tiles (rounding f32) and dY into
+// [128 cout, 128 positions] bf16 tiles (DMA-transposed f32, or rows it transposes with
+// vxpose). Each MXU takes cout blocks: per tap and cin block, the X rows from the tap's
+// offset are the weights and the dY tile the left-hand rows, accumulating dW^T. Columns past
+// the output width have zero dY, so what X holds there does not count. Blocks loop; tiles
+// alternate between two buffers so the VPU prepares block i + 1 while the MXUs multiply
+// block i. At the end the VPU transposes the popped results. Work beyond the accumulators
+// runs as passes over channel blocks, one after the other; few input channels fold the
+// taps into the columns (conv_wgrad_plan.h).
 #include "compiler/lowering/conv/conv_wgrad.h"
 
 #include <algorithm>
@@ -37,6 +38,15 @@ void ZeroVmem(ConvAsm& a, int base, int64_t offset, int64_t bytes) {
     << "vsts v0, " + R(kT1) + ", " + std::to_string(kZeroBlockBytes);
 }
 
+// VPU: `bytes` (a multiple of 2048) of bf16 from register `src` to register `dst`.
+void EmitCopyBf16(ConvAsm& a, int dst, int src, int count, int64_t bytes) {
+  constexpr int64_t kVregBf16Bytes = kZeroBlockBytes / 2;  // one f32[8,128] vreg as bf16
+  a.Li(count, bytes / kVregBf16Bytes);
+  a << "vloop " + R(count) + ", 2"
+    << "vlds.bf16 v0, " + R(src) + ", " + std::to_string(kVregBf16Bytes)
+    << "vsts.bf16 v0, " + R(dst) + ", " + std::to_string(kVregBf16Bytes);
+}
+
 // `body(parity)` under a branch on kParity.
 template <typename F>
 void PerParity(ConvAsm& a, F body) {
@@ -49,12 +59,14 @@ void PerParity(ConvAsm& a, F body) {
   a.Label(done);
 }
 
-// VPU: 16 vregs from VMEM register `base` + `src` (8 rows of 128 f32 each, consecutive),
-// transposed, stored from register `dst` as 16 x 8 rows: bf16 (a tile) or f32.
-void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16) {
+// VPU: 16 vregs from VMEM register `base` + `src` (8 rows of 128 f32, or of 128 bf16 when
+// `from_bf16`, each, consecutive), transposed, stored from register `dst` as 16 x 8 rows:
+// bf16 (a tile) or f32.
+void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16, bool from_bf16 = false) {
+  const int64_t vreg_bytes = from_bf16 ? kZeroBlockBytes / 2 : kZeroBlockBytes;
   for (int64_t j = 0; j < 16; ++j) {
-    a.AddImm(kAddr, base, src + j * kZeroBlockBytes);
-    a << "vld v" + std::to_string(j) + ", " + R(kAddr);
+    a.AddImm(kAddr, base, src + j * vreg_bytes);
+    a << std::string(from_bf16 ? "vld.bf16 v" : "vld v") + std::to_string(j) + ", " + R(kAddr);
   }
   a << "vxpose v16, v0";
   const int64_t step = bf16 ? kZeroBlockBytes / 2 : kZeroBlockBytes;
@@ -73,15 +85,18 @@ void EmitTiles(const Plan& p, ConvAsm& a, const std::function<void(int64_t)>& be
     a << "wait vpu, " + F(par ? kLoaded1 : kLoaded0) + ", " + std::to_string(p.copies())
       << "wait vpu, " + F(kFree0 + par) + ", " + std::to_string(p.mxus);
   });
-  auto round_x = [&] {
+  auto round_x = [&] {  // bf16 staging is already in the tiles' layout: copied as it is
     a.AddImm(kT3, kBuf, p.tiles);
-    EmitRoundToBf16(a, kT3, kBuf, kT2, p.cinb * p.pixels * kSlotBytes);
+    if (p.s.bf16)
+      EmitCopyBf16(a, kT3, kBuf, kT2, p.x_tile_bytes());
+    else
+      EmitRoundToBf16(a, kT3, kBuf, kT2, p.x_tile_bytes());
   };
   if (p.dy_rows) {  // [position][cout] to bf16 [cout][position], tile by tile
     for (int64_t c = 0; c < p.chunks; ++c) {
       for (int64_t co = 0; co < p.coutb; ++co) {
         a.AddImm(kT1, kBuf, p.dy_tile(c, co));
-        Transpose(a, kBuf, p.sd + (c * p.coutb + co) * kStageTileBytes, kT1, true);
+        Transpose(a, kBuf, p.sd + (c * p.coutb + co) * p.dy_stage_tile(), kT1, true, p.s.bf16);
       }
       between(c);
     }
@@ -93,7 +108,7 @@ void EmitTiles(const Plan& p, ConvAsm& a, const std::function<void(int64_t)>& be
     EmitRoundToBf16(a, kT3, kT1, kT2, p.chunks * p.coutb * kTileBytes);
   }
   if (!p.dy_rows || p.tail != p.lines())  // what a short last block leaves unwritten
-    ZeroVmem(a, kBuf, p.sd, p.chunks * p.coutb * kStageTileBytes);
+    ZeroVmem(a, kBuf, p.sd, p.chunks * p.coutb * p.dy_stage_tile());
   a << "signal vpu, " + F(kStageFree) + ", 1"
     << "signal vpu, " + F(kReady) + ", 1";
 }

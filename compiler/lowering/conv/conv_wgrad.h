@@ -1,8 +1,8 @@
 // The MXU kernel of a convolution's weight gradient (XLA's `f01b_i01o->01bf` form, the
 // window the size of the output gradient): dW[ky][kx][ci][co] = sum over b, y, x of
 // X[b][d y + ky - pad][d x + kx - pad][ci] * dY[b][y][x][co] (X zero outside), on one core,
-// f32 operands rounded to bf16. Window dilation d and padding need few input channels
-// (the folded form); the work runs in passes of channel blocks that fit the accumulators.
+// bf16 operands, or f32 ones rounded to bf16; padding and dilation read in place. The work
+// runs in passes of channel blocks that fit the accumulators.
 // docs/compiler.md, section "Convolution weight gradients", describes the scheme.
 #pragma once
 
@@ -14,6 +14,8 @@ namespace tpusim::lowering {
 struct WeightGradShape {
   int64_t batch = 0, h = 0, w = 0, cin = 0;  // X: f32[batch, h, w, cin] in HBM
   int64_t ho = 0, wo = 0, cout = 0;          // dY: f32[batch, ho, wo, cout]
+  // X and dY bf16 in HBM (then cin and cout even: DMA moves 4-byte words); dW stays f32.
+  bool bf16 = false;
   // Window dilation (the forward stride) and padding, the same in both spatial dimensions;
   // dW: f32[kh, kw, cin, cout], kh = h + pad_lo + pad_hi - (ho - 1) * dilation.
   int64_t dilation = 1, pad_lo = 0, pad_hi = 0;

@@ -30,6 +30,8 @@ Plan Geometry(const WeightGradShape& s) {
   Require(s.dilation >= 1 && s.pad_lo >= 0 && s.pad_hi >= 0,
           "needs a positive window dilation and non-negative padding");
   Require(s.mxus >= 1 && s.mxus <= 2, "plans for 1 or 2 MXUs per core");
+  Require(!s.bf16 || (s.cin % 2 == 0 && s.cout % 2 == 0),
+          "bf16 operands need even channel counts (DMA moves 4-byte words)");
   Plan p;
   p.s = s;
   p.kh = s.h + s.pad_lo + s.pad_hi - (s.ho - 1) * s.dilation;
@@ -37,15 +39,15 @@ Plan Geometry(const WeightGradShape& s) {
   Require(p.kh >= 1 && p.kw >= 1, "the window is larger than the padded input");
   p.taps = p.kh * p.kw;
   p.fold = s.cin < kFoldBelowCin;
-  Require(p.fold || (s.dilation == 1 && s.pad_lo == 0 && s.pad_hi == 0),
-          "window dilation or padding needs fewer than " + std::to_string(kFoldBelowCin) +
-              " input channels (taps folded into the MXU's columns)");
   if (p.fold) {
     p.fold_taps = kMxuEdge / s.cin;
     p.grid_w = s.wo;
-  } else {
+  } else {  // staged lines are phase images' padded lines: zero columns on either side
+    const int64_t d = s.dilation;
     p.skh = p.kh, p.skw = p.kw;
-    p.grid_w = s.w;
+    p.phy = std::min(d, p.kh), p.phx = std::min(d, p.kw);
+    p.qh = CeilDiv(p.kh, d), p.qw = CeilDiv(p.kw, d);
+    p.grid_w = s.wo + p.qw - 1;
   }
   Require(p.grid_w <= kMxuEdge,
           "a row of " + std::to_string(p.grid_w) + " positions exceeds one 128-position block");
@@ -111,8 +113,8 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   Plan p = Geometry(s);
   p.cin_lo = pass.cin_lo, p.cinb = pass.cinb, p.cout_lo = pass.cout_lo, p.coutb = pass.coutb;
   p.stack_h = pass.stack_h, p.stack_ho = pass.stack_ho;
-  p.dy_rows = p.fold || p.stack_h > 0;
-  p.k_split = p.fold && p.coutb == 1 && s.mxus == 2;
+  p.dy_rows = p.fold || p.stack_h > 0 || s.bf16;  // bf16: DMA cannot transpose 2-byte words
+  p.k_split = p.coutb == 1 && s.mxus == 2;
   p.mxus = p.k_split ? 2 : std::min<int64_t>(s.mxus, p.coutb);
   p.per_mxu = p.k_split ? 1 : CeilDiv(p.coutb, p.mxus);
   Require(p.regions() * kMxuEdge <= s.acc_rows,
@@ -129,18 +131,17 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   const int64_t whole = p.stack_h / std::gcd(p.stack_h, p.rows);
   for (p.chunks = p.stack_h ? whole : std::min(most, tiles_per_image); p.chunks >= 1 && !fits;
        p.chunks = p.stack_h ? (p.chunks + whole > most ? 0 : p.chunks + whole) : p.chunks - 1) {
-    if (!p.stack_h && tiles_per_image % p.chunks) continue;
+    // Blocks divide an image's tiles, but for one tall image (its last block may be short).
+    if (!p.stack_h && s.batch > 1 && tiles_per_image % p.chunks) continue;
     // Staged pixels: the block's lines with the halo, and every row a tap's weights read.
-    p.pixels =
-        RoundUp(std::max((p.lines() + p.skh - 1) * p.grid_w,
-                         ((p.lines() - p.rows + p.skh - 1) * p.grid_w + p.skw - 1 + kMxuEdge)),
-                2 * kZeroBlockBytes / kPixelBytes);
-    p.sx_cb = p.pixels * kPixelBytes;
+    p.pixels = RoundUp(std::max((p.lines() + p.qh - 1) * p.grid_w,
+                                ((p.lines() - p.rows + p.qh - 1) * p.grid_w + p.qw - 1 + kMxuEdge)),
+                       2 * kZeroBlockBytes / kPixelBytes);
+    p.sx_cb = p.slots() * p.pixels * p.pitch();
     p.sd = p.cinb * p.sx_cb;
-    p.tiles = p.sd + p.chunks * p.coutb * kStageTileBytes;
+    p.tiles = p.sd + p.chunks * p.coutb * p.dy_stage_tile();
     p.buf_bytes =
-        RoundUp(p.tiles + p.cinb * p.pixels * kSlotBytes + p.chunks * p.coutb * kTileBytes,
-                kZeroBlockBytes);
+        RoundUp(p.tiles + p.x_tile_bytes() + p.chunks * p.coutb * kTileBytes, kZeroBlockBytes);
     p.buf[0] = kTileBytes, p.buf[1] = p.buf[0] + p.buf_bytes;
     p.out = p.buf[1] + p.buf_bytes;
     p.out_bytes = p.regions() * kStageTileBytes;
@@ -151,6 +152,14 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   p.blocks = CeilDiv(tiles_per_image, p.chunks);
   p.tail = s.ho - (p.blocks - 1) * p.lines();
   if (p.stack_h) p.stack_copies = static_cast<int64_t>(p.stacked_runs(p.lines()).size());
+  // Copies of the first and last block of an image clip their lines statically; the
+  // blocks between must see every tap's whole range.
+  for (int64_t ky = 0; ky < p.kh; ++ky) {
+    const Range r = TapRange(ky, s.ho, s.h, s.dilation, s.pad_lo);
+    p.clipped |= r.lo > 0 || r.hi < s.ho;
+    Require(p.blocks < 3 || (r.lo <= p.lines() && r.hi >= (p.blocks - 1) * p.lines()),
+            "padding reaches beyond the first and last block of lines");
+  }
   if (p.fold) {
     const int64_t last = (p.blocks - 1) * p.lines();
     const std::pair<int64_t, int64_t> kinds[] = {
@@ -158,14 +167,6 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
     for (const auto& [first, n] : kinds)
       p.fold_copies =
           std::max(p.fold_copies, static_cast<int64_t>(FoldedCopies(p, first, n).size()));
-    // Copies of the first and last block of an image clip their lines statically; the
-    // blocks between must see every tap's whole range.
-    for (int64_t ky = 0; ky < p.kh; ++ky) {
-      const Range r = TapRange(ky, s.ho, s.h, s.dilation, s.pad_lo);
-      p.clipped |= r.lo > 0 || r.hi < s.ho;
-      Require(p.blocks < 3 || (r.lo <= p.lines() && r.hi >= (p.blocks - 1) * p.lines()),
-              "padding reaches beyond the first and last block of lines");
-    }
     for (int64_t kx = 0; kx < p.kw; ++kx) {
       const Range r = TapRange(kx, s.wo, s.w, s.dilation, s.pad_lo);
       p.clipped |= r.lo > 0 || r.hi < s.wo;
@@ -219,11 +220,14 @@ std::vector<Plan> PlanPasses(const WeightGradShape& shape) {
   // the next image's rows and get no dY (a 9x9 padded image of 7x7 valid positions: 60%
   // of the positions valid instead of 38%).
   const bool small = s.w <= kMxuEdge && s.ho < kMxuEdge / s.w && s.batch > 1;
-  if (small && s.cin >= kFoldBelowCin && s.pad_lo == 0 && s.pad_hi == 0 && s.dilation == 1) {
+  const bool one_by_one = s.h == s.ho && s.w == s.wo && s.batch > 1;
+  if ((small || one_by_one) && s.cin >= kFoldBelowCin && s.pad_lo == 0 && s.pad_hi == 0 &&
+      s.dilation == 1) {
     WeightGradShape tall = s;
     tall.h = s.batch * s.h, tall.batch = 1;
     tall.ho = tall.h - (s.h - s.ho);
-    if (s.h == s.ho) return Split(tall, 0, 0);  // 1x1: the lines are simply consecutive
+    // 1x1, any image size: the lines are simply consecutive, and blocks span images.
+    if (s.h == s.ho) return Split(tall, 0, 0);
     try {
       return Split(tall, s.h, s.ho);
     } catch (const std::invalid_argument&) {

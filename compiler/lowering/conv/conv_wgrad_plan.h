@@ -39,7 +39,12 @@ struct Plan {
   int64_t fold_taps = 0;
   int64_t kh = 0, kw = 0, taps = 0;  // dW's taps
   int64_t skh = 1, skw = 1;          // taps the matmuls walk (1 x 1 when folded)
-  int64_t grid_w = 0;                // staged positions per line: w, or wo when folded
+  // Unfolded with window dilation d: X stages as d x d phase images (phase (py, px) holds
+  // X[d i + py - pad_lo][d j + px - pad_lo]; `phy` x `phx` of them, one slot each), and tap
+  // (ky, kx) reads phase (ky mod d, kx mod d) at offset (ky / d, kx / d), of at most
+  // qh x qw offsets. Without dilation: one phase, the padded X; qh x qw = kh x kw.
+  int64_t phy = 1, phx = 1, qh = 1, qw = 1;
+  int64_t grid_w = 0;  // staged positions per line: w, or wo when folded
   // A block is `chunks` K tiles of `rows` lines each; an image has `blocks` of them, the
   // last with `tail` lines.
   int64_t rows = 0, chunks = 1, blocks = 0, tail = 0, pixels = 0;
@@ -50,10 +55,10 @@ struct Plan {
   bool k_split = false;
   int64_t stack_h = 0, stack_ho = 0;  // as in Pass; blocks are whole images
   int64_t stack_copies = 0;           // stacked: dY copies per cout block of a full block
-  bool clipped = false;               // folded with padding: some staged slots stay zero per block
-  int64_t fold_copies = 0;            // folded: the most X copies a block issues
+  bool clipped = false;     // padding: the first and last block of an image stage zero rows
+  int64_t fold_copies = 0;  // folded: the most X copies a block issues
   // dY lands as rows ([position][cout]; one copy per cout block when a tile is one line)
-  // and the VPU transposes it; else it lands transposed, in 4-byte rows.
+  // and the VPU transposes it; else it lands transposed, in 4-byte rows (f32 only).
   bool dy_rows = false;
   // VMEM: the zero tile, two buffers (each: X staging [cin block][pixel], dY staging
   // [cout block], tiles), the pop buffers. sd and tiles are offsets within a buffer.
@@ -61,12 +66,24 @@ struct Plan {
           out_bytes = 0;
 
   int64_t staged_taps() const { return skh * skw; }
+  int64_t slots() const { return phy * phx; }
+  int64_t d() const { return fold ? 1 : s.dilation; }  // the matmuls' view of the dilation
+  // Bytes of an X or dY element in HBM, and the pitch of a staged pixel (X) or position
+  // (dY as rows): f32 staging is rounded into the tiles, bf16 staging has their layout.
+  int64_t elem() const { return s.bf16 ? 2 : 4; }
+  int64_t pitch() const { return s.bf16 ? kSlotBytes : kPixelBytes; }
+  // Bytes of one staged dY tile (128 positions x 128 cout) in the staging area at sd.
+  int64_t dy_stage_tile() const { return kMxuEdge * pitch(); }
   // Offsets in a buffer: bf16 X rows of a staged tap (from the tap's pixel), dY^T tiles.
   int64_t x_rows(int64_t c, int64_t cb, int64_t t) const {
-    return tiles + (cb * pixels + c * rows * grid_w + (t / skw) * grid_w + t % skw) * kSlotBytes;
+    const int64_t ky = t / skw, kx = t % skw, slot = (ky % d()) * phx + kx % d();
+    return tiles +
+           ((cb * slots() + slot) * pixels + c * rows * grid_w + (ky / d()) * grid_w + kx / d()) *
+               kSlotBytes;
   }
+  int64_t x_tile_bytes() const { return cinb * slots() * pixels * kSlotBytes; }  // bf16 X
   int64_t dy_tile(int64_t c, int64_t co) const {
-    return tiles + cinb * pixels * kSlotBytes + (c * coutb + co) * kTileBytes;
+    return tiles + x_tile_bytes() + (c * coutb + co) * kTileBytes;
   }
   int64_t lines() const { return chunks * rows; }
   // Folded: the taps of this pass's cin block cb.
@@ -88,11 +105,15 @@ struct Plan {
     return (j * staged_taps() + t) * cinb + cb;
   }
   int64_t regions() const { return per_mxu * staged_taps() * cinb; }
-  int64_t x_copies() const { return fold ? fold_copies : cinb; }
+  // Per cin block and phase, unfolded: X's rows, and zero rows above and below (clipped).
+  int64_t x_copies() const { return fold ? fold_copies : (clipped ? 3 : 1) * cinb * slots(); }
+  // dY as rows, not stacked: whole tiles per copy (grid_w == wo, or a line per tile).
+  bool dy_whole_tiles() const { return dy_rows && !stack_h && (grid_w == s.wo || rows == 1); }
   int64_t dy_copies() const {
-    return stack_h   ? coutb * stack_copies
-           : dy_rows ? coutb * (rows == 1 ? 1 : chunks)
-                     : coutb * chunks * (grid_w == s.wo ? 1 : rows);
+    return stack_h            ? coutb * stack_copies
+           : dy_whole_tiles() ? coutb * (rows == 1 ? 1 : 2)
+           : dy_rows          ? coutb * chunks
+                              : coutb * chunks * (grid_w == s.wo ? 1 : rows);
   }
   int64_t copies() const { return x_copies() + dy_copies(); }
   // Stacked: the dY copies of a block of `n` lines, each image's valid lines split where
@@ -109,9 +130,9 @@ struct Plan {
   }
   // Bytes HBM advances per output line of X (dilation lines when folded) and, per block,
   // of dY (stacked: the block's images' valid lines).
-  int64_t x_line_bytes() const { return (fold ? s.dilation : 1) * s.w * s.cin * 4; }
+  int64_t x_line_bytes() const { return s.dilation * s.w * s.cin * elem(); }
   int64_t dy_block_bytes() const {
-    return (stack_h ? lines() / stack_h * stack_ho : lines()) * s.wo * s.cout * 4;
+    return (stack_h ? lines() / stack_h * stack_ho : lines()) * s.wo * s.cout * elem();
   }
 };
 

@@ -1,0 +1,94 @@
+// The weight-gradient kernel (conv_wgrad.h) on bf16 operands, as bf16 training steps hand
+// it (`f01b_i01o->01bf`, f32 dW): X lands in the tiles' layout, dY lands as rows and the
+// VPU transposes it. Each module is simulated with random inputs and compared with the
+// reference evaluator (sim_values_util.h).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "test/compiler/values/sim_values_util.h"
+
+namespace tpusim {
+namespace {
+
+using testing::ExpectMatch;
+
+std::string WeightGradModule(const std::string& x, const std::string& dy, const std::string& dw,
+                             const std::string& window) {
+  return "HloModule m, replica_count=8\nENTRY %main (x: " + x + ", dy: " + dy + ") -> " + dw +
+         " {\n  %x = " + x + " parameter(0)\n  %dy = " + dy + " parameter(1)\n  ROOT %w = " + dw +
+         " convolution(%x, %dy), window={" + window + "}, dim_labels=f01b_i01o->01bf\n}\n";
+}
+
+TEST(ExactWeightGradBf16, OneByOneRaggedChannels) {  // 12-position lines, 10 per K tile
+  ExpectMatch(
+      WeightGradModule("bf16[2,12,12,130]", "bf16[2,12,12,140]", "f32[1,1,130,140]", "size=12x12"));
+}
+
+TEST(ExactWeightGradBf16, ThreeByThreeLinesWiderThanTheOutput) {  // 29-pixel lines, 27 valid
+  ExpectMatch(
+      WeightGradModule("bf16[1,29,29,130]", "bf16[1,27,27,6]", "f32[3,3,130,6]", "size=27x27"));
+}
+
+TEST(ExactWeightGradBf16, OneByOneTilesSpanImages) {  // 5 images of 7 lines stacked
+  ExpectMatch(
+      WeightGradModule("bf16[5,7,7,130]", "bf16[5,7,7,140]", "f32[1,1,130,140]", "size=7x7"));
+}
+
+TEST(ExactWeightGradBf16, StackedImagesThreeByThree) {  // 9-line images, 7 valid lines each
+  ExpectMatch(
+      WeightGradModule("bf16[14,9,9,20]", "bf16[14,7,7,140]", "f32[3,3,20,140]", "size=7x7"));
+}
+
+TEST(ExactWeightGradBf16, FoldedTapsPaddedAndDilated) {  // 25 taps x 6 channels: 21 + 4 taps
+  ExpectMatch(WeightGradModule("bf16[2,19,19,6]", "bf16[2,9,9,200]", "f32[5,5,6,200]",
+                               "size=9x9 pad=1_1x1_1 rhs_dilate=2x2"));
+}
+
+// One cout block: the two MXUs split the K tiles and add their partial sums.
+TEST(ExactWeightGradBf16, OneCoutBlockSplitsTheTilesOverBothMxus) {  // 60 lines: 30 tiles
+  ExpectMatch(
+      WeightGradModule("bf16[2,60,60,130]", "bf16[2,60,60,64]", "f32[1,1,130,64]", "size=60x60"));
+}
+
+// Padding read in place: staged lines carry zero columns, and the first and last block of
+// each image zero the rows above and below X.
+TEST(ExactWeightGradBf16, PaddedOneBlockPerImage) {  // 9 lines of 11 padded pixels: 1 block
+  ExpectMatch(WeightGradModule("bf16[3,9,9,130]", "bf16[3,9,9,6]", "f32[3,3,130,6]",
+                               "size=9x9 pad=1_1x1_1"));
+}
+
+TEST(ExactWeightGradBf16, PaddedFirstMiddleAndLastBlocks) {  // 30 lines: blocks of 2 tiles
+  ExpectMatch(WeightGradModule("bf16[2,30,30,64]", "bf16[2,30,30,140]", "f32[3,3,64,140]",
+                               "size=30x30 pad=1_1x1_1"));
+}
+
+TEST(ExactWeightGradBf16, PaddedUnevenly) {  // pad 2 above and left, 0 below and right
+  ExpectMatch(WeightGradModule("bf16[2,20,20,130]", "bf16[2,20,20,64]", "f32[3,3,130,64]",
+                               "size=20x20 pad=2_0x2_0"));
+}
+
+TEST(ExactWeightGradBf16, PaddedF32OperandsRoundedOnTheWay) {  // the f32 path, in place too
+  ExpectMatch(WeightGradModule("f32[2,30,30,130]", "f32[2,30,30,6]", "f32[3,3,130,6]",
+                               "size=30x30 pad=1_1x1_1"));
+}
+
+// Window dilation (the forward stride) read in place: X stages as phase images, each tap
+// reads the phase of its parity.
+TEST(ExactWeightGradBf16, StrideTwoThreeByThree) {  // ResNet's downsampling 3x3: pad 0_1
+  ExpectMatch(WeightGradModule("bf16[2,30,30,130]", "bf16[2,15,15,140]", "f32[3,3,130,140]",
+                               "size=15x15 pad=0_1x0_1 rhs_dilate=2x2"));
+}
+
+TEST(ExactWeightGradBf16, StrideTwoOneByOneSkipsTheLastLine) {  // pad 0_-1: X's odd lines unread
+  ExpectMatch(WeightGradModule("bf16[2,28,28,64]", "bf16[2,14,14,130]", "f32[1,1,64,130]",
+                               "size=14x14 pad=0_-1x0_-1 rhs_dilate=2x2"));
+}
+
+TEST(ExactWeightGradBf16, StrideTwoManyBlocksPaddedBothSides) {  // 60 lines, 61-pixel phases
+  ExpectMatch(WeightGradModule("bf16[1,119,119,20]", "bf16[1,60,60,64]", "f32[3,3,20,64]",
+                               "size=60x60 pad=1_1x1_1 rhs_dilate=2x2"));
+}
+
+}  // namespace
+}  // namespace tpusim
