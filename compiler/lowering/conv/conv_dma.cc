@@ -26,13 +26,22 @@ struct WeightCopy {
 };
 
 // Tiles of cout block `co`: [tap][cin block], each 128 cin rows x 128 cout columns (01oi:
-// 128 cout rows x 128 cin columns, loaded transposed); odd bf16 cin: a tap whose input
-// channels sit one row lower gets its weights one row lower too.
+// 128 cout rows x 128 cin columns, loaded transposed; folded, taps x cin columns); odd bf16
+// cin: a tap whose input channels sit one row lower gets its weights one row lower too.
 std::vector<WeightCopy> WeightCopies(const ConvPlan& p, int64_t co) {
   const ConvShape& s = p.s;
   const int64_t e = p.kernel_elem(), tap_bytes = p.cinb * kTileBytes;
   const int64_t tap_hbm = s.cin * s.cout * e, cols = std::min(kMxuEdge, s.cout - co * kMxuEdge);
   std::vector<WeightCopy> copies;
+  if (s.kernel_oi && p.fold) {  // tap t: cin columns from (t % per block) * fold_group
+    for (int64_t t = 0; t < s.kh * s.kw; ++t) {
+      const int64_t per = p.fold_taps_per_block();
+      copies.push_back({{cols, s.cin * e, s.cin * e, kSlotBytes},
+                        (t / per) * kTileBytes + (t % per) * p.fold_group * 2,
+                        s.kernel + t * tap_hbm + co * kMxuEdge * s.cin * e});
+    }
+    return copies;
+  }
   if (s.kernel_oi) {
     for (int64_t cb = 0; cb < p.cinb; ++cb) {
       const int64_t rows = std::min(kMxuEdge, s.cin - cb * kMxuEdge);

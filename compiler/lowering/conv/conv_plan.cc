@@ -161,10 +161,8 @@ ConvPlan PlanConv(const ConvShape& shape) {
   p.cinb = CeilDiv(s.cin, kMxuEdge), p.coutb = CeilDiv(s.cout, kMxuEdge);
   p.phase_cols = s.w / s.stride;
   p.weight_taps = s.kh * s.kw;
-  const bool wide_fold =
-      s.cin <= kFoldIoUpToCin && !s.kernel_oi && p.weight_taps <= kFoldIoUpToTaps && s.stride == 1;
+  const bool wide_fold = s.cin <= kFoldUpToCin && p.weight_taps <= kFoldUpToTaps && s.stride == 1;
   p.fold = p.weight_taps > 1 && (s.cin < kFoldBelowCin || wide_fold);
-  Require(!p.fold || !s.kernel_oi, "a 01oi kernel with under 16 input channels (not folded)");
   p.zero_init = !p.fold && s.pad_lo + s.pad_hi >= std::min(s.kh, s.kw);
   if (p.fold) {  // odd bf16 cin: one channel more, for the word-aligned copies
     p.fold_group = s.cin % 2 && !s.input_f32 ? s.cin + 1 : s.cin;

@@ -25,14 +25,14 @@ inline constexpr int64_t kSlotBytes = kMxuEdge * 2;           // one bf16 LHS ro
 inline constexpr int64_t kTileBytes = kMxuEdge * kSlotBytes;  // one bf16 weight tile
 inline constexpr int64_t kAccRowBytes = kMxuEdge * 4;         // one popped f32 row
 inline constexpr int64_t kFoldBelowCin = 16;  // fold taps into the contraction below this cin
-// With the kernel in 01io order, stride 1, up to this cin and this many taps: 64 channels
-// leave half of each 128-row weight tile idle, and two taps fill it (the 3x3 convolutions of
-// ResNet's first stage). The staged input holds a copy per tap, so larger windows stay
-// unfolded (a 24x24 window over 25 channels, a weight gradient JAX writes as a
+// Stride 1, up to this cin and this many taps: 64 channels leave half of each 128-row
+// weight tile idle, and two taps fill it (the 3x3 convolutions of ResNet's first stage, and
+// their input gradients, 01oi kernels loaded transposed). The staged input holds a copy per tap, so
+// larger windows stay unfolded (a 24x24 window over 25 channels, a weight gradient JAX writes as a
 // convolution, ran 60x slower folded), and so do strided ones (conv_bn_relu.hlo's 3x3
 // stride-2 over 64 channels ran 10% slower folded: its phases already skip the unused
 // positions).
-inline constexpr int64_t kFoldIoUpToCin = 64, kFoldIoUpToTaps = 9;
+inline constexpr int64_t kFoldUpToCin = 64, kFoldUpToTaps = 9;
 inline constexpr int64_t kZeroBlockBytes = 8 * kMxuEdge * 4;  // one vst of an f32[8,128] vreg
 
 // One kernel tap and the part of a line each MXU computes for it.

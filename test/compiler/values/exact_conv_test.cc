@@ -86,7 +86,20 @@ TEST(ExactConv, InputGradient01oiFullPadding) {  // as mnist-cnn's convolution.1
                          "size=3x3 pad=2_2x2_2", "b01f_01oi->b01f"));
 }
 
-TEST(ExactConv, InputGradient01oiOddChannels) {
+// 01oi kernels fold as 01io ones do: each tap's [cout][cin] rows land in their columns of
+// the tile, which the MXU loads transposed (ResNet's first-stage input gradients).
+TEST(ExactConv, InputGradient01oiSixtyFourChannelsFoldTwoTapsPerTile) {
+  ExpectMatch(ConvModule("bf16[2,9,9,64]", "bf16[3,3,64,64]", "bf16[2,9,9,64]",
+                         "size=3x3 pad=1_1x1_1", "b01f_01oi->b01f"),
+              1.0 / 128);
+}
+
+TEST(ExactConv, InputGradient01oiThirtyFourChannelsRaggedCout) {  // 3 taps per tile, cout 130
+  ExpectMatch(ConvModule("f32[2,12,12,34]", "f32[3,3,130,34]", "f32[2,12,12,130]",
+                         "size=3x3 pad=1_1x1_1", "b01f_01oi->b01f"));
+}
+
+TEST(ExactConv, InputGradient01oiOddChannels) {  // 18 channels: 7 taps per tile, f32
   ExpectMatch(ConvModule("f32[2,9,9,18]", "f32[3,3,5,18]", "f32[2,11,11,5]", "size=3x3 pad=2_2x2_2",
                          "b01f_01oi->b01f"));
 }
