@@ -38,7 +38,10 @@ Plan Geometry(const WeightGradShape& s) {
   p.kw = s.w + s.pad_lo + s.pad_hi - (s.wo - 1) * s.dilation;
   Require(p.kh >= 1 && p.kw >= 1, "the window is larger than the padded input");
   p.taps = p.kh * p.kw;
-  p.fold = s.cin < kFoldBelowCin;
+  // Few channels fold the taps into the MXU's columns; up to 64 channels with few taps too
+  // (as the forward kernel folds them, conv_plan.h), two taps of 64 filling a tile.
+  p.fold = s.cin < kFoldBelowCin ||
+           (s.cin <= kFoldUpToCin && p.taps > 1 && p.taps <= kFoldUpToTaps && s.dilation == 1);
   if (p.fold) {
     p.fold_taps = kMxuEdge / s.cin;
     p.grid_w = s.wo;

@@ -59,7 +59,14 @@ TEST(ExactWeightGradBf16, PaddedOneBlockPerImage) {  // 9 lines of 11 padded pix
 }
 
 TEST(ExactWeightGradBf16, PaddedFirstMiddleAndLastBlocks) {  // 30 lines: blocks of 2 tiles
-  ExpectMatch(WeightGradModule("bf16[2,30,30,64]", "bf16[2,30,30,140]", "f32[3,3,64,140]",
+  ExpectMatch(WeightGradModule("bf16[2,30,30,130]", "bf16[2,30,30,140]", "f32[3,3,130,140]",
+                               "size=30x30 pad=1_1x1_1"));
+}
+
+// 16 to 64 channels and up to 9 taps fold too: two taps of 64 channels per block of columns
+// (ResNet's first-stage 3x3 gradients), five of 20.
+TEST(ExactWeightGradBf16, SixtyFourChannelsFoldTwoTapsPerBlock) {
+  ExpectMatch(WeightGradModule("bf16[2,30,30,64]", "bf16[2,30,30,64]", "f32[3,3,64,64]",
                                "size=30x30 pad=1_1x1_1"));
 }
 
