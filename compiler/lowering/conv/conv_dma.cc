@@ -164,6 +164,7 @@ void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
                             : f == kStageFree ? 1
                                               : 0);
   }
+  a << "sflag " + F(kRawLoaded) + ", 0";
   EmitTables(p, a);
   if (p.needs_zero_fill()) {
     a << "vmovi v0, 0.0";
@@ -190,6 +191,7 @@ void EmitPreamble(const ConvPlan& p, ConvAsm& a) {
     ++fills;
   }
   if (p.zero_init) ZeroFill(p, a, p.zero_rows, p.zero_rows_bytes), ++fills;
+  if (p.raw) ZeroFill(p, a, p.raw_base, p.raw_bytes), ++fills;  // the zero bytes before rows
   if (fills) a << "wait dma, " + F(kZeroFill) + ", " + std::to_string(fills);  // before copies
 }
 

@@ -52,6 +52,7 @@ enum Flag : int {
   kConverted = 9,    // the VPU rounded staged f32 into place (the weights, then each chunk)
   kStageFree = 10,   // the VPU is done reading the staging area
   kOutRounded = 11,  // the VPU rounded the popped results to bf16 (bf16 output)
+  kRawLoaded = 12,   // a chunk's input rows landed in the raw area (plan.raw)
 };
 
 // VPU: rounds `bf16_bytes / 2048` f32 vregs from VMEM [reg src] to bf16 at [reg dst];
@@ -64,7 +65,13 @@ void EmitPreamble(const ConvPlan& p, ConvAsm& a);
 struct InputCopy {
   DescShape desc;
   int64_t vmem_offset = 0, hbm_offset = 0;
+  // plan.raw: the source in the raw area instead (offset from raw_base), lines raw_plane
+  // bytes apart.
+  int64_t raw_offset = 0, raw_plane = 0;
 };
+// plan.raw: the next chunk's input rows of band kind `kind` into the raw area; the DMA
+// unit then waits for them before the taps' copies.
+void EmitRawCopy(const ConvPlan& p, ConvAsm& a, int64_t kind);
 // The copies of a chunk whose band kind is `kind`.
 std::vector<InputCopy> InputCopies(const ConvPlan& p, int64_t kind);
 // Issues part `group` of `groups` equal parts of those copies; each adds 1 to kInLoaded.

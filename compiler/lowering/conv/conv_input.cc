@@ -31,8 +31,11 @@ std::vector<InputCopy> FoldedCopies(const ConvPlan& p, int64_t kind) {
                           x_lo * p.imgs * kSlotBytes + (t % per) * p.fold_group * 2;
       const DescShape d{x_hi - x_lo, p.copy_bytes(0), st * pixel, p.imgs * kSlotBytes,
                         l_hi - l_lo, st * row,        p.row_bytes};
+      // In the raw area: buffer row l * st + dy, after the row's 4 zero bytes.
+      const int64_t raw = (l_lo * st + dy) * p.raw_row + 4 + (x_lo * st + cx) * pixel - shift * e;
       for (int64_t i = 0; i < p.imgs; ++i)
-        copies.push_back({d, dst + i * kSlotBytes, src + i * p.hbm_image_bytes()});
+        copies.push_back({d, dst + i * kSlotBytes, src + i * p.hbm_image_bytes(),
+                          raw + i * p.raw_image, st * p.raw_row});
     }
   return copies;
 }
@@ -90,11 +93,31 @@ std::vector<InputCopy> InputCopies(const ConvPlan& p, int64_t kind) {
   return Staged(p, copies);
 }
 
+void EmitRawCopy(const ConvPlan& p, ConvAsm& a, int64_t kind) {
+  const ConvBandKind& k = p.kinds[kind];
+  const int64_t row = p.hbm_row_bytes();
+  a.Li(kTmp, p.raw_base + k.row_lo * p.raw_row + 4);
+  a.AddImm(kTmp2, kNextSrc, (k.row_lo - p.s.pad_lo) * row);
+  a << "dma.hv " + R(kTmp) + ", " + R(kTmp2) + ", " +
+           a.Desc({k.row_hi - k.row_lo, row, row, p.raw_row, p.imgs, p.hbm_image_bytes(),
+                   p.raw_image}) +
+           ", " + F(kRawLoaded)
+    << "wait dma, " + F(kRawLoaded) + ", 1";
+}
+
 void EmitInputCopies(const ConvPlan& p, ConvAsm& a, int64_t kind, int64_t group, int64_t groups) {
   const std::vector<InputCopy> copies = InputCopies(p, kind);
   const int64_t n = static_cast<int64_t>(copies.size());
   for (int64_t i = n * group / groups; i < n * (group + 1) / groups; ++i) {
     const InputCopy& c = copies[i];
+    if (p.raw) {
+      DescShape d = c.desc;
+      d.src_plane_stride = c.raw_plane;
+      a.AddImm(kTmp, kInNext, c.vmem_offset);
+      a.Li(kTmp2, p.raw_base + c.raw_offset);
+      a << "dma.vv " + R(kTmp) + ", " + R(kTmp2) + ", " + a.Desc(d) + ", " + F(kInLoaded);
+      continue;
+    }
     const std::string desc = a.Desc(c.desc);
     if (p.s.input_f32)
       a.Li(kTmp, p.stage + c.vmem_offset);

@@ -59,6 +59,7 @@ void EmitPrefetch(const ConvPlan& p, ConvAsm& a, int64_t group, int64_t groups) 
   }
   a << "sld " + R(kTmp) + ", " + R(kNextBand) + ", 4";
   PerKind(p, a, kTmp, [&](int64_t k) {
+    if (p.raw && group == 0) EmitRawCopy(p, a, k);
     EmitInputCopies(p, a, k, group, groups);
     if (!staged || !last) return;
     for (int64_t m = 0; m < p.mxus; ++m) a << "wait vpu, " + F(kInFree + m) + ", 1";

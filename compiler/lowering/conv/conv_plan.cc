@@ -65,7 +65,12 @@ bool TryChunkAs(ConvPlan& p, int64_t imgs, int64_t band, bool split_cout) {
   p.out_buf[0] = base + 2 * p.in_buf_bytes, p.out_buf[1] = p.out_buf[0] + p.out_buf_bytes;
   p.stage = p.out_buf[1] + p.out_buf_bytes;
   p.stage_bytes = s.input_f32 ? 2 * p.in_buf_bytes : 0;
-  p.zero_rows = p.stage + p.stage_bytes;
+  p.raw_base = p.stage + p.stage_bytes;
+  p.raw_rows = p.raw ? (band - 1) * s.stride + s.kh : 0;
+  p.raw_row = p.hbm_row_bytes() + 4;
+  p.raw_image = p.raw_rows * p.raw_row;
+  p.raw_bytes = p.raw ? RoundUp(imgs * p.raw_image, kZeroBlockBytes) : 0;
+  p.zero_rows = p.raw_base + p.raw_bytes;
   return p.zero_rows + p.zero_rows_bytes <= s.vmem_bytes &&
          p.in_buf[0] + p.weight_stage_bytes <= s.vmem_bytes;
 }
@@ -164,6 +169,8 @@ ConvPlan PlanConv(const ConvShape& shape) {
   const bool wide_fold = s.cin <= kFoldUpToCin && p.weight_taps <= kFoldUpToTaps && s.stride == 1;
   p.fold = p.weight_taps > 1 && (s.cin < kFoldBelowCin || wide_fold);
   p.zero_init = !p.fold && s.pad_lo + s.pad_hi >= std::min(s.kh, s.kw);
+  // DMA moves 4-byte words: whole input rows only when a row is a number of them.
+  p.raw = p.fold && !s.input_f32 && p.hbm_row_bytes() % 4 == 0;
   if (p.fold) {  // odd bf16 cin: one channel more, for the word-aligned copies
     p.fold_group = s.cin % 2 && !s.input_f32 ? s.cin + 1 : s.cin;
     p.cinb = CeilDiv(p.weight_taps, p.fold_taps_per_block());

@@ -75,6 +75,11 @@ struct ConvPlan {
   // byte offset doubled, and the VPU rounds it into place (`stage`: the input's, after the
   // output buffers; the weights pass a cout block at a time through the area from in_buf[0]).
   int64_t stage = 0, stage_bytes = 0, weight_stage_bytes = 0;
+  // Folded bf16 input: a chunk's input rows land once from HBM in the `raw` area (rows of
+  // raw_row bytes, each after 4 zero bytes, raw_rows per image), and each tap's copies read
+  // them there (VMEM to VMEM) instead of reading HBM once per tap.
+  bool raw = false;
+  int64_t raw_base = 0, raw_rows = 0, raw_row = 0, raw_image = 0, raw_bytes = 0;
   // Padding at least the kernel size: some output pixel sees no tap, so each cout step
   // first zeroes its accumulator rows with matmuls of zero rows (`zero_rows` in VMEM).
   bool zero_init = false;
