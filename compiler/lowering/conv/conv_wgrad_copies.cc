@@ -51,6 +51,19 @@ void EmitCopies(const Plan& p, ConvAsm& a, int64_t first, int64_t lines, int fla
   int64_t issued = 0;
   if (p.fold) {
     EmitFoldedCopies(p, a, first, lines, flag, issued);
+  } else if (p.stack_x_h) {  // each image's X rows below its padding rows
+    const int64_t hp = p.stack_h, row_pixels = p.grid_w * p.pitch();
+    for (int64_t j = 0; j < CeilDiv(lines, hp); ++j)
+      for (int64_t cb = 0; cb < p.cinb; ++cb) {
+        a.AddImm(kT1, kNext,
+                 cb * p.sx_cb + (j * hp + s.pad_lo) * row_pixels + s.pad_lo * p.pitch());
+        a.AddImm(kT2, kXSrc, j * p.stack_x_h * s.w * s.cin * e + p.cin_row0(cb) * e);
+        a << "dma.hv " + R(kT1) + ", " + R(kT2) + ", " +
+                 a.Desc({s.w, p.cin_rows(cb) * e, s.cin * e, p.pitch(), p.stack_x_h,
+                         s.w * s.cin * e, row_pixels}) +
+                 ", " + F(flag);
+        ++issued;
+      }
   } else {
     // Phase (py, px), staged row r, column j: X row d (first line + r) + py - pad_lo,
     // column d j + px - pad_lo, where they lie inside X; the columns outside stay zero, and
@@ -182,13 +195,13 @@ void EmitNextBlock(const Plan& p, ConvAsm& a, int flag) {
     }
     a.Label(copied);
   }
-  a.AddImm(kXSrc, kXSrc, p.lines() * p.x_line_bytes());
+  a.AddImm(kXSrc, kXSrc, p.x_block_bytes());
   a.AddImm(kDySrc, kDySrc, p.dy_block_bytes());
   a << "addi " + R(kRow) + ", " + R(kRow) + ", 1";
   const std::string same = a.NewLabel("same_image");
   a.Li(kT1, p.blocks);
   a << "blt " + R(kRow) + ", " + R(kT1) + ", " + same << "li " + R(kRow) + ", 0";
-  a.AddImm(kXSrc, kXSrc, s.h * s.w * s.cin * p.elem() - p.blocks * p.lines() * p.x_line_bytes());
+  a.AddImm(kXSrc, kXSrc, s.h * s.w * s.cin * p.elem() - p.blocks * p.x_block_bytes());
   a.AddImm(kDySrc, kDySrc,
            p.stack_h ? 0 : (s.ho - p.blocks * p.lines()) * s.wo * s.cout * p.elem());  // one image
   a.Label(same);

@@ -115,7 +115,7 @@ std::vector<FoldCopy> FoldedCopies(const Plan& p, int64_t first, int64_t lines) 
 Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   Plan p = Geometry(s);
   p.cin_lo = pass.cin_lo, p.cinb = pass.cinb, p.cout_lo = pass.cout_lo, p.coutb = pass.coutb;
-  p.stack_h = pass.stack_h, p.stack_ho = pass.stack_ho;
+  p.stack_h = pass.stack_h, p.stack_ho = pass.stack_ho, p.stack_x_h = pass.x_h;
   p.dy_rows = p.fold || p.stack_h > 0 || s.bf16;  // bf16: DMA cannot transpose 2-byte words
   p.k_split = p.coutb == 1 && s.mxus == 2;
   p.mxus = p.k_split ? 2 : std::min<int64_t>(s.mxus, p.coutb);
@@ -156,8 +156,9 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
   p.tail = s.ho - (p.blocks - 1) * p.lines();
   if (p.stack_h) p.stack_copies = static_cast<int64_t>(p.stacked_runs(p.lines()).size());
   // Copies of the first and last block of an image clip their lines statically; the
-  // blocks between must see every tap's whole range.
-  for (int64_t ky = 0; ky < p.kh; ++ky) {
+  // blocks between must see every tap's whole range. (Stacked padded images: the padding
+  // rows of every image stay zero.)
+  for (int64_t ky = 0; ky < p.kh && !p.stack_x_h; ++ky) {
     const Range r = TapRange(ky, s.ho, s.h, s.dilation, s.pad_lo);
     p.clipped |= r.lo > 0 || r.hi < s.ho;
     Require(p.blocks < 3 || (r.lo <= p.lines() && r.hi >= (p.blocks - 1) * p.lines()),
@@ -181,13 +182,14 @@ Plan MakePlan(const WeightGradShape& s, const Pass& pass) {
 namespace {
 
 // The passes over `s` (images stacked when stack_h > 0); throws when nothing fits.
-std::vector<Plan> Split(const WeightGradShape& s, int64_t stack_h, int64_t stack_ho) {
+std::vector<Plan> Split(const WeightGradShape& s, int64_t stack_h, int64_t stack_ho,
+                        int64_t x_h = 0) {
   const Plan g = Geometry(s);
   const int64_t nci = CinBlocks(g), nco = CeilDiv(s.cout, kMxuEdge);
   const double x_bytes = 4.0 * s.batch * s.h * s.w * s.cin;
   const double dy_bytes = 4.0 * s.batch * s.ho * s.wo * s.cout;
   // The smallest pass first: its error (VMEM, width) is the shape's when nothing fits.
-  MakePlan(s, {0, 1, 0, std::min<int64_t>(nco, s.mxus), stack_h, stack_ho});
+  MakePlan(s, {0, 1, 0, std::min<int64_t>(nco, s.mxus), stack_h, stack_ho, x_h});
   double best = std::numeric_limits<double>::infinity();
   int64_t best_ci = 0, best_co = 0;
   for (int64_t ci = 1; ci <= nci; ++ci)
@@ -198,7 +200,7 @@ std::vector<Plan> Split(const WeightGradShape& s, int64_t stack_h, int64_t stack
       const double cost = pco * x_bytes + pci * dy_bytes + 1e-3 * static_cast<double>(pci * pco);
       if (cost >= best) continue;
       try {
-        MakePlan(s, {0, ci, 0, co, stack_h, stack_ho});
+        MakePlan(s, {0, ci, 0, co, stack_h, stack_ho, x_h});
       } catch (const std::invalid_argument&) {
         continue;
       }
@@ -208,7 +210,7 @@ std::vector<Plan> Split(const WeightGradShape& s, int64_t stack_h, int64_t stack
   for (int64_t co = 0; co < nco; co += best_co)
     for (int64_t ci = 0; ci < nci; ci += best_ci)
       passes.push_back(MakePlan(s, {ci, std::min(best_ci, nci - ci), co,
-                                    std::min(best_co, nco - co), stack_h, stack_ho}));
+                                    std::min(best_co, nco - co), stack_h, stack_ho, x_h}));
   return passes;
 }
 
@@ -233,6 +235,21 @@ std::vector<Plan> PlanPasses(const WeightGradShape& shape) {
     if (s.h == s.ho) return Split(tall, 0, 0);
     try {
       return Split(tall, s.h, s.ho);
+    } catch (const std::invalid_argument&) {
+      // Whole images per block do not fit: one image at a time.
+    }
+  }
+  // Padded images smaller than a K tile (stride 1) stack the same way, each image's X rows
+  // between its zero padding rows: ResNet-50's 7x7 3x3 gradients fill 126 positions of a
+  // tile (14 lines of 9 pixels, 98 valid) where one image filled 63 (49 valid).
+  const int64_t hp = s.h + s.pad_lo + s.pad_hi, wp = s.w + s.pad_lo + s.pad_hi;
+  if ((s.pad_lo || s.pad_hi) && s.dilation == 1 && s.batch > 1 && wp <= kMxuEdge &&
+      s.ho < kMxuEdge / wp && !Geometry(s).fold) {
+    WeightGradShape tall = s;
+    tall.batch = 1, tall.h = s.batch * hp - s.pad_lo - s.pad_hi;
+    tall.ho = s.batch * hp - (hp - s.ho);
+    try {
+      return Split(tall, hp, s.ho, s.h);
     } catch (const std::invalid_argument&) {
       // Whole images per block do not fit: one image at a time.
     }

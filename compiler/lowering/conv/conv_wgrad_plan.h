@@ -15,6 +15,7 @@
 
 namespace tpusim::lowering::wgrad {
 
+inline constexpr int64_t CeilDivision(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline constexpr int64_t kPixelBytes = kMxuEdge * 4;  // one staged f32 pixel of 128 channels
 inline constexpr int64_t kStageTileBytes = kMxuEdge * kPixelBytes;
 inline constexpr int64_t kMaxChunks = 8;  // K tiles per block: fewer, longer blocks
@@ -28,6 +29,9 @@ struct Pass {
   // Stacked images (stack_h > 0): the shape is one image of every image's lines, of which
   // line l is line l mod stack_h of its image, valid below stack_ho (see PlanPasses).
   int64_t stack_h = 0, stack_ho = 0;
+  // Stacked padded images (x_h > 0): each stacked image is X's x_h rows between its
+  // padding rows, which no copy writes (they stay zero).
+  int64_t x_h = 0;
 };
 
 struct Plan {
@@ -54,6 +58,7 @@ struct Plan {
   // each accumulating its own partial dW^T, added before the copy out.
   bool k_split = false;
   int64_t stack_h = 0, stack_ho = 0;  // as in Pass; blocks are whole images
+  int64_t stack_x_h = 0;              // Pass::x_h
   int64_t stack_copies = 0;           // stacked: dY copies per cout block of a full block
   bool clipped = false;     // padding: the first and last block of an image stage zero rows
   int64_t fold_copies = 0;  // folded: the most X copies a block issues
@@ -106,7 +111,11 @@ struct Plan {
   }
   int64_t regions() const { return per_mxu * staged_taps() * cinb; }
   // Per cin block and phase, unfolded: X's rows, and zero rows above and below (clipped).
-  int64_t x_copies() const { return fold ? fold_copies : (clipped ? 3 : 1) * cinb * slots(); }
+  int64_t x_copies() const {
+    if (fold) return fold_copies;
+    if (stack_x_h) return cinb * CeilDivision(lines(), stack_h);  // one per image
+    return (clipped ? 3 : 1) * cinb * slots();
+  }
   // dY as rows, not stacked: whole tiles per copy (grid_w == wo, or a line per tile).
   bool dy_whole_tiles() const { return dy_rows && !stack_h && (grid_w == s.wo || rows == 1); }
   int64_t dy_copies() const {
@@ -131,6 +140,11 @@ struct Plan {
   // Bytes HBM advances per output line of X (dilation lines when folded) and, per block,
   // of dY (stacked: the block's images' valid lines).
   int64_t x_line_bytes() const { return s.dilation * s.w * s.cin * elem(); }
+  // Bytes HBM advances per block of X.
+  int64_t x_block_bytes() const {
+    return stack_x_h ? lines() / stack_h * stack_x_h * s.w * s.cin * elem()
+                     : lines() * x_line_bytes();
+  }
   int64_t dy_block_bytes() const {
     return (stack_h ? lines() / stack_h * stack_ho : lines()) * s.wo * s.cout * elem();
   }

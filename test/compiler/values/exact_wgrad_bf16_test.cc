@@ -70,6 +70,18 @@ TEST(ExactWeightGradBf16, SixtyFourChannelsFoldTwoTapsPerBlock) {
                                "size=30x30 pad=1_1x1_1"));
 }
 
+// Padded images smaller than a K tile stack, each image's rows between its zero padding
+// rows (ResNet-50's stage-5 3x3 gradients: 7x7 images, 14 lines of 9 pixels per tile).
+TEST(ExactWeightGradBf16, PaddedSmallImagesStack) {  // 10 images of 9 padded lines
+  ExpectMatch(WeightGradModule("bf16[10,7,7,130]", "bf16[10,7,7,140]", "f32[3,3,130,140]",
+                               "size=7x7 pad=1_1x1_1"));
+}
+
+TEST(ExactWeightGradBf16, PaddedSmallImagesStackShortLastBlock) {  // 25 images, uneven pads
+  ExpectMatch(WeightGradModule("bf16[25,5,6,130]", "bf16[25,5,6,6]", "f32[3,3,130,6]",
+                               "size=5x6 pad=2_0x2_0"));
+}
+
 TEST(ExactWeightGradBf16, PaddedUnevenly) {  // pad 2 above and left, 0 below and right
   ExpectMatch(WeightGradModule("bf16[2,20,20,130]", "bf16[2,20,20,64]", "f32[3,3,130,64]",
                                "size=20x20 pad=2_0x2_0"));
