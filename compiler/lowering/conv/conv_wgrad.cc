@@ -173,7 +173,7 @@ void EmitDrain(const Plan& p, ConvAsm& a) {
     a << "signal mxu" + std::to_string(m) + ", " + F(kPopped) + ", 1";
   }
   a << "wait vpu, " + F(kPopped) + ", " + std::to_string(p.mxus);
-  for (int64_t m = 0; m < p.mxus; ++m)
+  for (int64_t m = 0; m < p.mxus && !s.transposed_out; ++m)
     for (int64_t r = 0; r < p.regions(); ++r) {
       const int64_t at = p.out + m * p.out_bytes + r * kStageTileBytes;
       a.Li(kT1, at);
@@ -197,14 +197,19 @@ void EmitDrain(const Plan& p, ConvAsm& a) {
       const int64_t co = m + j * p.mxus;
       if (co >= p.coutb) continue;
       for (int64_t cb = 0; cb < p.cinb; ++cb) {
-        // dW rows: one tap's cin rows per region (taps are planes), or folded taps x cin.
-        const int64_t row = p.cin_row0(cb) * s.cout + (p.cout_lo + co) * kMxuEdge;
+        // dW rows: one tap's cin rows per region (taps are planes), or folded taps x cin;
+        // transposed_out (1x1): the popped [cout][cin] rows as they are.
+        const int64_t row = s.transposed_out
+                                ? (p.cout_lo + co) * kMxuEdge * s.cin + p.cin_row0(cb)
+                                : p.cin_row0(cb) * s.cout + (p.cout_lo + co) * kMxuEdge;
         a.Li(kT1, static_cast<int64_t>(s.dw) + row * 4);
         a.Li(kT2, p.out + m * p.out_bytes + p.region(j, 0, cb) * kStageTileBytes);
-        a << "dma.vh " + R(kT1) + ", " + R(kT2) + ", " +
-                 a.Desc({p.cin_rows(cb), p.cout_rows(co) * 4, kPixelBytes, s.cout * 4,
-                         p.staged_taps(), p.cinb * kStageTileBytes, s.cin * s.cout * 4}) +
-                 ", " + F(kOut);
+        const DescShape d =
+            s.transposed_out
+                ? DescShape{p.cout_rows(co), p.cin_rows(cb) * 4, kPixelBytes, s.cin * 4}
+                : DescShape{p.cin_rows(cb),   p.cout_rows(co) * 4,     kPixelBytes, s.cout * 4,
+                            p.staged_taps(),  p.cinb * kStageTileBytes, s.cin * s.cout * 4};
+        a << "dma.vh " + R(kT1) + ", " + R(kT2) + ", " + a.Desc(d) + ", " + F(kOut);
         ++copies;
       }
     }

@@ -16,6 +16,10 @@ struct WeightGradShape {
   int64_t ho = 0, wo = 0, cout = 0;          // dY: f32[batch, ho, wo, cout]
   // X and dY bf16 in HBM (then cin and cout even: DMA moves 4-byte words); dW stays f32.
   bool bf16 = false;
+  // 1x1 only: dW is written as [cout][cin], the transposed result (the emitter swaps X and
+  // dY of a gradient with more output than input channel blocks: the kernel transposes
+  // the dY side, so the side with fewer blocks is transposed and the result needs none).
+  bool transposed_out = false;
   // Window dilation (the forward stride) and padding, the same in both spatial dimensions;
   // dW: f32[kh, kw, cin, cout], kh = h + pad_lo + pad_hi - (ho - 1) * dilation.
   int64_t dilation = 1, pad_lo = 0, pad_hi = 0;

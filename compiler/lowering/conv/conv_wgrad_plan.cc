@@ -30,6 +30,8 @@ Plan Geometry(const WeightGradShape& s) {
   Require(s.dilation >= 1 && s.pad_lo >= 0 && s.pad_hi >= 0,
           "needs a positive window dilation and non-negative padding");
   Require(s.mxus >= 1 && s.mxus <= 2, "plans for 1 or 2 MXUs per core");
+  Require(!s.transposed_out || (s.h == s.ho && s.w == s.wo && s.pad_lo == 0 && s.pad_hi == 0),
+          "a transposed result needs a 1x1 gradient");
   Require(!s.bf16 || (s.cin % 2 == 0 && s.cout % 2 == 0),
           "bf16 operands need even channel counts (DMA moves 4-byte words)");
   Plan p;
