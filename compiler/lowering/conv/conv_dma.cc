@@ -145,11 +145,12 @@ void EmitTables(const ConvPlan& p, ConvAsm& a) {
 
 }  // namespace
 
-void EmitRoundToBf16(ConvAsm& a, int dst, int src, int count, int64_t bf16_bytes) {
+void EmitRoundToBf16(ConvAsm& a, int dst, int src, int count, int64_t bf16_bytes, bool src_bf16) {
   constexpr int64_t kVregBf16Bytes = kZeroBlockBytes / 2;  // one f32[8,128] vreg as bf16
   a.Li(count, bf16_bytes / kVregBf16Bytes);
   a << "vloop " + R(count) + ", 2"
-    << "vlds v0, " + R(src) + ", " + std::to_string(kZeroBlockBytes)
+    << (src_bf16 ? "vlds.bf16 v0, " + R(src) + ", " + std::to_string(kVregBf16Bytes)
+                 : "vlds v0, " + R(src) + ", " + std::to_string(kZeroBlockBytes))
     << "vsts.bf16 v0, " + R(dst) + ", " + std::to_string(kVregBf16Bytes);
 }
 

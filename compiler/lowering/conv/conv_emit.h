@@ -56,8 +56,9 @@ enum Flag : int {
 };
 
 // VPU: rounds `bf16_bytes / 2048` f32 vregs from VMEM [reg src] to bf16 at [reg dst];
-// `count` is clobbered.
-void EmitRoundToBf16(ConvAsm& a, int dst, int src, int count, int64_t bf16_bytes);
+// `count` is clobbered. `src_bf16`: the source is bf16 already, so this copies it.
+void EmitRoundToBf16(ConvAsm& a, int dst, int src, int count, int64_t bf16_bytes,
+                     bool src_bf16 = false);
 
 // Zero block and fills, weight tiles, the band tables in SMEM, flag values.
 void EmitPreamble(const ConvPlan& p, ConvAsm& a);

@@ -38,15 +38,6 @@ void ZeroVmem(ConvAsm& a, int base, int64_t offset, int64_t bytes) {
     << "vsts v0, " + R(kT1) + ", " + std::to_string(kZeroBlockBytes);
 }
 
-// VPU: `bytes` (a multiple of 2048) of bf16 from register `src` to register `dst`.
-void EmitCopyBf16(ConvAsm& a, int dst, int src, int count, int64_t bytes) {
-  constexpr int64_t kVregBf16Bytes = kZeroBlockBytes / 2;  // one f32[8,128] vreg as bf16
-  a.Li(count, bytes / kVregBf16Bytes);
-  a << "vloop " + R(count) + ", 2"
-    << "vlds.bf16 v0, " + R(src) + ", " + std::to_string(kVregBf16Bytes)
-    << "vsts.bf16 v0, " + R(dst) + ", " + std::to_string(kVregBf16Bytes);
-}
-
 // `body(parity)` under a branch on kParity.
 template <typename F>
 void PerParity(ConvAsm& a, F body) {
@@ -87,10 +78,7 @@ void EmitTiles(const Plan& p, ConvAsm& a, const std::function<void(int64_t)>& be
   });
   auto round_x = [&] {  // bf16 staging is already in the tiles' layout: copied as it is
     a.AddImm(kT3, kBuf, p.tiles);
-    if (p.s.bf16)
-      EmitCopyBf16(a, kT3, kBuf, kT2, p.x_tile_bytes());
-    else
-      EmitRoundToBf16(a, kT3, kBuf, kT2, p.x_tile_bytes());
+    EmitRoundToBf16(a, kT3, kBuf, kT2, p.x_tile_bytes(), p.s.bf16);
   };
   if (p.dy_rows) {  // [position][cout] to bf16 [cout][position], tile by tile
     for (int64_t c = 0; c < p.chunks; ++c) {
@@ -207,8 +195,9 @@ void EmitDrain(const Plan& p, ConvAsm& a) {
         const DescShape d =
             s.transposed_out
                 ? DescShape{p.cout_rows(co), p.cin_rows(cb) * 4, kPixelBytes, s.cin * 4}
-                : DescShape{p.cin_rows(cb),   p.cout_rows(co) * 4,     kPixelBytes, s.cout * 4,
-                            p.staged_taps(),  p.cinb * kStageTileBytes, s.cin * s.cout * 4};
+                : DescShape{p.cin_rows(cb),    p.cout_rows(co) * 4, kPixelBytes,
+                            s.cout * 4,        p.staged_taps(),     p.cinb * kStageTileBytes,
+                            s.cin * s.cout * 4};
         a << "dma.vh " + R(kT1) + ", " + R(kT2) + ", " + a.Desc(d) + ", " + F(kOut);
         ++copies;
       }
