@@ -15,7 +15,7 @@
 
 namespace tpusim::lowering::wgrad {
 
-inline constexpr int64_t CeilDivision(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline constexpr int64_t CeilDivision(int64_t a, int64_t b) { return (a + b - 1) / b; }  // a >= 0
 inline constexpr int64_t kPixelBytes = kMxuEdge * 4;  // one staged f32 pixel of 128 channels
 inline constexpr int64_t kStageTileBytes = kMxuEdge * kPixelBytes;
 inline constexpr int64_t kMaxChunks = 8;  // K tiles per block: fewer, longer blocks
@@ -48,7 +48,7 @@ struct Plan {
   // (ky, kx) reads phase (ky mod d, kx mod d) at offset (ky / d, kx / d), of at most
   // qh x qw offsets. Without dilation: one phase, the padded X; qh x qw = kh x kw.
   int64_t phy = 1, phx = 1, qh = 1, qw = 1;
-  int64_t grid_w = 0;  // staged positions per line: w, or wo when folded
+  int64_t grid_w = 0;  // staged positions per line: X's (phase image's) padded width, or wo folded
   // A block is `chunks` K tiles of `rows` lines each; an image has `blocks` of them, the
   // last with `tail` lines.
   int64_t rows = 0, chunks = 1, blocks = 0, tail = 0, pixels = 0;
@@ -137,8 +137,8 @@ struct Plan {
       }
     return runs;
   }
-  // Bytes HBM advances per output line of X (dilation lines when folded) and, per block,
-  // of dY (stacked: the block's images' valid lines).
+  // Bytes HBM advances per output line of X (dilation rows) and, per block, of dY (stacked:
+  // the block's images' valid lines).
   int64_t x_line_bytes() const { return s.dilation * s.w * s.cin * elem(); }
   // Bytes HBM advances per block of X.
   int64_t x_block_bytes() const {
