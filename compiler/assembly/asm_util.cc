@@ -1,6 +1,7 @@
 #include "compiler/assembly/asm_util.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <sstream>
 #include <string_view>
@@ -9,7 +10,14 @@
 namespace tpusim::assembly {
 namespace {
 
-bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+// [A-Za-z0-9_] by table: the scan below looks at every character of every kernel.
+constexpr std::array<bool, 256> kNameChar = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  return t;
+}();
+bool IsNameChar(char c) { return kNameChar[static_cast<unsigned char>(c)]; }
 
 // The names a kernel defines: "name:" labels, ".desc name", ".equ name".
 std::unordered_set<std::string> DefinedNames(const std::string& kernel) {
@@ -45,6 +53,10 @@ std::string LoadAddress(int rd, uint64_t value, int scratch) {
 
 std::string ScopeKernel(const std::string& kernel, const std::string& prefix) {
   const std::unordered_set<std::string> names = DefinedNames(kernel);
+  // Words whose first character starts no defined name (registers, mnemonics, numbers,
+  // mostly) skip the set lookup.
+  std::array<bool, 256> starts{};
+  for (const std::string& n : names) starts[static_cast<unsigned char>(n[0])] = true;
   std::string out;
   out.reserve(kernel.size() + kernel.size() / 8);
   std::string word;
@@ -69,7 +81,8 @@ std::string ScopeKernel(const std::string& kernel, const std::string& prefix) {
       while (e < end && IsNameChar(line[e])) ++e;
       word.assign(line.substr(i, e - i));
       const bool key = e < line.size() && line[e] == '=';  // a .desc key, never a name
-      if (!key && !names.empty() && names.count(word)) out.append(prefix);
+      if (!key && starts[static_cast<unsigned char>(word[0])] && names.count(word))
+        out.append(prefix);
       out.append(word);
       i = e;
     }
