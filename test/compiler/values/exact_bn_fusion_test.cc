@@ -4,6 +4,7 @@
 // on the unfused module.
 #include <gtest/gtest.h>
 
+#include "test/compiler/values/batch_norm_modules.h"
 #include "test/compiler/values/sim_values_util.h"
 
 namespace tpusim {
@@ -29,22 +30,7 @@ void ExpectFusedGradMatch(const std::string& hlo) {
 
 // ResNet's layer in bf16: 64 features (16 rows of features per vreg), ReLU.
 TEST(ExactBatchNormFusion, Bf16Relu) {
-  ExpectFusedMatch(R"(HloModule m, replica_count=8
-ENTRY %main (x: bf16[8,8,8,64], g: f32[64], b: f32[64]) -> (bf16[8,8,8,64], f32[64], f32[64]) {
-  %x = bf16[8,8,8,64]{3,2,1,0} parameter(0)
-  %g = f32[64]{0} parameter(1)
-  %b = f32[64]{0} parameter(2)
-  %xw = f32[8,8,8,64]{3,2,1,0} convert(%x)
-  %bn = (f32[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) batch-norm-training(%xw, %g, %b), epsilon=0.001, feature_index=3
-  %y = f32[8,8,8,64]{3,2,1,0} get-tuple-element(%bn), index=0
-  %mean = f32[64]{0} get-tuple-element(%bn), index=1
-  %var = f32[64]{0} get-tuple-element(%bn), index=2
-  %y16 = bf16[8,8,8,64]{3,2,1,0} convert(%y)
-  %zero = bf16[] constant(0)
-  %zeros = bf16[8,8,8,64]{3,2,1,0} broadcast(%zero), dimensions={}
-  %relu = bf16[8,8,8,64]{3,2,1,0} maximum(%y16, %zeros)
-  ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) tuple(%relu, %mean, %var)
-})");
+  ExpectFusedMatch(testing::Bf16BatchNormRelu("8,8,8,64", "64"));
 }
 
 // A bottleneck block's end in bf16: relu(bn(x) + shortcut), 2,048 features (period 2).

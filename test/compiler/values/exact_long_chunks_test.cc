@@ -4,6 +4,7 @@
 // compared with the evaluator.
 #include <gtest/gtest.h>
 
+#include "test/compiler/values/batch_norm_modules.h"
 #include "test/compiler/values/sim_values_util.h"
 
 namespace tpusim {
@@ -27,22 +28,7 @@ ENTRY %main (x: bf16[2048,1024], r: bf16[2048,1024]) -> bf16[2048,1024] {
 // Batch norm and ReLU in bf16 over 2M elements per core, 1,024 features: the sums and the
 // normalizing pass (with the ReLU fused) stream in 256-vreg chunks.
 TEST(ExactLongChunks, BatchNormFeatureStreams) {
-  ExpectMatch(R"(HloModule m, replica_count=8
-ENTRY %main (x: bf16[8,16,16,1024], g: f32[1024], b: f32[1024]) -> (bf16[8,16,16,1024], f32[1024], f32[1024]) {
-  %x = bf16[8,16,16,1024]{3,2,1,0} parameter(0)
-  %g = f32[1024]{0} parameter(1)
-  %b = f32[1024]{0} parameter(2)
-  %xw = f32[8,16,16,1024]{3,2,1,0} convert(%x)
-  %bn = (f32[8,16,16,1024]{3,2,1,0}, f32[1024]{0}, f32[1024]{0}) batch-norm-training(%xw, %g, %b), epsilon=0.001, feature_index=3
-  %y = f32[8,16,16,1024]{3,2,1,0} get-tuple-element(%bn), index=0
-  %mean = f32[1024]{0} get-tuple-element(%bn), index=1
-  %var = f32[1024]{0} get-tuple-element(%bn), index=2
-  %y16 = bf16[8,16,16,1024]{3,2,1,0} convert(%y)
-  %zero = bf16[] constant(0)
-  %zeros = bf16[8,16,16,1024]{3,2,1,0} broadcast(%zero), dimensions={}
-  %relu = bf16[8,16,16,1024]{3,2,1,0} maximum(%y16, %zeros)
-  ROOT %t = (bf16[8,16,16,1024]{3,2,1,0}, f32[1024]{0}, f32[1024]{0}) tuple(%relu, %mean, %var)
-})");
+  ExpectMatch(testing::Bf16BatchNormRelu("8,16,16,1024", "1024"));
 }
 
 // Batch-norm gradient in bf16 over 2M elements per core: the sums read two matrices, dx

@@ -33,13 +33,13 @@ TEST(ExactWeightGradBf16, ThreeByThreeLinesWiderThanTheOutput) {  // 29-pixel li
 // More cout than cin blocks: X and dY swap roles (the kernel transposes the side with fewer
 // blocks) and dW is written transposed.
 TEST(ExactWeightGradBf16, OneByOneExpansionComputesTheTransposedResult) {  // 1 vs 3 blocks
-  ExpectMatch(WeightGradModule("bf16[2,12,12,64]", "bf16[2,12,12,260]", "f32[1,1,64,260]",
-                               "size=12x12"));
+  ExpectMatch(
+      WeightGradModule("bf16[2,12,12,64]", "bf16[2,12,12,260]", "f32[1,1,64,260]", "size=12x12"));
 }
 
 TEST(ExactWeightGradBf16, OneByOneExpansionRaggedTwoMxus) {  // 2 vs 3 blocks, tiles span images
-  ExpectMatch(WeightGradModule("bf16[5,7,7,130]", "bf16[5,7,7,300]", "f32[1,1,130,300]",
-                               "size=7x7"));
+  ExpectMatch(
+      WeightGradModule("bf16[5,7,7,130]", "bf16[5,7,7,300]", "f32[1,1,130,300]", "size=7x7"));
 }
 
 TEST(ExactWeightGradBf16, OneByOneTilesSpanImages) {  // 5 images of 7 lines stacked
