@@ -32,7 +32,21 @@ TEST(ExactWeightGradBf16, ThreeByThreeLinesWiderThanTheOutput) {  // 29-pixel li
 
 // More cout than cin blocks: X and dY swap roles (the kernel transposes the side with fewer
 // blocks) and dW is written transposed.
+// The kernel core 0 runs for `hlo`, as its header comment names it ("weight gradient ...").
+std::string KernelHeader(const std::string& hlo) {
+  auto c = CompileForBoard(hlo, "test.hlo",
+                           driver::TargetFor(sim::LoadConfig("v3-8"), /*infeed=*/false));
+  if (!c.ok()) return c.status().message();
+  const std::string& program = c.value()->lowered.programs.at(0);
+  const size_t at = program.find("# weight gradient");
+  return at == std::string::npos ? "" : program.substr(at, program.find('\n', at) - at);
+}
+
 TEST(ExactWeightGradBf16, OneByOneExpansionComputesTheTransposedResult) {  // 1 vs 3 blocks
+  EXPECT_EQ(KernelHeader(WeightGradModule("bf16[2,12,12,64]", "bf16[2,12,12,260]",
+                                          "f32[1,1,64,260]", "size=12x12")),
+            "# weight gradient 2x12x12x260 by 12x12x64: 1 pass "
+            "(compiler/lowering/conv/conv_wgrad.cc)");  // X and dY swapped
   ExpectMatch(
       WeightGradModule("bf16[2,12,12,64]", "bf16[2,12,12,260]", "f32[1,1,64,260]", "size=12x12"));
 }
