@@ -153,22 +153,12 @@ Result<Value> Interpreter::Call(const hlo::HloComputation& comp, std::span<const
 
 Status Interpreter::CallScalar(const hlo::HloComputation& comp, std::span<const double> args,
                                std::span<const PrimitiveType> types, std::span<double> results) {
+  auto it = scalar_.find(&comp);
+  if (it == scalar_.end()) it = scalar_.emplace(&comp, ScalarProgram::Build(comp)).first;
+  if (it->second != nullptr && it->second->num_results() == results.size() &&
+      it->second->num_parameters() <= args.size())
+    return it->second->Run(args, results);
   const hlo::HloInstruction* root = comp.root();
-  hlo::OpCategory cat = hlo::GetOpcodeInfo(root->opcode()).category;
-  if (cat == hlo::OpCategory::kElementwiseBinary && args.size() == 2 && root->shape().IsScalar() &&
-      root->operand(0)->opcode() == hlo::Opcode::kParameter &&
-      root->operand(1)->opcode() == hlo::Opcode::kParameter && results.size() == 1) {
-    int64_t p0 = root->operand(0)->parameter_number(), p1 = root->operand(1)->parameter_number();
-    const std::string dir = root->opcode() == hlo::Opcode::kCompare
-                                ? root->GetWord("direction").value_or("")
-                                : std::string();
-    const bool total_order = root->GetWord("type").value_or("") == "TOTALORDER";
-    Result<double> r = BinaryScalar(root->opcode(), root->operand(0)->shape().type, args[p0],
-                                    args[p1], dir, total_order);
-    if (!r.ok()) return InstrError(*root, r.status().message());
-    results[0] = RoundTo(root->shape().type, *r);
-    return Status::Ok();
-  }
   std::vector<Value> values;
   for (size_t i = 0; i < args.size(); ++i) values.push_back(Value::Scalar(types[i], args[i]));
   Result<Value> r = Call(comp, values);

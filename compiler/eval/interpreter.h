@@ -13,6 +13,7 @@
 #include "compiler/eval/evaluator.h"
 #include "compiler/eval/lifetimes.h"
 #include "compiler/eval/rendezvous.h"
+#include "compiler/eval/scalar_program.h"
 
 namespace tpusim::eval {
 
@@ -45,12 +46,13 @@ class Interpreter {
   // Evaluates `comp` on `args` (one per parameter) and returns its root value.
   Result<Value> Call(const hlo::HloComputation& comp, std::span<const Value> args);
   // Applies a computation on scalars (reducers, comparators) to scalars of `types`;
-  // returns the root's elements (one for an array root). Fast for simple binary roots.
+  // returns the root's elements (one for an array root). Runs a ScalarProgram when the
+  // computation has one, building no Values.
   Result<std::vector<double>> CallScalar(const hlo::HloComputation& comp,
                                          std::span<const double> args,
                                          std::span<const PrimitiveType> types);
-  // The same into `results` (as many as the root has elements), without allocating for a
-  // simple binary root: what reducers call once per element.
+  // The same into `results` (as many as the root has elements), without allocating when
+  // the computation has a ScalarProgram: what reducers call once per element.
   Status CallScalar(const hlo::HloComputation& comp, std::span<const double> args,
                     std::span<const PrimitiveType> types, std::span<double> results);
   // Sends `v` to every replica and returns all replicas' values, by replica id.
@@ -77,6 +79,8 @@ class Interpreter {
   std::unordered_map<const hlo::HloInstruction*, uint64_t> rng_executions_;
   std::unordered_map<const hlo::HloInstruction*, size_t> local_index_;
   std::unordered_map<const hlo::HloComputation*, Lifetimes> lifetimes_;
+  // Built once per computation; null where the computation has none.
+  std::unordered_map<const hlo::HloComputation*, std::unique_ptr<ScalarProgram>> scalar_;
 };
 
 // Scalar kernels shared by families (ops_elementwise.cc). `type` is the operand type.
