@@ -6,6 +6,7 @@
 #include "compiler/passes/async_conversion.h"
 #include "compiler/passes/bf16_folding.h"
 #include "compiler/passes/bn_fusion.h"
+#include "compiler/passes/conv_stats_fusion.h"
 #include "compiler/passes/contraction_defusion.h"
 #include "compiler/passes/conv_canon/conv_canon.h"
 #include "compiler/passes/dce.h"
@@ -33,6 +34,7 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::LayoutAssignmentPass>();
   p.AddPass<passes::ElementwiseFusionPass>();
   p.AddPass<passes::BatchNormFusionPass>(kernels);
+  p.AddPass<passes::ConvStatisticsFusionPass>(kernels);
   p.AddPass<passes::DcePass>();
   p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);
   p.set_dump_dir(options.dump_dir);

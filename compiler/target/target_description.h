@@ -24,6 +24,10 @@ class TargetDescription {
   // batch-norm-grad with the producer of its dy (the batch-norm-fusion pass builds them), lowers to
   // one kernel that computes its values; the pass keeps only the fusions for which this holds.
   virtual bool ExactBatchNormFusion(const hlo::HloInstruction& fusion) const = 0;
+  // `fusion`, a convolution with the sums of its output and of its squares per feature (the
+  // convolution-statistics-fusion pass builds it), lowers to one kernel that computes its
+  // values. A target without such a kernel keeps the default.
+  virtual bool ExactConvolutionFusion(const hlo::HloInstruction& /*fusion*/) const { return false; }
   // `move`, a pad, concatenate or bitcast of bf16 values, runs on a kernel that moves them
   // exactly (the folding narrows such moves of f32 values that are then rounded to bf16).
   virtual bool ExactBf16Move(const hlo::HloInstruction& move) const = 0;

@@ -53,6 +53,11 @@ enum Flag : int {
   kStageFree = 10,   // the VPU is done reading the staging area
   kOutRounded = 11,  // the VPU rounded the popped results to bf16 (bf16 output)
   kRawLoaded = 12,   // a chunk's input rows landed in the raw area (plan.raw)
+  // s.statistics: output buffers whose statistics the VPU has read (a drain takes one
+  // before popping, as two buffers alternate); the accumulators folded; a vector in HBM.
+  kStatsFree = 13,
+  kStatsFolded = 14,
+  kStatsOut = 15,
 };
 
 // VPU: rounds `bf16_bytes / 2048` f32 vregs from VMEM [reg src] to bf16 at [reg dst];
@@ -84,5 +89,13 @@ void EmitInputCopies(const ConvPlan& p, ConvAsm& a, int64_t kind, int64_t group,
 void EmitTaps(const ConvPlan& p, ConvAsm& a, const std::function<void(int64_t, bool)>& at_point);
 // Pops the region into kOutBuf and copies it to the cout block's place in the output.
 void EmitDrain(const ConvPlan& p, ConvAsm& a);
+// s.statistics: zeroes the accumulators (preamble); waits until the VPU has read the
+// statistics of the buffer a drain pops into; adds the rounded bf16 results of the step's
+// cout blocks and their squares into them (drain); folds them over sublanes and copies the
+// per-channel vectors to HBM (after the last chunk).
+void EmitZeroStatistics(const ConvPlan& p, ConvAsm& a);
+void EmitTakeStatisticsBuffer(const ConvPlan& p, ConvAsm& a);  // before a drain's pops
+void EmitAccumulateStatistics(const ConvPlan& p, ConvAsm& a);
+void EmitStoreStatistics(const ConvPlan& p, ConvAsm& a);
 
 }  // namespace tpusim::lowering::conv

@@ -7,6 +7,7 @@
 #include "compiler/lowering/conv/conv_select.h"
 #include "compiler/lowering/dot/mxu_ops.h"
 #include "compiler/lowering/driver/emitters.h"
+#include "compiler/lowering/reduce/batch_norm_kernel.h"
 
 namespace tpusim::lowering {
 namespace {
@@ -15,14 +16,25 @@ using hlo::HloInstruction;
 
 // A 2-D convolution in NHWC form (any kernel layout) on the implicit-GEMM kernel of
 // conv_kernel.h; empty when the shape is not one it takes (conv_select.h).
-std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+// `fusion`: the convolution-statistics fusion `instr` is the convolution of (its operands are
+// the fusion's; its result and the sums are the fusion's tuple elements).
+std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op,
+                              const HloInstruction* fusion = nullptr) {
   const ConvPlacement at{c.mxus};
   std::optional<ConvShape> shape = ConvShapeOf(instr, at);
   if (!shape) return "";
   ConvShape& s = *shape;
-  s.input = c.address(instr.operand(0)), s.kernel = c.address(instr.operand(1));
-  s.output = c.address(&instr);
-  s.tag = instr.name();
+  const HloInstruction& outer = fusion ? *fusion : instr;
+  s.input = c.address(outer.operand(0)), s.kernel = c.address(outer.operand(1));
+  s.output = c.address(&outer);
+  s.tag = outer.name();
+  if (fusion) {
+    const std::optional<uint64_t> y = TupleElementAddress(outer, 0, c),
+                                  sum = TupleElementAddress(outer, 1, c),
+                                  squares = TupleElementAddress(outer, 2, c);
+    if (!y || !sum || !squares || !s.output_bf16) return "";
+    s.output = *y, s.statistics = true, s.sum = *sum, s.sum_squares = *squares;
+  }
   std::string k;
   try {
     k = ConvKernel(s);
@@ -34,9 +46,9 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   const int64_t oh = ConvOutputSize(s), ow = (s.w + s.pad_lo + s.pad_hi - s.kw) / s.stride + 1;
   const int64_t in_elem = s.input_f32 ? 4 : 2, ker_elem = s.kernel_f32 ? 4 : 2;
   const int64_t out_elem = s.output_bf16 ? 2 : 4;
-  op.hbm_bytes =
-      static_cast<uint64_t>(s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * out_elem) +
-                            s.kh * s.kw * s.cin * s.cout * ker_elem);
+  op.hbm_bytes = static_cast<uint64_t>(
+      s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * out_elem) +
+      s.kh * s.kw * s.cin * s.cout * ker_elem + (s.statistics ? 8 * s.cout : 0));
   op.exact = ConvKernelIsExact(instr);
   const std::string& labels = instr.conv_dims()->labels;
   if (labels != "b01f_01io->b01f" && !s.kernel_oi)
@@ -87,6 +99,14 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
 }
 
 }  // namespace
+
+std::string ConvFusionKernel(const HloInstruction& fusion, const OpContext& c, LoweredOp& op) {
+  const HloInstruction* conv = StatisticsConvolution(fusion);
+  if (!conv || !ConvKernelIsExact(*conv)) return "";
+  std::string k = ConvolutionKernel(*conv, c, op, &fusion);
+  if (!k.empty()) op.note = "batch-norm statistics of the output summed as it drains";
+  return k;
+}
 
 std::string EmitConvolution(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   if (std::string k = WeightGrad(instr, c, op); !k.empty()) return k;

@@ -164,6 +164,7 @@ std::string ConvKernel(const ConvShape& shape) {
            std::to_string(p.imgs) + " image(s) x " + std::to_string(p.band) +
            " lines (compiler/lowering/conv/conv_kernel.cc)";
   EmitPreamble(p, a);
+  EmitZeroStatistics(p, a);
   a << "li " + R(kNextBand) + ", 0";
   a.Li(kNextSrc, static_cast<int64_t>(s.input));
   a.Li(kOutPtr, static_cast<int64_t>(s.output));
@@ -194,8 +195,9 @@ std::string ConvKernel(const ConvShape& shape) {
   a.AddImm(kOutPtr, kOutPtr, p.imgs * p.band * p.ow * p.out_pixel_bytes());
   a << "addi " + R(kChunk) + ", " + R(kChunk) + ", 1";
   a.Li(kTmp, p.chunks);
-  a << "blt " + R(kChunk) + ", " + R(kTmp) + ", chunk"
-    << "halt";
+  a << "blt " + R(kChunk) + ", " + R(kTmp) + ", chunk";
+  EmitStoreStatistics(p, a);
+  a << "halt";
   return ".tag \"" + s.tag + "\"\n" + a.Text();
 }
 

@@ -18,7 +18,12 @@ struct ConvShape {  // NHWC input, HWIO kernel, NHWC output, one core's share
   bool input_f32 = false, kernel_f32 = false;
   bool kernel_oi = false;    // kernel stored [kh][kw][cout][cin] (01oi), else [kh][kw][cin][cout]
   bool output_bf16 = false;  // the VPU rounds the popped f32 results to bf16 before they go out
-  std::string tag;           // HLO op name for the profiler
+  // Batch-norm statistics of the output (bf16 output only): per output channel, the f32 sum
+  // of the rounded results and of their squares, to HBM f32[cout] vectors at `sum` and
+  // `sum_squares` (XLA's multi-output fusion of a convolution with reductions of its result).
+  bool statistics = false;
+  uint64_t sum = 0, sum_squares = 0;
+  std::string tag;  // HLO op name for the profiler
   int mxus = 2;
   // The core's resources (sim::CoreConfig vmem_bytes, smem_bytes, mxu_result_buffer_rows);
   // the defaults are TPU v3's. The kernel plans its buffers and tables within them.

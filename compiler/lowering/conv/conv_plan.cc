@@ -37,6 +37,8 @@ void Validate(const ConvShape& s) {
               "words; each column phase then has one alignment)");
   Require(s.input % 4 == 0 && s.kernel % 4 == 0 && s.output % 4 == 0,
           "HBM addresses must be 4-byte aligned");
+  Require(!s.statistics || (s.output_bf16 && s.sum % 4 == 0 && s.sum_squares % 4 == 0),
+          "output statistics need a bf16 output and 4-byte aligned vectors");
 }
 
 // Fills the chunking-dependent sizes of `p`; false if the chunk does not fit.
@@ -71,7 +73,11 @@ bool TryChunkAs(ConvPlan& p, int64_t imgs, int64_t band, bool split_cout) {
   p.raw_image = p.raw_rows * p.raw_row;
   p.raw_bytes = p.raw ? RoundUp(imgs * p.raw_image, kZeroBlockBytes) : 0;
   p.zero_rows = p.raw_base + p.raw_bytes;
-  return p.zero_rows + p.zero_rows_bytes <= s.vmem_bytes &&
+  p.stats = p.zero_rows + p.zero_rows_bytes;
+  p.stats_bytes = s.statistics ? p.coutb * 2 * kZeroBlockBytes : 0;
+  // Statistics read whole vregs of 8 rows: a block's rows must fill them.
+  if (s.statistics && p.block_rows() % 8 != 0) return false;
+  return p.stats + p.stats_bytes <= s.vmem_bytes &&
          p.in_buf[0] + p.weight_stage_bytes <= s.vmem_bytes;
 }
 

@@ -84,6 +84,9 @@ struct ConvPlan {
   // first zeroes its accumulator rows with matmuls of zero rows (`zero_rows` in VMEM).
   bool zero_init = false;
   int64_t zero_rows = 0, zero_rows_bytes = 0;
+  // s.statistics: per cout block, two f32[8,128] accumulators (sums, sums of squares) that
+  // the VPU adds each drained block's vregs into; folded over sublanes at the end.
+  int64_t stats = 0, stats_bytes = 0;
   int64_t in_elem() const { return s.input_f32 ? 4 : 2; }  // input bytes per element in HBM
   int64_t kernel_elem() const { return s.kernel_f32 ? 4 : 2; }
   int64_t in_scale() const { return s.input_f32 ? 2 : 1; }  // VMEM landing bytes per bf16 byte
@@ -95,6 +98,8 @@ struct ConvPlan {
   int64_t out_pixel_bytes() const { return s.cout * out_elem(); }
   // A popped row of 128 results as it goes out (rounded to bf16 in place, it halves).
   int64_t out_row_bytes() const { return kMxuEdge * out_elem(); }
+  // Rows one cout block drains per cout step (band lines of every image).
+  int64_t block_rows() const { return band * line; }
   // Bytes of cin block `cb` each input pixel copy moves (odd bf16 cin: with the shift).
   int64_t copy_bytes(int64_t cb) const;
   bool needs_zero_fill() const { return zero_block >= 0; }

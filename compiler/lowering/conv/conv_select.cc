@@ -12,6 +12,28 @@ namespace {
 using hlo::HloInstruction;
 using hlo::PrimitiveType;
 
+bool IsParameter(const HloInstruction* i, int64_t n) {
+  return i->opcode() == hlo::Opcode::kParameter && i->parameter_number() == n;
+}
+
+// reduce(x, 0.0) adding f32 over every dimension but `feature`.
+bool IsFeatureSum(const HloInstruction* r, const HloInstruction* x, int64_t feature) {
+  if (r->opcode() != hlo::Opcode::kReduce || r->operand_count() != 2 || r->operand(0) != x ||
+      r->shape().type != PrimitiveType::kF32 || !r->dimensions() || !r->to_apply())
+    return false;
+  const HloInstruction* zero = r->operand(1);
+  if (zero->opcode() != hlo::Opcode::kConstant || !zero->shape().IsScalar() ||
+      zero->literal().floats != std::vector<double>{0.0})
+    return false;
+  hlo::IntList dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(x->shape().dims.size()); ++d)
+    if (d != feature) dims.push_back(d);
+  const HloInstruction* add = r->to_apply()->root();
+  return *r->dimensions() == dims && add && add->opcode() == hlo::Opcode::kAdd &&
+         add->operand(0)->opcode() == hlo::Opcode::kParameter &&
+         add->operand(1)->opcode() == hlo::Opcode::kParameter && add->operand(0) != add->operand(1);
+}
+
 bool OneGroup(const HloInstruction& conv) {
   return conv.GetInt("feature_group_count").value_or(1) == 1 &&
          conv.GetInt("batch_group_count").value_or(1) == 1;
@@ -98,6 +120,41 @@ bool ConvKernelIsExact(const HloInstruction& conv) {
 bool OnExactConvKernel(const HloInstruction& conv, const ConvPlacement& at) {
   if (WeightGradShapeOf(conv, at)) return true;
   return ConvShapeOf(conv, at) && ConvKernelIsExact(conv);
+}
+
+const HloInstruction* StatisticsConvolution(const HloInstruction& fusion) {
+  const hlo::HloComputation* fc = fusion.fused_computation();
+  if (fusion.opcode() != hlo::Opcode::kFusion || !fc) return nullptr;
+  const HloInstruction* root = fc->root();
+  if (!root || root->opcode() != hlo::Opcode::kTuple || root->operand_count() != 3) return nullptr;
+  const HloInstruction *conv = root->operand(0), *sum = root->operand(1),
+                       *squares = root->operand(2);
+  if (conv->opcode() != hlo::Opcode::kConvolution || conv->operand_count() != 2 ||
+      !IsParameter(conv->operand(0), 0) || !IsParameter(conv->operand(1), 1) ||
+      !conv->conv_dims() || sum->operand_count() != 2 || squares->operand_count() != 2)
+    return nullptr;
+  const HloInstruction *wide = sum->operand(0), *square = squares->operand(0);
+  const int64_t feature = conv->conv_dims()->output_feature;
+  if (wide->opcode() != hlo::Opcode::kConvert || wide->operand(0) != conv ||
+      wide->shape().type != PrimitiveType::kF32 || square->opcode() != hlo::Opcode::kMultiply ||
+      square->operand(0) != wide || square->operand(1) != wide ||
+      !IsFeatureSum(sum, wide, feature) || !IsFeatureSum(squares, square, feature))
+    return nullptr;
+  return conv;
+}
+
+bool ConvFusionOnExactKernel(const HloInstruction& fusion, const ConvPlacement& at) {
+  const HloInstruction* conv = StatisticsConvolution(fusion);
+  if (!conv || !ConvKernelIsExact(*conv)) return false;
+  std::optional<ConvShape> s = ConvShapeOf(*conv, at);
+  if (!s || !s->output_bf16) return false;
+  s->statistics = true;
+  try {
+    PlanConv(*s);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace tpusim::lowering

@@ -174,6 +174,7 @@ void EmitDrain(const ConvPlan& p, ConvAsm& a) {
   a.Label(odd);
   a << "wait seq, " + F(kOutFree + 1) + ", " + copies;
   a.Label(ready);
+  EmitTakeStatisticsBuffer(p, a);
   for (int64_t m = 0; m < p.mxus; ++m) {
     a.AddImm(kAddr + m, kOutBuf, p.out_offset(m));
     a.Li(kRows + m, p.part_rows(m));
@@ -200,6 +201,7 @@ void EmitDrain(const ConvPlan& p, ConvAsm& a) {
     EmitRoundToBf16(a, kOutBuf, kOutBuf, kCount, p.out_buf_bytes / 2);
     a << "signal vpu, " + F(kOutRounded) + ", 1"
       << "wait dma, " + F(kOutRounded) + ", 1";
+    EmitAccumulateStatistics(p, a);
   }
   EmitOutputCopies(p, a);
 }

@@ -20,6 +20,9 @@ class TensorCoreDescription : public target::TargetDescription {
   bool ExactBatchNormFusion(const hlo::HloInstruction& fusion) const override {
     return BatchNormFusionOnExactKernel(fusion);
   }
+  bool ExactConvolutionFusion(const hlo::HloInstruction& fusion) const override {
+    return ConvFusionOnExactKernel(fusion);
+  }
   bool ExactBf16Move(const hlo::HloInstruction& move) const override {
     return Bf16MoveOnExactKernel(move);
   }

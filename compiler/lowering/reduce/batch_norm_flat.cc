@@ -157,6 +157,22 @@ std::string FlatBatchNorm::Training(uint64_t x, uint64_t gamma, uint64_t beta, u
                                     const FlatEpilogue* epilogue) {
   Expand(gamma, 2), Expand(beta, 3);
   Statistics(Sums(x));
+  return Normalize(x, y, mean, var, epilogue);
+}
+
+std::string FlatBatchNorm::TrainingFromSums(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t sum,
+                                            uint64_t sum_squares, uint64_t y,
+                                            std::optional<uint64_t> mean,
+                                            std::optional<uint64_t> var,
+                                            const FlatEpilogue* epilogue) {
+  Expand(gamma, 2), Expand(beta, 3), Expand(sum, 4), Expand(sum_squares, 5);
+  Statistics({4, 5});
+  return Normalize(x, y, mean, var, epilogue);
+}
+
+// After Statistics: stores mean and var, then the normalizing pass (with the epilogue).
+std::string FlatBatchNorm::Normalize(uint64_t x, uint64_t y, std::optional<uint64_t> mean,
+                                     std::optional<uint64_t> var, const FlatEpilogue* epilogue) {
   if (mean) Store(6, *mean);
   if (var) Store(7, *var);
   std::vector<std::pair<uint64_t, int>> inputs = {{x, x_bytes_}};

@@ -58,6 +58,11 @@ class FlatBatchNorm {
   std::string Training(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t y,
                        std::optional<uint64_t> mean, std::optional<uint64_t> var,
                        const FlatEpilogue* epilogue = nullptr);
+  // The same from the per-feature sums of x and of its squares, already in HBM (a
+  // convolution computed them as it drained x): no pass over x for the statistics.
+  std::string TrainingFromSums(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t sum,
+                               uint64_t sum_squares, uint64_t y, std::optional<uint64_t> mean,
+                               std::optional<uint64_t> var, const FlatEpilogue* epilogue);
   std::string Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean, uint64_t var,
                         uint64_t y);
   // With `producer`, dy is computed from its two matrices (`dy` is not read).
@@ -84,6 +89,10 @@ class FlatBatchNorm {
   // From the sums' areas and gamma (area 2): mean, var and gamma / sqrt(var + eps) into
   // areas 6, 7, 8.
   void Statistics(std::pair<int, int> sums);
+  // Stores the statistics computed so (when asked) and streams the normalized x (beta in
+  // area 3), or the epilogue's result, to y.
+  std::string Normalize(uint64_t x, uint64_t y, std::optional<uint64_t> mean,
+                        std::optional<uint64_t> var, const FlatEpilogue* epilogue);
   // One read of dy and x (mean in area 2): the areas of sum(dy) and sum(dy * (x - mean)).
   std::pair<int, int> GradSums(uint64_t x, uint64_t dy, const FlatDyProducer* producer);
   // From those sums, gamma (area 3) and var (area 4): dbeta and dgamma stored, dx streamed.

@@ -75,7 +75,12 @@ bool MatchExpression(const HloInstruction* root, const hlo::Shape& x,
 }
 
 struct Parts {
+  // batch-norm-training, or (statistics from sums) batch-norm-inference
   const HloInstruction* bn = nullptr;
+  // Statistics from sums (passes/conv_stats_fusion.h): the parameters holding the sums of x
+  // and of its squares; mean and var are computed from them as FlatBatchNorm does.
+  const HloInstruction* sum = nullptr;
+  const HloInstruction* sum_squares = nullptr;
   const HloInstruction* epilogue = nullptr;       // element 0 of the root tuple
   const HloInstruction* extra = nullptr;          // the epilogue's matrix parameter, if any
   std::vector<const HloInstruction*> normalized;  // get-tuple-element(bn), index=0
@@ -91,10 +96,56 @@ bool MatchEpilogue(Parts& p) {
   std::vector<const HloInstruction*> params;
   if (!MatchExpression(
           p.epilogue, p.bn->operand(0)->shape(),
-          [&](const HloInstruction* i) { return IsElement(i, p.bn, 0); }, p.normalized, params, 1))
+          [&](const HloInstruction* i) { return p.sum ? i == p.bn : IsElement(i, p.bn, 0); },
+          p.normalized, params, 1))
     return false;
   p.extra = params.empty() ? nullptr : params.front();
   return !p.normalized.empty();
+}
+
+bool Is(const HloInstruction* i, Opcode op) { return i->opcode() == op && i->operand_count() == 2; }
+
+// broadcast(constant c) of f32 with c == `value` as f32.
+bool IsSpread(const HloInstruction* i, double value) {
+  if (i->opcode() != Opcode::kBroadcast || i->operand(0)->opcode() != Opcode::kConstant)
+    return false;
+  const std::vector<double>& v = i->operand(0)->literal().floats;
+  return v.size() == 1 && static_cast<float>(v[0]) == static_cast<float>(value);
+}
+
+// mean = sum * 1/N and var = max(squares * 1/N - mean * mean, 0) (what conv_stats_fusion.cc
+// writes), N the rows; fills p.sum and p.sum_squares.
+bool MatchStatisticsFromSums(const HloInstruction* mean, const HloInstruction* var, double rows,
+                             Parts& p) {
+  if (!Is(mean, Opcode::kMultiply) || !IsSpread(mean->operand(1), 1.0 / rows) ||
+      mean->operand(0)->opcode() != Opcode::kParameter || !Is(var, Opcode::kMaximum) ||
+      !IsSpread(var->operand(1), 0.0))
+    return false;
+  const HloInstruction* spread = var->operand(0);
+  if (!Is(spread, Opcode::kSubtract)) return false;
+  const HloInstruction *ex2 = spread->operand(0), *m2 = spread->operand(1);
+  if (!Is(ex2, Opcode::kMultiply) || !IsSpread(ex2->operand(1), 1.0 / rows) ||
+      ex2->operand(0)->opcode() != Opcode::kParameter || !Is(m2, Opcode::kMultiply) ||
+      m2->operand(0) != mean || m2->operand(1) != mean)
+    return false;
+  p.sum = mean->operand(0), p.sum_squares = ex2->operand(0);
+  return p.sum->shape().type == PrimitiveType::kF32 &&
+         p.sum_squares->shape().type == PrimitiveType::kF32;
+}
+
+// The batch-norm-inference normalizing with the root's mean and var, if any.
+const HloInstruction* InferenceFromSums(const hlo::HloComputation& f, Parts& p) {
+  const HloInstruction *mean = f.root()->operand(1), *var = f.root()->operand(2);
+  for (const auto& i : f.instructions()) {
+    if (i->opcode() != Opcode::kBatchNormInference || i->operand_count() != 5 ||
+        i->operand(3) != mean || i->operand(4) != var)
+      continue;
+    const hlo::Shape& x = i->operand(0)->shape();
+    if (!x.IsArray() || x.dims.empty()) return nullptr;
+    const double rows = static_cast<double>(x.ElementCount() / x.dims.back());
+    return MatchStatisticsFromSums(mean, var, rows, p) ? i.get() : nullptr;
+  }
+  return nullptr;
 }
 
 std::optional<Parts> Match(const HloInstruction& fusion) {
@@ -104,11 +155,16 @@ std::optional<Parts> Match(const HloInstruction& fusion) {
   const HloInstruction* root = f->root();
   Parts p;
   p.bn = root->operand(1)->operand_count() ? root->operand(1)->operand(0) : nullptr;
-  if (!p.bn || p.bn->opcode() != Opcode::kBatchNormTraining ||
-      !IsElement(root->operand(1), p.bn, 1) || !IsElement(root->operand(2), p.bn, 2))
+  const bool from_sums = p.bn && p.bn->opcode() != Opcode::kBatchNormTraining;
+  if (from_sums) p.bn = InferenceFromSums(*f, p);
+  if (!p.bn || (!from_sums &&
+                (!IsElement(root->operand(1), p.bn, 1) || !IsElement(root->operand(2), p.bn, 2))))
     return {};
-  for (const HloInstruction* o : p.bn->operands())
-    if (o->opcode() != Opcode::kParameter) return {};
+  if (from_sums && p.bn->GetInt("feature_index").value_or(-1) !=
+                       static_cast<int64_t>(p.bn->operand(0)->shape().dims.size()) - 1)
+    return {};
+  for (size_t k = 0; k < 3; ++k)
+    if (p.bn->operand(k)->opcode() != Opcode::kParameter) return {};
   if (!BatchNormOnExactKernel(*p.bn)) return {};
   const hlo::Shape& x = p.bn->operand(0)->shape();
   const int64_t features = x.dims.back();
@@ -258,12 +314,16 @@ std::string BatchNormFusionKernel(const HloInstruction& fusion, const OpContext&
   if (p->extra) e->extra = address(p->extra), e->extra_bytes = MatrixBytes(p->extra->shape());
   FlatBatchNorm f(rows, features, p->bn->GetFloat("epsilon").value_or(0.0), fusion.name());
   f.SetMatrixBytes(x_bytes, 4, out_bytes);
-  const std::string code = f.Training(address(p->bn->operand(0)), address(p->bn->operand(1)),
-                                      address(p->bn->operand(2)), *y, mean, var, &*e);
+  const uint64_t in = address(p->bn->operand(0)), gamma = address(p->bn->operand(1)),
+                 beta = address(p->bn->operand(2));
+  const std::string code = p->sum ? f.TrainingFromSums(in, gamma, beta, address(p->sum),
+                                                       address(p->sum_squares), *y, mean, var, &*e)
+                                  : f.Training(in, gamma, beta, *y, mean, var, &*e);
   const uint64_t elements = static_cast<uint64_t>(rows * features);
-  // x twice (the sums, then the normalizing pass), the epilogue's matrix once, the result once
-  op.hbm_bytes = elements * (2 * x_bytes + e->extra_bytes + out_bytes) +
-                 8 * static_cast<uint64_t>(features) * 4;
+  // x twice (the sums, then the normalizing pass; once given the sums), the epilogue's matrix
+  // once, the result once
+  op.hbm_bytes = elements * ((p->sum ? 1 : 2) * x_bytes + e->extra_bytes + out_bytes) +
+                 (p->sum ? 10 : 8) * static_cast<uint64_t>(features) * 4;
   op.kind = KernelKind::kVpu;
   op.exact = true;
   return code;

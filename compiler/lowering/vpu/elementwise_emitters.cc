@@ -84,6 +84,8 @@ std::string EmitElementwise(const HloInstruction& instr, const OpContext& c, Low
 }
 
 std::string EmitFusion(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  // A convolution with the batch-norm statistics of its output (passes/conv_stats_fusion.h).
+  if (std::string k = ConvFusionKernel(instr, c, op); !k.empty()) return k;
   // MXU work, then the epilogue, timing only: reached only when lowering runs without the
   // pipeline, whose contraction-defusion pass inlines these fusions.
   if (const HloInstruction* mm = FusedContraction(instr)) {

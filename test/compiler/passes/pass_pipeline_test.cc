@@ -97,8 +97,9 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
                        "05-contraction-defusion.hlo", "06-dce.hlo", "07-algsimp.hlo", "08-dce.hlo",
                        "09-conv-canonicalization.hlo", "10-bf16-conversion-folding.hlo",
                        "11-dce.hlo", "12-layout-assignment.hlo", "13-elementwise-fusion.hlo",
-                       "14-batch-norm-fusion.hlo", "15-dce.hlo", "16-memory-planning.hlo"}));
-  std::ifstream in(dir / "16-memory-planning.hlo");
+                       "14-batch-norm-fusion.hlo", "15-convolution-statistics-fusion.hlo",
+                       "16-dce.hlo", "17-memory-planning.hlo"}));
+  std::ifstream in(dir / "17-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -117,7 +118,7 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
                 "batch-sharding", "spmd-partitioner", "async-conversion", "all-reduce-combiner",
                 "contraction-defusion", "dce", "algsimp", "dce", "conv-canonicalization",
                 "bf16-conversion-folding", "dce", "layout-assignment", "elementwise-fusion",
-                "batch-norm-fusion", "dce", "memory-planning"}));
+                "batch-norm-fusion", "convolution-statistics-fusion", "dce", "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
   EXPECT_FALSE(rep.passes[2].changed);   // no async pair
