@@ -61,7 +61,8 @@ class Rewriter {
     const size_t count = c_.instructions().size();  // rewriting appends
     for (size_t k = 0; k < count; ++k) {
       HloInstruction& f = *c_.instructions()[k];
-      if (IsOutputFusion(f) && !edits_.remove.count(&f)) changed |= Try(f);
+      if (IsOutputFusion(f) && !edits_.remove.count(&f)) changed |= Try(f, f);
+      if (f.opcode() == Opcode::kBatchNormTraining && &f != c_.root()) changed |= TryBare(f);
     }
     return changed;
   }
@@ -198,7 +199,43 @@ class Rewriter {
     }
   }
 
-  bool Try(HloInstruction& f) {
+  // A batch norm outside any fusion (ResNet's projection-shortcut batch norms, whose
+  // normalized value another batch norm's fusion reads): wrapped in a fusion of its own,
+  // tuple(normalized, mean, var), which then takes the sums like the others.
+  bool TryBare(HloInstruction& bn) {
+    if (bn.operand_count() != 3 || bn.shape().tuple_shapes.size() != 3) return false;
+    const HloInstruction* conv = bn.operand(0);
+    if (conv->opcode() != Opcode::kConvolution || claimed_.count(conv) ||
+        conv->shape().type != hlo::PrimitiveType::kBF16)
+      return false;
+    HloComputation* wc = m_.AddComputation(
+        std::make_unique<HloComputation>(UniqueComputationName(m_, "fused_batch_norm")));
+    std::vector<HloInstruction*> params;
+    for (size_t k = 0; k < 3; ++k) {
+      params.push_back(AddNew(*wc, "param_" + std::to_string(k), Opcode::kParameter,
+                              bn.operand(k)->shape(), {}));
+      params.back()->set_parameter_number(static_cast<int64_t>(k));
+    }
+    HloInstruction* inner = wc->AddInstruction(CloneWithOperands(bn, bn.name(), params));
+    std::vector<HloInstruction*> parts;
+    for (int64_t k = 0; k < 3; ++k) {
+      parts.push_back(AddNew(*wc, "element", Opcode::kGetTupleElement,
+                             bn.shape().tuple_shapes[static_cast<size_t>(k)], {inner}));
+      parts.back()->SetAttr("index", k);
+    }
+    wc->set_root(AddNew(*wc, "tuple", Opcode::kTuple, bn.shape(), parts));
+    HloInstruction* wrapper = Fusion(bn.shape(), bn.operands(), wc);
+    if (Try(*wrapper, bn)) {
+      Drop({wrapper});
+      return true;
+    }
+    Drop({wrapper});
+    return false;
+  }
+
+  // `f`, a batch-norm fusion, takes the sums of its convolution; its rebuilt fusion replaces
+  // `replaced` (f itself, or the batch norm a wrapper fusion stands for).
+  bool Try(HloInstruction& f, HloInstruction& replaced) {
     const HloInstruction* bn = FusedTraining(*f.fused_computation());
     if (!bn) return false;
     HloInstruction* conv = f.operands().at(static_cast<size_t>(bn->operand(0)->parameter_number()));
@@ -224,8 +261,8 @@ class Rewriter {
     gte->AddOperand(stats);
     HloInstruction* y = c_.AddInstruction(std::move(gte));
     y->SetAttr("index", int64_t{0});
-    edits_.replace[conv] = y, edits_.replace[&f] = expanded;
-    Drop({conv, &f});
+    edits_.replace[conv] = y, edits_.replace[&replaced] = expanded;
+    Drop({conv, &replaced});
     claimed_.insert(conv);
     return true;
   }

@@ -74,5 +74,43 @@ TEST(ExactConvStatistics, SevenBySevenImages) {
   ExpectFusedMatch(ConvBatchNormRelu("128,7,7,128", "128,7,7,128", "128", "128", "size=1x1"));
 }
 
+// A projection block's end: relu(bn(conv(x, w1)) + bn(conv(x, w2))). The first batch norm
+// takes the add and ReLU; the second stays outside any fusion (its normalized value is the
+// add's other operand) and gets a fusion of its own around the sums.
+TEST(ExactConvStatistics, ProjectionShortcutBatchNormOutsideAFusion) {
+  const std::string hlo = R"(HloModule m, replica_count=8
+ENTRY %main (x: bf16[8,4,4,128], w1: bf16[1,1,128,256], w2: bf16[1,1,128,256], g: f32[256], b: f32[256]) -> (bf16[8,4,4,256], f32[256], f32[256]) {
+  %x = bf16[8,4,4,128]{3,2,1,0} parameter(0)
+  %w1 = bf16[1,1,128,256]{3,2,1,0} parameter(1)
+  %w2 = bf16[1,1,128,256]{3,2,1,0} parameter(2)
+  %g = f32[256]{0} parameter(3)
+  %b = f32[256]{0} parameter(4)
+  %c1 = bf16[8,4,4,256]{3,2,1,0} convolution(%x, %w1), window={size=1x1}, dim_labels=b01f_01io->b01f
+  %c2 = bf16[8,4,4,256]{3,2,1,0} convolution(%x, %w2), window={size=1x1}, dim_labels=b01f_01io->b01f
+  %bn1 = (bf16[8,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) batch-norm-training(%c1, %g, %b), epsilon=0.001, feature_index=3
+  %bn2 = (bf16[8,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) batch-norm-training(%c2, %g, %b), epsilon=0.001, feature_index=3
+  %y1 = bf16[8,4,4,256]{3,2,1,0} get-tuple-element(%bn1), index=0
+  %y2 = bf16[8,4,4,256]{3,2,1,0} get-tuple-element(%bn2), index=0
+  %m1 = f32[256]{0} get-tuple-element(%bn1), index=1
+  %v2 = f32[256]{0} get-tuple-element(%bn2), index=2
+  %sum = bf16[8,4,4,256]{3,2,1,0} add(%y1, %y2)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[8,4,4,256]{3,2,1,0} broadcast(%zero), dimensions={}
+  %relu = bf16[8,4,4,256]{3,2,1,0} maximum(%sum, %zeros)
+  ROOT %t = (bf16[8,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) tuple(%relu, %m1, %v2)
+})";
+  auto c = CompileForBoard(hlo, "test.hlo",
+                           driver::TargetFor(sim::LoadConfig("v3-8"), /*infeed=*/false));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const std::string& ir = c.value()->report.hlo;
+  size_t fusions = 0;
+  for (size_t at = ir.find("calls=%fused_convolution_statistics"); at != std::string::npos;
+       at = ir.find("calls=%fused_convolution_statistics", at + 1))
+    ++fusions;
+  EXPECT_EQ(fusions, 2u) << ir;
+  EXPECT_EQ(ir.find("batch-norm-training("), std::string::npos) << ir;
+  ExpectMatch(hlo, 1.0 / 256);
+}
+
 }  // namespace
 }  // namespace tpusim
