@@ -91,14 +91,14 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{
-                       "00-input.hlo", "01-batch-sharding.hlo", "02-spmd-partitioner.hlo",
-                       "03-async-conversion.hlo", "04-all-reduce-combiner.hlo",
-                       "05-contraction-defusion.hlo", "06-dce.hlo", "07-algsimp.hlo", "08-dce.hlo",
-                       "09-conv-canonicalization.hlo", "10-bf16-conversion-folding.hlo",
-                       "11-dce.hlo", "12-layout-assignment.hlo", "13-elementwise-fusion.hlo",
-                       "14-batch-norm-fusion.hlo", "15-convolution-statistics-fusion.hlo",
-                       "16-dce.hlo", "17-memory-planning.hlo"}));
+  EXPECT_EQ(files,
+            (std::vector<std::string>{
+                "00-input.hlo", "01-batch-sharding.hlo", "02-spmd-partitioner.hlo",
+                "03-async-conversion.hlo", "04-all-reduce-combiner.hlo",
+                "05-contraction-defusion.hlo", "06-dce.hlo", "07-algsimp.hlo", "08-dce.hlo",
+                "09-conv-canonicalization.hlo", "10-bf16-conversion-folding.hlo", "11-dce.hlo",
+                "12-layout-assignment.hlo", "13-elementwise-fusion.hlo", "14-batch-norm-fusion.hlo",
+                "15-convolution-statistics-fusion.hlo", "16-dce.hlo", "17-memory-planning.hlo"}));
   std::ifstream in(dir / "17-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
