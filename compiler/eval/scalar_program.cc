@@ -75,8 +75,15 @@ std::unique_ptr<ScalarProgram> ScalarProgram::Build(const hlo::HloComputation& c
     }
     const auto& ops = instr.operands();
     if (!Supported(instr.opcode(), ops.size())) return nullptr;
-    Step step{&instr, instr.opcode(), ops[0]->shape().type, instr.shape().type, s, {0, 0, 0},
-              "",     false};
+    Step step{&instr,
+              instr.opcode(),
+              ops[0]->shape().type,
+              instr.shape().type,
+              s,
+              {0, 0, 0},
+              "",
+              false,
+              hlo::GetOpcodeInfo(instr.opcode()).category == OpCategory::kElementwiseBinary};
     for (size_t k = 0; k < ops.size(); ++k) {
       auto it = slot.find(ops[k]);
       if (it == slot.end() || !IsScalarArray(ops[k]->shape())) return nullptr;
@@ -132,10 +139,9 @@ Status ScalarProgram::Run(std::span<const double> args, std::span<double> result
         r = FromBits(st.result_type, ToBits(st.operand_type, a));
         break;
       default: {
-        const bool binary = hlo::GetOpcodeInfo(st.op).category == OpCategory::kElementwiseBinary;
-        Result<double> x = binary ? BinaryScalar(st.op, st.operand_type, a, v[st.operands[1]],
-                                                 st.direction, st.total_order)
-                                  : UnaryScalar(st.op, st.operand_type, a);
+        Result<double> x = st.binary ? BinaryScalar(st.op, st.operand_type, a, v[st.operands[1]],
+                                                    st.direction, st.total_order)
+                                     : UnaryScalar(st.op, st.operand_type, a);
         if (!x.ok()) return InstrError(*st.instr, x.status().message());
         r = RoundTo(st.result_type, *x);
       }

@@ -37,6 +37,7 @@ class ScalarProgram {
     int operands[3];
     std::string direction;  // compare's
     bool total_order;       // compare's type=TOTALORDER
+    bool binary;            // an elementwise binary op (else unary, or one handled apart)
   };
   std::vector<double> initial_;                  // one slot per instruction; constants set
   std::vector<std::pair<int, int>> parameters_;  // (slot, parameter number)

@@ -120,7 +120,7 @@ TEST_F(ScalarProgramTest, DeclinesNonScalarInstructions) {
   EXPECT_EQ(ScalarProgram::Build(*module_.Find("vector")), nullptr);
 }
 
-TEST_F(ScalarProgramTest, InterpreterCallScalarUsesTheProgram) {
+TEST_F(ScalarProgramTest, InterpreterCallScalarOnTheArgmaxReducer) {
   const double args[] = {kNaN, 4, 2, 1};
   const PrimitiveType types[] = {PrimitiveType::kF32, PrimitiveType::kS32, PrimitiveType::kF32,
                                  PrimitiveType::kS32};
