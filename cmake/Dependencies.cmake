@@ -31,18 +31,21 @@ function(tpusim_layer name)
   endif()
 endfunction()
 
-# tpusim_tests(DIR DEPS...): one gtest binary per *_test.cc in DIR; each test runs in
-# its own process (SystemC elaborates once per process).
+# tpusim_tests(DEPS...): one gtest binary per test folder, named after the folder
+# (test/compiler/values -> compiler_values_tests), from every *_test.cc in it; its name is
+# returned in TPUSIM_TEST_TARGET. ctest still runs each test in its own process (SystemC
+# elaborates once per process). One binary per folder, not per file: each link of the
+# static libraries took 7 s under ASan, 111 of them a third of CI's build time.
 include(GoogleTest)
 function(tpusim_tests)
   cmake_parse_arguments(T "" "" "DEPS" ${ARGN})
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
-  foreach(src ${tests})
-    get_filename_component(stem ${src} NAME_WE)
-    add_executable(${stem} ${src})
-    target_link_libraries(${stem} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-    gtest_discover_tests(${stem} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                         PROPERTIES ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1"
-                         DISCOVERY_TIMEOUT 60)
-  endforeach()
+  file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR}/test ${CMAKE_CURRENT_SOURCE_DIR})
+  string(REPLACE "/" "_" name "${rel}_tests")
+  add_executable(${name} ${tests})
+  target_link_libraries(${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                       PROPERTIES ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1"
+                       DISCOVERY_TIMEOUT 60)
+  set(TPUSIM_TEST_TARGET ${name} PARENT_SCOPE)
 endfunction()

@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build-isa}"
 cmake -S . -B "$build" -DTPUSIM_BENCH=OFF >/dev/null
-cmake --build "$build" --target isa_doc_test -j2
-TPUSIM_UPDATE_GOLDEN=1 "$build/test/isa/isa_doc_test" --gtest_filter=IsaDoc.CheckedInDocMatchesTable
+cmake --build "$build" --target isa_tests -j2
+TPUSIM_UPDATE_GOLDEN=1 "$build/test/isa/isa_tests" --gtest_filter=IsaDoc.CheckedInDocMatchesTable
