@@ -8,6 +8,7 @@
 #include "compiler/passes/bn_fusion.h"
 #include "compiler/passes/contraction_defusion.h"
 #include "compiler/passes/conv_canon/conv_canon.h"
+#include "compiler/passes/conv_canon/space_to_depth.h"
 #include "compiler/passes/conv_stats_fusion.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion.h"
@@ -28,6 +29,7 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::DcePass>();
   p.AddPass<passes::AlgebraicSimplifierPass>(&kernels);
   p.AddPass<passes::DcePass>();
+  p.AddPass<passes::SpaceToDepthPass>(kernels);
   p.AddPass<passes::ConvCanonicalizationPass>(kernels);
   p.AddPass<passes::Bf16ConversionFoldingPass>(kernels);
   p.AddPass<passes::DcePass>();  // the converts the folding bypassed: fusion counts users

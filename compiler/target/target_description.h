@@ -28,6 +28,10 @@ class TargetDescription {
   // convolution-statistics-fusion pass builds it), lowers to one kernel that computes its
   // values. A target without such a kernel keeps the default.
   virtual bool ExactConvolutionFusion(const hlo::HloInstruction& /*fusion*/) const { return false; }
+  // Input channels below which the convolution kernel folds a window's taps into the MXU's
+  // contraction (each staged pixel holds every tap's channels): the space-to-depth pass folds
+  // the s x s blocks of a strided convolution's input into its channels below this. 0: none.
+  virtual int64_t FoldedConvolutionChannels() const { return 0; }
   // `move`, a pad, concatenate or bitcast of bf16 values, runs on a kernel that moves them
   // exactly (the folding narrows such moves of f32 values that are then rounded to bf16).
   virtual bool ExactBf16Move(const hlo::HloInstruction& move) const = 0;

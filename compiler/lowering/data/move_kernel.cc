@@ -86,6 +86,21 @@ MovePlan PlanMove(const StridedMove& m) {
     p.row_bytes = dims.back().n * m.elem_bytes;
     dims.pop_back();
   }
+  // The descriptor takes the two largest dimensions (the more inner one as its rows), the
+  // register loops the rest: a transpose of short runs (space-to-depth's 12-byte pixels
+  // pairs) is then a few long copies, not one per outer index.
+  if (dims.size() > 2) {
+    std::vector<size_t> by_size(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) by_size[i] = i;
+    std::stable_sort(by_size.begin(), by_size.end(),
+                     [&](size_t a, size_t b) { return dims[a].n > dims[b].n; });
+    const size_t lo = std::min(by_size[0], by_size[1]), hi = std::max(by_size[0], by_size[1]);
+    std::vector<Dim> order;
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (i != lo && i != hi) order.push_back(dims[i]);
+    order.push_back(dims[lo]), order.push_back(dims[hi]);
+    dims = std::move(order);
+  }
   if (!dims.empty()) {
     p.rows = dims.back().n, p.src_row = dims.back().src, p.dst_row = dims.back().dst;
     dims.pop_back();

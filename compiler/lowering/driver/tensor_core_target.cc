@@ -1,5 +1,6 @@
 #include "compiler/lowering/driver/tensor_core_target.h"
 
+#include "compiler/lowering/conv/conv_plan.h"
 #include "compiler/lowering/conv/conv_select.h"
 #include "compiler/lowering/data/move_ops.h"
 #include "compiler/lowering/reduce/batch_norm_fusion.h"
@@ -23,6 +24,7 @@ class TensorCoreDescription : public target::TargetDescription {
   bool ExactConvolutionFusion(const hlo::HloInstruction& fusion) const override {
     return ConvFusionOnExactKernel(fusion);
   }
+  int64_t FoldedConvolutionChannels() const override { return kFoldBelowCin; }
   bool ExactBf16Move(const hlo::HloInstruction& move) const override {
     return Bf16MoveOnExactKernel(move);
   }

@@ -85,9 +85,10 @@ HloInstruction* ConvRewriteBuilder::Transpose(HloInstruction* x, const std::vect
 }
 
 HloInstruction* ConvRewriteBuilder::Conv(HloInstruction* lhs, HloInstruction* rhs,
-                                         const hlo::Window& window, std::vector<int64_t> dims) {
-  std::unique_ptr<HloInstruction> conv =
-      CloneWithOperands(conv_, UniqueName(target_, conv_.name() + ".phase"), {lhs, rhs});
+                                         const hlo::Window& window, std::vector<int64_t> dims,
+                                         std::string_view suffix) {
+  std::unique_ptr<HloInstruction> conv = CloneWithOperands(
+      conv_, UniqueName(target_, conv_.name() + "." + std::string(suffix)), {lhs, rhs});
   conv->mutable_shape() = hlo::Shape::Array(conv_.shape().type, std::move(dims));
   conv->SetAttr("window", window);
   if (!kernels_.ExactConvolution(*conv)) return nullptr;

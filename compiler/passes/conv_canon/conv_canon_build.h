@@ -35,9 +35,11 @@ class ConvRewriteBuilder {
   // Output dimension k is operand dimension perm[k].
   hlo::HloInstruction* Transpose(hlo::HloInstruction* x, const std::vector<int64_t>& perm);
   // A copy of the rewritten convolution over `lhs` and `rhs` with `window` and result
-  // dimensions `dims`; nullptr (and nothing emitted) when no exact kernel takes it.
+  // dimensions `dims`, named <conv>.<suffix>; nullptr (and nothing emitted) when no exact
+  // kernel takes it.
   hlo::HloInstruction* Conv(hlo::HloInstruction* lhs, hlo::HloInstruction* rhs,
-                            const hlo::Window& window, std::vector<int64_t> dims);
+                            const hlo::Window& window, std::vector<int64_t> dims,
+                            std::string_view suffix = "phase");
   hlo::HloComputation& target() { return target_; }
   const target::TargetDescription& kernels() const { return kernels_; }
 

@@ -51,6 +51,22 @@ TEST(MovePlan, OuterDimensionsBecomeLoops) {
   EXPECT_THROW(PlanMove(m), std::invalid_argument);  // three outer loops
 }
 
+TEST(MovePlan, TheTwoLargestDimensionsGoToTheDescriptor) {
+  // Space-to-depth's transpose of bf16 [40, 2, 5, 6] -> [40, 5, 2, 6] (pixel pairs of 12 bytes):
+  // the 40 outer rows go to the descriptor's planes, the 2 phases become the loop.
+  MovePlan p = PlanMove(StridedMove{{40, 5, 2, 6}, {120, 12, 60, 2}, {120, 24, 12, 2}, 0, 0, 2});
+  EXPECT_EQ(p.row_bytes, 12);
+  EXPECT_EQ(p.rows, 5);
+  EXPECT_EQ(p.src_row, 12);
+  EXPECT_EQ(p.dst_row, 24);
+  EXPECT_EQ(p.planes, 40);
+  EXPECT_EQ(p.src_plane, 120);
+  EXPECT_EQ(p.outer, (std::vector<int64_t>{2}));
+  EXPECT_EQ(p.outer_src, (std::vector<int64_t>{60}));
+  EXPECT_EQ(p.outer_dst, (std::vector<int64_t>{12}));
+  EXPECT_EQ(p.copies(), 2);
+}
+
 TEST(MovePlan, TwoByteElementsOneByOneAreRejected) {
   EXPECT_THROW(PlanMove(StridedMove{{4, 6}, {2, 8}, {12, 2}, 0, 0, 2}), std::invalid_argument);
   EXPECT_NO_THROW(PlanMove(StridedMove{{4, 6}, {12, 2}, {12, 2}, 0, 0, 2}));

@@ -91,15 +91,16 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files,
-            (std::vector<std::string>{
-                "00-input.hlo", "01-batch-sharding.hlo", "02-spmd-partitioner.hlo",
-                "03-async-conversion.hlo", "04-all-reduce-combiner.hlo",
-                "05-contraction-defusion.hlo", "06-dce.hlo", "07-algsimp.hlo", "08-dce.hlo",
-                "09-conv-canonicalization.hlo", "10-bf16-conversion-folding.hlo", "11-dce.hlo",
-                "12-layout-assignment.hlo", "13-elementwise-fusion.hlo", "14-batch-norm-fusion.hlo",
-                "15-convolution-statistics-fusion.hlo", "16-dce.hlo", "17-memory-planning.hlo"}));
-  std::ifstream in(dir / "17-memory-planning.hlo");
+  EXPECT_EQ(
+      files,
+      (std::vector<std::string>{
+          "00-input.hlo", "01-batch-sharding.hlo", "02-spmd-partitioner.hlo",
+          "03-async-conversion.hlo", "04-all-reduce-combiner.hlo", "05-contraction-defusion.hlo",
+          "06-dce.hlo", "07-algsimp.hlo", "08-dce.hlo", "09-space-to-depth.hlo",
+          "10-conv-canonicalization.hlo", "11-bf16-conversion-folding.hlo", "12-dce.hlo",
+          "13-layout-assignment.hlo", "14-elementwise-fusion.hlo", "15-batch-norm-fusion.hlo",
+          "16-convolution-statistics-fusion.hlo", "17-dce.hlo", "18-memory-planning.hlo"}));
+  std::ifstream in(dir / "18-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -113,12 +114,12 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const tpusim::CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{
-                "batch-sharding", "spmd-partitioner", "async-conversion", "all-reduce-combiner",
-                "contraction-defusion", "dce", "algsimp", "dce", "conv-canonicalization",
-                "bf16-conversion-folding", "dce", "layout-assignment", "elementwise-fusion",
-                "batch-norm-fusion", "convolution-statistics-fusion", "dce", "memory-planning"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "batch-sharding", "spmd-partitioner", "async-conversion",
+                       "all-reduce-combiner", "contraction-defusion", "dce", "algsimp", "dce",
+                       "space-to-depth", "conv-canonicalization", "bf16-conversion-folding", "dce",
+                       "layout-assignment", "elementwise-fusion", "batch-norm-fusion",
+                       "convolution-statistics-fusion", "dce", "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
   EXPECT_FALSE(rep.passes[2].changed);   // no async pair
@@ -126,7 +127,8 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   EXPECT_FALSE(rep.passes[4].changed);   // no fusion holds a dot
   EXPECT_TRUE(rep.passes[5].changed);    // %unused
   EXPECT_TRUE(rep.passes[6].changed);    // multiply by one
-  EXPECT_FALSE(rep.passes[13].changed);  // no batch norm
+  EXPECT_FALSE(rep.passes[8].changed);   // no strided convolution
+  EXPECT_FALSE(rep.passes[14].changed);  // no batch norm
   // The optimized module: dot, then one loop fusion of bias-add + relu.
   hlo::HloModule out = Parse(rep.hlo);
   EXPECT_TRUE(hlo::VerifyModule(out).ok());
