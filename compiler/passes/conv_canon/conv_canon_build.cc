@@ -76,6 +76,11 @@ HloInstruction* ConvRewriteBuilder::Concatenate(const std::vector<HloInstruction
   return concat;
 }
 
+HloInstruction* ConvRewriteBuilder::Convert(HloInstruction* x, hlo::PrimitiveType type) {
+  if (x->shape().type == type) return x;
+  return New("convert", Opcode::kConvert, type, x->shape().dims, {x});
+}
+
 HloInstruction* ConvRewriteBuilder::Transpose(HloInstruction* x, const std::vector<int64_t>& perm) {
   std::vector<int64_t> out;
   for (int64_t d : perm) out.push_back(x->shape().dims[static_cast<size_t>(d)]);

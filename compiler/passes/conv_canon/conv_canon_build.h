@@ -32,6 +32,8 @@ class ConvRewriteBuilder {
   // emits no code for it, never writes).
   hlo::HloInstruction* Bitcast(hlo::HloInstruction* x, std::vector<int64_t> dims);
   hlo::HloInstruction* Concatenate(const std::vector<hlo::HloInstruction*>& parts, int64_t dim);
+  // `x` converted to `type` (x itself when it has that type).
+  hlo::HloInstruction* Convert(hlo::HloInstruction* x, hlo::PrimitiveType type);
   // Output dimension k is operand dimension perm[k].
   hlo::HloInstruction* Transpose(hlo::HloInstruction* x, const std::vector<int64_t>& perm);
   // A copy of the rewritten convolution over `lhs` and `rhs` with `window` and result

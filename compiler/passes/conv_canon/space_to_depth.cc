@@ -12,8 +12,10 @@ namespace {
 
 using hlo::HloInstruction;
 
-// Images already folded in this computation: (image, s, rows pad, columns pad) -> S(pad(X)).
-using ImageKey = std::tuple<const HloInstruction*, int64_t, int64_t, int64_t, int64_t, int64_t>;
+// Images already folded in this computation: (image, rounded to bf16, s, rows pad, columns
+// pad) -> S(pad(X)).
+using ImageKey =
+    std::tuple<const HloInstruction*, bool, int64_t, int64_t, int64_t, int64_t, int64_t>;
 using ImageCache = std::map<ImageKey, HloInstruction*>;
 
 // The padding along one spatial dimension that makes `in` positions padded by `low` into
@@ -22,11 +24,29 @@ struct BlockPad {
   int64_t low = 0, high = 0;
 };
 
-// S(pad(X)) for NHWC `x`: [N, H, W, C] -> [N, H' / s, W' / s, s * s * C], channel (i, j, c).
-HloInstruction* FoldImage(ConvRewriteBuilder& b, HloInstruction* x, int64_t s, BlockPad py,
+// At DEFAULT precision the MXU rounds f32 operands to bf16 (one pass; the evaluator does
+// the same), so rounding `x` before the convolution keeps its values and halves what the
+// fold moves and the convolution reads.
+bool RoundsToBf16(const HloInstruction& conv, const HloInstruction& x) {
+  if (x.shape().type != hlo::PrimitiveType::kF32) return false;
+  if (const hlo::WordList* p = conv.GetWordList("operand_precision"))
+    for (const std::string& w : *p)
+      if (w != "default") return false;
+  return true;
+}
+
+HloInstruction* Operand(ConvRewriteBuilder& b, const HloInstruction& conv, HloInstruction* x) {
+  return RoundsToBf16(conv, *x) ? b.Convert(x, hlo::PrimitiveType::kBF16) : x;
+}
+
+// S(pad(X)) for NHWC X, operand 0 of `conv`: [N, H, W, C] -> [N, H' / s, W' / s, s * s * C],
+// channel (i, j, c); rounded to bf16 first where the convolution would round it.
+HloInstruction* FoldImage(ConvRewriteBuilder& b, const HloInstruction& conv, int64_t s, BlockPad py,
                           BlockPad px, ImageCache& cache) {
-  const ImageKey key{x, s, py.low, py.high, px.low, px.high};
+  HloInstruction* x = conv.operand(0);
+  const ImageKey key{x, RoundsToBf16(conv, *x), s, py.low, py.high, px.low, px.high};
   if (auto it = cache.find(key); it != cache.end()) return it->second;
+  x = Operand(b, conv, x);
   const std::vector<int64_t>& d = x->shape().dims;
   HloInstruction* cropped = b.Slice(x, {{0, d[0], 1},
                                         {0, d[1] + std::min<int64_t>(py.high, 0), 1},
@@ -80,7 +100,7 @@ HloInstruction* Forward(const HloInstruction& conv, ConvRewriteBuilder& b, int64
     const int64_t rows = s * (out[d + 1] - 1 + taps[d]);
     pads[d] = {win->dims[d].pad_low, rows - xd[d + 1] - win->dims[d].pad_low};
   }
-  HloInstruction* image = FoldImage(b, x, s, pads[0], pads[1], cache);
+  HloInstruction* image = FoldImage(b, conv, s, pads[0], pads[1], cache);
   HloInstruction* kernel =
       b.Pad(w, {{0, s * taps[0] - wd[0], 0}, {0, s * taps[1] - wd[1], 0}, {}, {}});
   kernel = b.Bitcast(kernel, {taps[0], s, taps[1], s, wd[2], wd[3]});
@@ -108,7 +128,7 @@ HloInstruction* WeightGrad(const HloInstruction& conv, ConvRewriteBuilder& b, in
     const int64_t rows = s * (taps[d] + dyd[d + 1] - 1);
     pads[d] = {win->dims[d].pad_low, rows - xd[d + 1] - win->dims[d].pad_low};
   }
-  HloInstruction* image = FoldImage(b, x, s, pads[0], pads[1], cache);
+  HloInstruction* image = FoldImage(b, conv, s, pads[0], pads[1], cache);
   HloInstruction* grad = b.Conv(image, dy, StrideOne(dyd[1], dyd[2]),
                                 {taps[0], taps[1], s * s * xd[3], out[3]}, "folded");
   if (!grad) return nullptr;

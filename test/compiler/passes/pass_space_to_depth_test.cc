@@ -148,5 +148,28 @@ ENTRY %main (x: bf16[2,33,33,2], w: bf16[3,3,2,32], dy: bf16[2,17,17,32]) -> (f3
 })");
 }
 
+// An f32 stem at DEFAULT precision: the MXU would round X to bf16, so it is rounded once
+// before folding (half the bytes to move); at HIGHEST it stays f32.
+TEST(PassSpaceToDepth, F32OperandsAtDefaultPrecisionAreRoundedOnce) {
+  const std::string text = R"(HloModule m
+ENTRY %main (x: f32[2,32,32,3], w: f32[7,7,3,64]) -> f32[2,16,16,64] {
+  %x = f32[2,32,32,3] parameter(0)
+  %w = f32[7,7,3,64] parameter(1)
+  ROOT %y = f32[2,16,16,64] convolution(%x, %w), window={size=7x7 stride=2x2 pad=2_3x2_3}, dim_labels=b01f_01io->b01f
+})";
+  const Result r = Rewrite(text);
+  ASSERT_TRUE(r.changed);
+  EXPECT_NE(r.entry.find("%y.convert = bf16[2,32,32,3] convert(f32[2,32,32,3] %x)"),
+            std::string::npos)
+      << r.entry;
+  EXPECT_NE(r.entry.find("f32[8,8,3,64] pad(f32[7,7,3,64] %w"), std::string::npos)
+      << r.entry;  // the kernel rounds W as it loads it
+  ExpectSameValues(text);
+  std::string highest = text;
+  highest.insert(highest.rfind(", dim_labels"), ", operand_precision={highest,highest}");
+  const Result h = Rewrite(highest);
+  EXPECT_EQ(h.entry.find("convert("), std::string::npos) << h.entry;
+}
+
 }  // namespace
 }  // namespace tpusim::passes
