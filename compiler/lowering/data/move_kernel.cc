@@ -12,7 +12,9 @@ namespace tpusim::lowering {
 namespace {
 
 constexpr int64_t kMaxDescField = std::numeric_limits<uint32_t>::max();  // rows, planes, bytes
-constexpr int64_t kFirstFillElems = 1024;  // the fill's seed: one f32[8,128] vreg
+constexpr int64_t kFirstFillElems = 1024;  // a fill from HBM doubles a seed of this many words
+constexpr int64_t kVregBytes = 4096;       // one f32[8,128] vreg
+constexpr int64_t kFillBlockVregs = 16;    // an immediate fill's VMEM block: 64 KiB
 
 struct Dim {
   int64_t n, src, dst;
@@ -133,30 +135,42 @@ std::string MoveKernel(const std::vector<StridedMove>& moves, const MoveFill* fi
   if (fill && fill->bytes > 0) {
     if (fill->bytes % 4 || fill->dst % 4 || fill->value % 4)
       throw std::invalid_argument("strided move: fill is not 4-byte aligned");
-    const int64_t first = std::min(fill->bytes / 4, kFirstFillElems);
     if (fill->immediate || fill->bits) {
+      // The value fills a block of VMEM once (kFillBlockVregs vst), then DMA writes the block
+      // over and over (source stride 0): HBM sees only the writes.
       char v[64];
       if (fill->immediate)
         std::snprintf(v, sizeof v, "%.9g", *fill->immediate);
       else
         std::snprintf(v, sizeof v, "f32:0x%08x", static_cast<unsigned>(*fill->bits));
-      s << ".desc fill_first rows=1 row_bytes=" << first * 4 << "\n    vmovi v0, " << v
-        << "\n    li r1, 0\n    vst v0, r1\n    signal vpu, f1, 1\n    wait seq, f1, 1\n"
-        << assembly::LoadAddress(2, fill->dst, 9) << "    dma.vh r2, r1, fill_first, f1\n";
+      const int64_t block = std::min(fill->bytes, kFillBlockVregs * kVregBytes);
+      s << "    vmovi v0, " << v << "\n";
+      for (int64_t at = 0; at < block; at += kVregBytes)
+        s << "    li r1, " << at << "\n    vst v0, r1\n";
+      s << "    signal vpu, f1, 1\n    wait seq, f1, 1\n    li r1, 0\n";
+      const int64_t whole = fill->bytes / block, tail = fill->bytes - whole * block;
+      s << ".desc fill_blocks rows=" << whole << " row_bytes=" << block
+        << " src_stride=0 dst_stride=" << block << "\n"
+        << assembly::LoadAddress(2, fill->dst, 9) << "    dma.vh r2, r1, fill_blocks, f1\n";
+      if (tail > 0)
+        s << ".desc fill_tail rows=1 row_bytes=" << tail << "\n"
+          << assembly::LoadAddress(2, fill->dst + static_cast<uint64_t>(whole * block), 9)
+          << "    dma.vh r2, r1, fill_tail, f1\n";
+      s << "    wait seq, f1, " << (tail > 0 ? 2 : 1) << "\n";
     } else {
+      const int64_t first = std::min(fill->bytes / 4, kFirstFillElems);
       s << ".desc fill_first rows=" << first << " row_bytes=4 src_stride=0 dst_stride=4\n"
         << assembly::LoadAddress(1, fill->value, 9) << assembly::LoadAddress(2, fill->dst, 9)
-        << "    dma.hh r2, r1, fill_first, f1\n";
-    }
-    s << "    wait seq, f1, 1\n";
-    int64_t done = first * 4, step = 1;
-    while (done < fill->bytes) {  // double the filled prefix
-      const int64_t n = std::min({done, fill->bytes - done, kMaxDescField / 4 * 4});
-      s << ".desc fill" << step << " rows=1 row_bytes=" << n << "\n"
-        << assembly::LoadAddress(1, fill->dst, 9) << assembly::LoadAddress(2, fill->dst + done, 9)
-        << "    dma.hh r2, r1, fill" << step
-        << ", f1\n    wait seq, f1, 1\n";  // wait consumes what it waits for
-      done += n, ++step;
+        << "    dma.hh r2, r1, fill_first, f1\n    wait seq, f1, 1\n";
+      int64_t done = first * 4, step = 1;
+      while (done < fill->bytes) {  // double the filled prefix
+        const int64_t n = std::min({done, fill->bytes - done, kMaxDescField / 4 * 4});
+        s << ".desc fill" << step << " rows=1 row_bytes=" << n << "\n"
+          << assembly::LoadAddress(1, fill->dst, 9) << assembly::LoadAddress(2, fill->dst + done, 9)
+          << "    dma.hh r2, r1, fill" << step
+          << ", f1\n    wait seq, f1, 1\n";  // wait consumes what it waits for
+        done += n, ++step;
+      }
     }
   }
   int64_t copies = 0;
