@@ -26,17 +26,16 @@ struct BlockPad {
 
 // At DEFAULT precision the MXU rounds f32 operands to bf16 (one pass; the evaluator does
 // the same), so rounding `x` before the convolution keeps its values and halves what the
-// fold moves and the convolution reads.
-bool RoundsToBf16(const HloInstruction& conv, const HloInstruction& x) {
-  if (x.shape().type != hlo::PrimitiveType::kF32) return false;
+// fold moves and the convolution reads; done where the elementwise kernels convert it
+// exactly (whole vregs: the condition under which they read bf16 exactly too).
+bool RoundsToBf16(const ConvRewriteBuilder& b, const HloInstruction& conv,
+                  const HloInstruction& x) {
+  if (x.shape().type != hlo::PrimitiveType::kF32 || !b.kernels().ExactBf16Reads(x.shape()))
+    return false;
   if (const hlo::WordList* p = conv.GetWordList("operand_precision"))
     for (const std::string& w : *p)
       if (w != "default") return false;
   return true;
-}
-
-HloInstruction* Operand(ConvRewriteBuilder& b, const HloInstruction& conv, HloInstruction* x) {
-  return RoundsToBf16(conv, *x) ? b.Convert(x, hlo::PrimitiveType::kBF16) : x;
 }
 
 // S(pad(X)) for NHWC X, operand 0 of `conv`: [N, H, W, C] -> [N, H' / s, W' / s, s * s * C],
@@ -44,9 +43,10 @@ HloInstruction* Operand(ConvRewriteBuilder& b, const HloInstruction& conv, HloIn
 HloInstruction* FoldImage(ConvRewriteBuilder& b, const HloInstruction& conv, int64_t s, BlockPad py,
                           BlockPad px, ImageCache& cache) {
   HloInstruction* x = conv.operand(0);
-  const ImageKey key{x, RoundsToBf16(conv, *x), s, py.low, py.high, px.low, px.high};
+  const bool round = RoundsToBf16(b, conv, *x);
+  const ImageKey key{x, round, s, py.low, py.high, px.low, px.high};
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  x = Operand(b, conv, x);
+  if (round) x = b.Convert(x, hlo::PrimitiveType::kBF16);
   const std::vector<int64_t>& d = x->shape().dims;
   HloInstruction* cropped = b.Slice(x, {{0, d[0], 1},
                                         {0, d[1] + std::min<int64_t>(py.high, 0), 1},
