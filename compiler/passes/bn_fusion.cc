@@ -123,23 +123,65 @@ class Fuser {
     return nullptr;
   }
 
-  // batch-norm-grad whose dy is computed by an elementwise op or loop fusion read by nothing
-  // else: the producer moves into the fusion and the grad kernel computes dy per vreg.
+  // Whether `target` is `from` or one of its operands, transitively (no recursion).
+  static bool DependsOn(const HloInstruction* from, const HloInstruction* target) {
+    std::vector<const HloInstruction*> stack = {from};
+    std::unordered_set<const HloInstruction*> seen;
+    while (!stack.empty()) {
+      const HloInstruction* i = stack.back();
+      stack.pop_back();
+      if (i == target) return true;
+      if (!seen.insert(i).second) continue;
+      for (const HloInstruction* o : i->operands()) stack.push_back(o);
+    }
+    return false;
+  }
+
+  // batch-norm-grad whose dy is computed by an elementwise op or loop fusion: the producer
+  // moves into the fusion and the grad kernel computes dy per vreg. When dy has other readers
+  // (a residual junction's gradient, also the skip path's), the fusion writes it as a fourth
+  // result as its statistics pass computes it, and they read that (XLA's multi-output fusion
+  // of a producer with its reduction consumers).
   bool TryGrad(HloInstruction& bn) {
     if (bn.operand_count() != 5) return false;
     HloInstruction* dy = bn.operands()[4];
-    if (dy == c_.root() || Users(dy).size() != 1 || claimed_.count(dy)) return false;
+    if (dy == c_.root() || Users(dy).empty() || claimed_.count(dy)) return false;
     if (!IsElementwise(*dy) && !IsLoopFusion(*dy)) return false;
+    const bool shared = Users(dy).size() > 1;
+    if (shared)  // the other readers wait for the fusion: none of its operands may need them
+      for (size_t k = 0; k < 4; ++k)
+        if (DependsOn(bn.operands()[k], dy)) return false;
     StartFusion("fused_batch_norm_grad");
     std::vector<HloInstruction*> ops;
     for (size_t k = 0; k < 4; ++k) ops.push_back(Inside(bn.operands()[k]));
-    ops.push_back(CloneConsumer(*dy, nullptr, nullptr));
-    fused_->set_root(
-        fused_->AddInstruction(CloneWithOperands(bn, UniqueName(*fused_, bn.name()), ops)));
-    HloInstruction* fusion = FinishFusion(bn.shape(), "kInput");
+    HloInstruction* dy_inside = CloneConsumer(*dy, nullptr, nullptr);
+    ops.push_back(dy_inside);
+    HloInstruction* inner =
+        fused_->AddInstruction(CloneWithOperands(bn, UniqueName(*fused_, bn.name()), ops));
+    hlo::Shape shape = bn.shape();
+    if (!shared) {
+      fused_->set_root(inner);
+    } else {
+      std::vector<HloInstruction*> results = {Element(inner, 0, "dx"), Element(inner, 1, "dgamma"),
+                                              Element(inner, 2, "dbeta"), dy_inside};
+      shape.tuple_shapes.push_back(dy->shape());
+      auto root = std::make_unique<HloInstruction>("tuple", Opcode::kTuple, shape);
+      for (HloInstruction* o : results) root->AddOperand(o);
+      fused_->set_root(fused_->AddInstruction(std::move(root)));
+    }
+    HloInstruction* fusion = FinishFusion(shape, "kInput");
     if (!fusion) return false;
     edits_.replace[&bn] = fusion;
-    for (HloInstruction* gone : {&bn, dy}) edits_.remove.insert(gone);
+    edits_.remove.insert(&bn);
+    if (shared) {  // dy's readers take the fusion's fourth result, under dy's name
+      auto gte =
+          std::make_unique<HloInstruction>(dy->name(), Opcode::kGetTupleElement, dy->shape());
+      gte->AddOperand(fusion);
+      HloInstruction* element = c_.AddInstruction(std::move(gte));
+      element->SetAttr("index", int64_t{3});
+      edits_.replace[dy] = element;
+    }
+    edits_.remove.insert(dy);
     if (IsLoopFusion(*dy)) edits_.remove_computations.insert(dy->fused_computation());
     claimed_.insert(dy);
     return true;

@@ -119,7 +119,7 @@ void FlatBatchNorm::Flush() {
 
 void FlatBatchNorm::Stream(std::vector<std::pair<uint64_t, int>> inputs, std::vector<int> patterns,
                            bool accumulate, std::vector<std::string> body, int result,
-                           uint64_t output, std::vector<std::string> prologue) {
+                           uint64_t output, std::vector<std::string> prologue, int output_bytes) {
   Flush();
   FeatureStream st;
   st.vregs = rows_ * features_ / 1024, st.period = Period();
@@ -127,9 +127,9 @@ void FlatBatchNorm::Stream(std::vector<std::pair<uint64_t, int>> inputs, std::ve
     st.inputs.push_back(address);
     st.input_bytes.push_back(bytes);
   }
-  st.output_bytes = out_bytes_;
+  st.output_bytes = output_bytes ? output_bytes : out_bytes_;
   for (int p : patterns) st.patterns.push_back(Area(p));
-  if (accumulate) st.accumulators = {Area(0), Area(1)};
+  if (accumulate) st.accumulators = {Area(0), Area(1)}, st.sums_and_output = output_bytes != 0;
   st.prologue = std::move(prologue);
   st.body = std::move(body), st.result = result, st.output = output, st.tag = tag_;
   code_ += assembly::ScopeKernel(FeatureStreamKernel(st), "fs" + std::to_string(streams_++) + "_");
@@ -203,13 +203,18 @@ std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint6
                                 uint64_t dy, uint64_t dx, uint64_t dgamma, uint64_t dbeta,
                                 const FlatDyProducer* producer) {
   Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
-  GradFinish(GradSums(x, dy, producer), x, dy, dx, dgamma, dbeta, producer);
+  const std::pair<int, int> sums = GradSums(x, dy, producer);
+  if (producer && producer->store)  // the dx pass reads the dy the sums pass wrote
+    GradFinish(sums, x, *producer->store, dx, dgamma, dbeta, nullptr);
+  else
+    GradFinish(sums, x, dy, dx, dgamma, dbeta, producer);
   return code_;
 }
 
-// The inputs of a pass that reads x and dy: x in register `x_reg` and dy in the other of
-// v0, v1, loaded, or (`producer`) computed from its two matrices, loaded into that register
-// and v2, by `code`, with temps from `first_temp`; `dy` names dy's register.
+// The inputs of a pass that reads x and dy: x in register `x_reg` (0 or 1) and dy in the
+// other of v0, v1, loaded, or (`producer`) computed from its matrices, loaded into the
+// registers v0 .. v3 that x leaves, by `code`, with temps from `first_temp`; `dy` names dy's
+// register.
 struct GradInputs {
   std::vector<std::pair<uint64_t, int>> inputs;
   FlatCode code;
@@ -219,30 +224,40 @@ struct GradInputs {
 static GradInputs WithDy(uint64_t x, int x_bytes, uint64_t dy, int dy_bytes, int x_reg,
                          const FlatDyProducer* producer, int first_temp) {
   GradInputs g;
-  const int dy_reg = 1 - x_reg;
-  g.inputs.resize(producer && producer->b_bytes ? 3 : 2);
-  g.inputs[x_reg] = {x, x_bytes};
   if (!producer) {
-    g.inputs[dy_reg] = {dy, dy_bytes};
-    g.dy = "v" + std::to_string(dy_reg);
+    g.inputs.resize(2);
+    g.inputs[static_cast<size_t>(x_reg)] = {x, x_bytes};
+    g.inputs[static_cast<size_t>(1 - x_reg)] = {dy, dy_bytes};
+    g.dy = "v" + std::to_string(1 - x_reg);
     return g;
   }
-  g.inputs[dy_reg] = {producer->a, producer->a_bytes};
-  if (producer->b_bytes) g.inputs[2] = {producer->b, producer->b_bytes};
-  g.code = producer->build(dy_reg, 2, first_temp, 28, 29);  // v24..v27: the patterns
+  std::vector<int> regs;
+  for (int r = 0; g.inputs.size() < producer->matrices.size() + 1; ++r) {
+    if (r == x_reg) {
+      g.inputs.push_back({x, x_bytes});
+      continue;
+    }
+    g.inputs.push_back(producer->matrices[regs.size()]);
+    regs.push_back(r);
+  }
+  g.code = producer->build(regs, first_temp, 28, 29);  // v24..v27: the patterns
   g.dy = "v" + std::to_string(g.code.result);
   return g;
 }
 
 std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy,
                                             const FlatDyProducer* producer) {
-  // dy (v0, or computed), x in v1; a producer's temps after the body's (v6, v7).
+  // dy (v0, or computed), x in v1; a producer's temps after the body's (v6, v7). With a
+  // store, the computed dy goes out too.
   GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, 1, producer, 8);
   std::vector<std::string> body = g.code.body;
   for (const std::string& line : {"vadd v30, v30, " + g.dy, std::string("vsub v6, v1, v24"),
                                   "vmul v7, " + g.dy + ", v6", std::string("vadd v31, v31, v7")})
     body.push_back(line);
-  Stream(g.inputs, {2}, true, body, 0, 0, g.code.prologue);
+  if (producer && producer->store)
+    Stream(g.inputs, {2}, true, body, g.code.result, *producer->store, g.code.prologue, dy_bytes_);
+  else
+    Stream(g.inputs, {2}, true, body, 0, 0, g.code.prologue);
   if (features_ >= 1024) return {0, 1};
   Fold(0, 5), Fold(1, 6);
   return {5, 6};

@@ -24,18 +24,20 @@ struct FlatEpilogue {
   int extra_bytes = 0;  // its bytes per element: 0 (none), 2 or 4
 };
 
-// batch-norm-grad's dy computed per vreg from two matrices instead of read (its producer
-// fused, e.g. ReLU's gradient select(y > 0, g, 0)): `build(reg_a, reg_b, first_temp,
-// first_const, last_const)` gives the lines computing dy from matrices a and b loaded into
-// registers reg_a and reg_b, with temps from first_temp and constants set by its prologue.
+// batch-norm-grad's dy computed per vreg from up to three matrices instead of read (its
+// producer fused, e.g. ReLU's gradient select(y > 0, g, 0), or at a residual junction
+// select(y > 0, g1 + g2, 0)): `build(regs, first_temp, first_const, last_const)` gives the
+// lines computing dy from the matrices loaded into registers regs[0], regs[1], ..., with temps
+// from first_temp and constants set by its prologue. With `store`, the pass that sums dy also
+// writes it there (its other readers), and the dx pass reads it back instead of the matrices.
 struct FlatCode {
   std::vector<std::string> prologue, body;
   int result = 0;
 };
 struct FlatDyProducer {
-  uint64_t a = 0, b = 0;
-  int a_bytes = 4, b_bytes = 4;  // b_bytes 0: one matrix (reg_b is then unused)
-  std::function<FlatCode(int, int, int, int, int)> build;
+  std::vector<std::pair<uint64_t, int>> matrices;  // (HBM address, bytes per element)
+  std::function<FlatCode(const std::vector<int>&, int, int, int)> build;
+  std::optional<uint64_t> store;
 };
 
 class FlatBatchNorm {
@@ -65,7 +67,7 @@ class FlatBatchNorm {
                                std::optional<uint64_t> var, const FlatEpilogue* epilogue);
   std::string Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean, uint64_t var,
                         uint64_t y);
-  // With `producer`, dy is computed from its two matrices (`dy` is not read).
+  // With `producer`, dy is computed from its matrices (`dy` is not read).
   std::string Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
                    uint64_t dx, uint64_t dgamma, uint64_t dbeta,
                    const FlatDyProducer* producer = nullptr);
@@ -79,9 +81,10 @@ class FlatBatchNorm {
   void Store(int area, uint64_t hbm);                      // a pattern's [features] vector to HBM
   void Flush();                                            // waits for the stores; ends the block
   // `inputs`: (HBM address, bytes per element); the output has out_bytes_ per element.
+  // `output_bytes` 0: the result's (out_bytes_); with `accumulate`, a non-zero one also stores.
   void Stream(std::vector<std::pair<uint64_t, int>> inputs, std::vector<int> patterns,
               bool accumulate, std::vector<std::string> body, int result, uint64_t output,
-              std::vector<std::string> prologue = {});
+              std::vector<std::string> prologue = {}, int output_bytes = 0);
   std::string Desc(const std::string& text);
 
   // One read of x: the areas that hold the per-feature sums of x and of x^2.

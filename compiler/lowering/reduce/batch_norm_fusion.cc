@@ -197,19 +197,41 @@ std::optional<FlatEpilogue> Epilogue(const Parts& p) {
 
 int MatrixBytes(const hlo::Shape& s) { return s.type == PrimitiveType::kBF16 ? 2 : 4; }
 
-// batch-norm-grad whose dy (operand 4) is an elementwise expression over at most two
-// matrices (ReLU's gradient select(y > 0, g, 0)), its other operands parameters.
+// batch-norm-grad whose dy (operand 4) is an elementwise expression over at most three
+// matrices (ReLU's gradient select(y > 0, g, 0); at a residual junction select(y > 0, g1 + g2,
+// 0)), its other operands parameters. The fusion's root is the batch norm, or (dy has other
+// readers) tuple(dx, dgamma, dbeta, dy).
 struct GradParts {
   const HloInstruction* bn = nullptr;
-  std::vector<const HloInstruction*> matrices;  // the expression's parameters: a, then b
+  std::vector<const HloInstruction*> matrices;  // the expression's parameters, in order
+  bool stores_dy = false;
 };
+
+constexpr size_t kMostDyMatrices = 3;  // the feature stream reads x and these: 4 inputs
 
 std::optional<GradParts> MatchGrad(const HloInstruction& fusion) {
   const hlo::HloComputation* f =
       fusion.opcode() == Opcode::kFusion ? fusion.fused_computation() : nullptr;
-  if (!f || f->root()->opcode() != Opcode::kBatchNormGrad) return {};
+  if (!f) return {};
   GradParts p;
-  p.bn = f->root();
+  const HloInstruction* root = f->root();
+  if (root->opcode() == Opcode::kTuple && root->operand_count() == 4) {
+    for (int64_t k = 0; k < 3; ++k) {
+      const HloInstruction* e = root->operand(static_cast<size_t>(k));
+      if (e->opcode() != Opcode::kGetTupleElement || e->GetInt("index").value_or(-1) != k ||
+          (p.bn && e->operand(0) != p.bn))
+        return {};
+      p.bn = e->operand(0);
+    }
+    if (p.bn->opcode() != Opcode::kBatchNormGrad || p.bn->operand_count() != 5 ||
+        root->operand(3) != p.bn->operand(4))
+      return {};
+    p.stores_dy = true;
+  } else if (root->opcode() == Opcode::kBatchNormGrad) {
+    p.bn = root;
+  } else {
+    return {};
+  }
   if (p.bn->operand_count() != 5) return {};
   for (size_t k = 0; k < 4; ++k)
     if (p.bn->operand(k)->opcode() != Opcode::kParameter) return {};
@@ -219,18 +241,20 @@ std::optional<GradParts> MatchGrad(const HloInstruction& fusion) {
   if (!FlatBatchNorm::Takes(x.ElementCount() / features, features)) return {};
   std::vector<const HloInstruction*> none;
   if (!MatchExpression(
-          p.bn->operand(4), x, [](const HloInstruction*) { return false; }, none, p.matrices, 2) ||
+          p.bn->operand(4), x, [](const HloInstruction*) { return false; }, none, p.matrices,
+          kMostDyMatrices) ||
       p.matrices.empty())
     return {};
   return p;
 }
 
-// The lines computing dy from the matrices in registers a and b; empty without an exact
-// VPU form. A bf16 dy is rounded, as the unfused program stored it.
-std::optional<FlatCode> DyCode(const GradParts& p, int a, int b, int first_temp, int first_const,
-                               int last_const) {
-  std::map<const HloInstruction*, int> bound = {{p.matrices[0], a}};
-  if (p.matrices.size() > 1) bound[p.matrices[1]] = b;
+// The lines computing dy from the matrices in registers `regs` (in the order of
+// p.matrices); empty without an exact VPU form. A bf16 dy is rounded, as the unfused program
+// stored it.
+std::optional<FlatCode> DyCode(const GradParts& p, const std::vector<int>& regs, int first_temp,
+                               int first_const, int last_const) {
+  std::map<const HloInstruction*, int> bound;
+  for (size_t k = 0; k < p.matrices.size(); ++k) bound[p.matrices[k]] = regs.at(k);
   const HloInstruction& dy = *p.bn->operand(4);
   const bool round = dy.shape().type == PrimitiveType::kBF16;
   ReducerBody r = BuildExpressionBody(bound, dy, first_temp, first_const, last_const);
@@ -246,6 +270,14 @@ std::optional<FlatCode> DyCode(const GradParts& p, int a, int b, int first_temp,
   return code;
 }
 
+// The registers the matrices get beside x in register `x_reg` (batch_norm_flat.cc, WithDy).
+std::vector<int> DyRegisters(const GradParts& p, int x_reg) {
+  std::vector<int> regs;
+  for (int r = 0; regs.size() < p.matrices.size(); ++r)
+    if (r != x_reg) regs.push_back(r);
+  return regs;
+}
+
 // The grad kernel with dy computed (FlatDyProducer), or empty.
 std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, const OpContext& c,
                              LoweredOp& op) {
@@ -257,29 +289,39 @@ std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, c
     return c.address(fusion.operand(static_cast<size_t>(param->parameter_number())));
   };
   FlatDyProducer producer;
-  producer.a = address(p.matrices[0]), producer.a_bytes = MatrixBytes(p.matrices[0]->shape());
-  producer.b_bytes = 0;
-  if (p.matrices.size() > 1)
-    producer.b = address(p.matrices[1]), producer.b_bytes = MatrixBytes(p.matrices[1]->shape());
+  uint64_t matrix_bytes = 0;  // per element, over the dy expression's matrices
+  for (const HloInstruction* m : p.matrices) {
+    producer.matrices.push_back({address(m), MatrixBytes(m->shape())});
+    matrix_bytes += static_cast<uint64_t>(MatrixBytes(m->shape()));
+  }
+  if (p.stores_dy) {
+    producer.store = TupleElementAddress(fusion, 3, c);
+    if (!producer.store) return "";
+  }
   bool exact = true;
-  producer.build = [&](int a, int b, int first_temp, int first_const, int last_const) {
-    std::optional<FlatCode> code = DyCode(p, a, b, first_temp, first_const, last_const);
+  producer.build = [&](const std::vector<int>& regs, int first_temp, int first_const,
+                       int last_const) {
+    std::optional<FlatCode> code = DyCode(p, regs, first_temp, first_const, last_const);
     exact = exact && code.has_value();
     return code.value_or(FlatCode{});
   };
   const hlo::Shape& x = p.bn->operand(0)->shape();
   const int64_t features = x.dims.back(), rows = x.ElementCount() / features;
   const int x_bytes = MatrixBytes(x), out_bytes = MatrixBytes(fusion.shape().tuple_shapes.at(0));
+  const int dy_bytes = MatrixBytes(p.bn->operand(4)->shape());
   FlatBatchNorm f(rows, features, p.bn->GetFloat("epsilon").value_or(0.0), fusion.name());
-  f.SetMatrixBytes(x_bytes, MatrixBytes(p.bn->operand(4)->shape()), out_bytes);
+  f.SetMatrixBytes(x_bytes, dy_bytes, out_bytes);
   const std::string code =
       f.Grad(address(p.bn->operand(0)), address(p.bn->operand(1)), address(p.bn->operand(2)),
              address(p.bn->operand(3)), 0, *dx, *dgamma, *dbeta, &producer);
   if (!exact) return "";
   const uint64_t elements = static_cast<uint64_t>(rows * features);
-  // x and dy's matrices twice (the sums, then dx), dx once
-  op.hbm_bytes = elements * (2 * (x_bytes + producer.a_bytes + producer.b_bytes) + out_bytes) +
-                 12 * static_cast<uint64_t>(features) * 4;
+  // The sums pass reads x and dy's matrices (and writes dy when it has other readers); the dx
+  // pass reads x and the matrices again, or dy, and writes dx.
+  const uint64_t per_element =
+      p.stores_dy ? x_bytes + matrix_bytes + dy_bytes + x_bytes + dy_bytes + out_bytes
+                  : 2 * (x_bytes + matrix_bytes) + out_bytes;
+  op.hbm_bytes = elements * per_element + 12 * static_cast<uint64_t>(features) * 4;
   op.kind = KernelKind::kVpu;
   op.exact = true;
   return code;
@@ -288,8 +330,9 @@ std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, c
 }  // namespace
 
 bool BatchNormFusionOnExactKernel(const HloInstruction& fusion) {
-  if (const std::optional<GradParts> g = MatchGrad(fusion))
-    return DyCode(*g, 1, 2, 11, 28, 29).has_value() && DyCode(*g, 0, 2, 8, 28, 29).has_value();
+  if (const std::optional<GradParts> g = MatchGrad(fusion))  // both passes' registers
+    return DyCode(*g, DyRegisters(*g, 0), 11, 28, 29).has_value() &&
+           DyCode(*g, DyRegisters(*g, 1), 8, 28, 29).has_value();
   const std::optional<Parts> p = Match(fusion);
   return p && Epilogue(*p).has_value();
 }

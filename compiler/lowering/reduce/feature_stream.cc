@@ -50,8 +50,11 @@ std::string Store(int width) { return width == 4 ? "vsts" : "vsts.bf16"; }
 
 // `chunks` chunks of `chunk_vregs` vregs each, from the HBM pointers' current values.
 // `area`: the bytes of each matrix's place in a slot (inputs in order, then the output).
+// Whether the stream stores its body's result (a map, or sums that also store a matrix).
+bool Stores(const FeatureStream& st) { return st.accumulators.empty() || st.sums_and_output; }
+
 std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs, int64_t area) {
-  const bool map = st.accumulators.empty();
+  const bool map = Stores(st);
   const int n = static_cast<int>(st.inputs.size());
   const int64_t elements = chunk_vregs * 1024, step_elements = st.period * 1024;
   std::vector<int> widths;
@@ -119,7 +122,7 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs, i
 }  // namespace
 
 std::string FeatureStreamKernel(const FeatureStream& st) {
-  if (st.inputs.empty() || st.inputs.size() > 3 || st.patterns.size() > 6 ||
+  if (st.inputs.empty() || st.inputs.size() > 4 || st.patterns.size() > 6 ||
       st.accumulators.size() > 2 || st.vregs <= 0 || st.period <= 0 ||
       st.input_bytes.size() > st.inputs.size() || (st.output_bytes != 4 && st.output_bytes != 2) ||
       std::any_of(st.input_bytes.begin(), st.input_bytes.end(),
@@ -131,13 +134,13 @@ std::string FeatureStreamKernel(const FeatureStream& st) {
     << "\"\n";
   for (size_t i = 0; i < st.inputs.size(); ++i)
     s << assembly::LoadAddress(kInputHbm + static_cast<int>(i), st.inputs[i], 27);
-  if (st.accumulators.empty()) s << assembly::LoadAddress(kOutHbm, st.output, 27);
+  if (Stores(st)) s << assembly::LoadAddress(kOutHbm, st.output, 27);
   s << "    vmovi v30, 0.0\n";
   for (uint64_t a : st.accumulators)
     for (int64_t j = 0; j < st.period; ++j)
       s << "    li r3, " << a + static_cast<uint64_t>(j * kVregBytes) << "\n    vst v30, r3\n";
   for (const std::string& line : st.prologue) s << "    " << line << "\n";
-  const int64_t matrices = static_cast<int64_t>(st.inputs.size() + st.accumulators.empty());
+  const int64_t matrices = static_cast<int64_t>(st.inputs.size() + (Stores(st) ? 1 : 0));
   // The slot's units shared by the matrices, but at least 8 chunks when the stream allows
   // (so the first copy in and the last copy out overlap the VPU's work).
   const int64_t chunk = std::clamp<int64_t>(

@@ -24,7 +24,7 @@ inline constexpr uint64_t kFeatureStreamVmemBytes = 8 << 20;
 struct FeatureStream {
   int64_t vregs = 0;             // of each matrix
   int64_t period = 1;            // vregs per repeat of the feature pattern; divides 128 and `vregs`
-  std::vector<uint64_t> inputs;  // HBM matrices, into v0, v1, v2 for each vreg (at most 3)
+  std::vector<uint64_t> inputs;  // HBM matrices, into v0 .. v3 for each vreg (at most 4)
   // Bytes per element of each input: 4 (f32), or 2 (bf16, widened to f32 by the load);
   // empty: all 4. The output's likewise (bf16: rounded to nearest even by the store).
   std::vector<int> input_bytes;
@@ -36,6 +36,7 @@ struct FeatureStream {
   std::vector<std::string> prologue, body;  // v6..v23 are free temps
   int result = 0;                           // the body's result, stored per vreg...
   uint64_t output = 0;                      // ... to this HBM matrix, unless `accumulators`
+  bool sums_and_output = false;             // ... or with them, when this is set
   std::string tag;
 };
 

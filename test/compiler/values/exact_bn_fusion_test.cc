@@ -132,5 +132,44 @@ ENTRY %main (x: f32[4,2,2,2048], g: f32[2048], mean: f32[2048], var0: f32[2048],
 })");
 }
 
+// A residual junction's gradient in bf16, 256 features: dy = select(y > 0, g1 + g2, 0) (three
+// matrices) is also the skip path's gradient (`%skip` reads it), so the fusion writes dy as a
+// fourth result while its statistics pass computes it, and the dx pass reads it back.
+TEST(ExactBatchNormFusion, Bf16JunctionGradientWithAnotherReader) {
+  const std::string hlo = R"(HloModule m, replica_count=8
+ENTRY %main (x: bf16[8,4,4,256], g: f32[256], mean: f32[256], var0: f32[256], y: bf16[8,4,4,256], g1: bf16[8,4,4,256], g2: bf16[8,4,4,256]) -> (bf16[8,4,4,256], f32[256], f32[256], bf16[8,4,4,256]) {
+  %x = bf16[8,4,4,256]{3,2,1,0} parameter(0)
+  %g = f32[256]{0} parameter(1)
+  %mean = f32[256]{0} parameter(2)
+  %var0 = f32[256]{0} parameter(3)
+  %one = f32[] constant(1)
+  %ones = f32[256]{0} broadcast(%one), dimensions={}
+  %var = f32[256]{0} add(%var0, %ones)
+  %y = bf16[8,4,4,256]{3,2,1,0} parameter(4)
+  %g1 = bf16[8,4,4,256]{3,2,1,0} parameter(5)
+  %g2 = bf16[8,4,4,256]{3,2,1,0} parameter(6)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[8,4,4,256]{3,2,1,0} broadcast(%zero), dimensions={}
+  %pos = pred[8,4,4,256]{3,2,1,0} compare(%y, %zeros), direction=GT
+  %sum = bf16[8,4,4,256]{3,2,1,0} add(%g1, %g2)
+  %dy = bf16[8,4,4,256]{3,2,1,0} select(%pos, %sum, %zeros)
+  %bn = (bf16[8,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) batch-norm-grad(%x, %g, %mean, %var, %dy), epsilon=0.001, feature_index=3
+  %dx = bf16[8,4,4,256]{3,2,1,0} get-tuple-element(%bn), index=0
+  %dg = f32[256]{0} get-tuple-element(%bn), index=1
+  %db = f32[256]{0} get-tuple-element(%bn), index=2
+  %skip = bf16[8,4,4,256]{3,2,1,0} negate(%dy)
+  ROOT %t = (bf16[8,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}, bf16[8,4,4,256]{3,2,1,0}) tuple(%dx, %dg, %db, %skip)
+})";
+  auto c = CompileForBoard(hlo, "test.hlo",
+                           driver::TargetFor(sim::LoadConfig("v3-8"), /*infeed=*/false));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const std::string& ir = c.value()->report.hlo;
+  EXPECT_NE(ir.find("bf16[8,4,4,256]{3,2,1,0:T(4,128)(2,1)}) fusion("), std::string::npos) << ir;
+  EXPECT_NE(ir.find("kind=kInput, calls=%fused_batch_norm_grad"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("get-tuple-element("), std::string::npos) << ir;
+  EXPECT_EQ(ir.find(" batch-norm-grad(bf16"), ir.rfind(" batch-norm-grad(bf16")) << ir;
+  ExpectMatch(hlo, 1e-5);
+}
+
 }  // namespace
 }  // namespace tpusim
