@@ -221,6 +221,13 @@ struct GradInputs {
   std::string dy;
 };
 
+std::vector<int> FlatDyRegisters(size_t matrices, int x_reg) {
+  std::vector<int> regs;
+  for (int r = 0; regs.size() < matrices; ++r)
+    if (r != x_reg) regs.push_back(r);
+  return regs;
+}
+
 static GradInputs WithDy(uint64_t x, int x_bytes, uint64_t dy, int dy_bytes, int x_reg,
                          const FlatDyProducer* producer, int first_temp) {
   GradInputs g;
@@ -231,15 +238,11 @@ static GradInputs WithDy(uint64_t x, int x_bytes, uint64_t dy, int dy_bytes, int
     g.dy = "v" + std::to_string(1 - x_reg);
     return g;
   }
-  std::vector<int> regs;
-  for (int r = 0; g.inputs.size() < producer->matrices.size() + 1; ++r) {
-    if (r == x_reg) {
-      g.inputs.push_back({x, x_bytes});
-      continue;
-    }
-    g.inputs.push_back(producer->matrices[regs.size()]);
-    regs.push_back(r);
-  }
+  const std::vector<int> regs = FlatDyRegisters(producer->matrices.size(), x_reg);
+  g.inputs.resize(producer->matrices.size() + 1);
+  g.inputs[static_cast<size_t>(x_reg)] = {x, x_bytes};
+  for (size_t k = 0; k < regs.size(); ++k)
+    g.inputs[static_cast<size_t>(regs[k])] = producer->matrices[k];
   g.code = producer->build(regs, first_temp, 28, 29);  // v24..v27: the patterns
   g.dy = "v" + std::to_string(g.code.result);
   return g;

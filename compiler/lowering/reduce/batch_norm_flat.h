@@ -34,6 +34,11 @@ struct FlatCode {
   std::vector<std::string> prologue, body;
   int result = 0;
 };
+// The registers the `matrices` of a dy producer are loaded into beside x in register `x_reg`
+// (0 or 1): v0 .. v3 in order, skipping x's. The fusion's exactness check builds dy's code
+// for the same registers the kernel will use.
+std::vector<int> FlatDyRegisters(size_t matrices, int x_reg);
+
 struct FlatDyProducer {
   std::vector<std::pair<uint64_t, int>> matrices;  // (HBM address, bytes per element)
   std::function<FlatCode(const std::vector<int>&, int, int, int)> build;

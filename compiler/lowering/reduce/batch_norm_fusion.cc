@@ -270,14 +270,6 @@ std::optional<FlatCode> DyCode(const GradParts& p, const std::vector<int>& regs,
   return code;
 }
 
-// The registers the matrices get beside x in register `x_reg` (batch_norm_flat.cc, WithDy).
-std::vector<int> DyRegisters(const GradParts& p, int x_reg) {
-  std::vector<int> regs;
-  for (int r = 0; regs.size() < p.matrices.size(); ++r)
-    if (r != x_reg) regs.push_back(r);
-  return regs;
-}
-
 // The grad kernel with dy computed (FlatDyProducer), or empty.
 std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, const OpContext& c,
                              LoweredOp& op) {
@@ -331,8 +323,8 @@ std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, c
 
 bool BatchNormFusionOnExactKernel(const HloInstruction& fusion) {
   if (const std::optional<GradParts> g = MatchGrad(fusion))  // both passes' registers
-    return DyCode(*g, DyRegisters(*g, 0), 11, 28, 29).has_value() &&
-           DyCode(*g, DyRegisters(*g, 1), 8, 28, 29).has_value();
+    return DyCode(*g, FlatDyRegisters(g->matrices.size(), 0), 11, 28, 29).has_value() &&
+           DyCode(*g, FlatDyRegisters(g->matrices.size(), 1), 8, 28, 29).has_value();
   const std::optional<Parts> p = Match(fusion);
   return p && Epilogue(*p).has_value();
 }

@@ -18,11 +18,15 @@ using ImageKey =
     std::tuple<const HloInstruction*, bool, int64_t, int64_t, int64_t, int64_t, int64_t>;
 using ImageCache = std::map<ImageKey, HloInstruction*>;
 
-// The padding along one spatial dimension that makes `in` positions padded by `low` into
-// `blocks` blocks of s: negative high means cropping.
+// The padding of one spatial dimension of X: the window's low padding, then as much high
+// padding (negative: cropping) as makes `blocks` blocks of s positions.
 struct BlockPad {
   int64_t low = 0, high = 0;
 };
+
+BlockPad PadToBlocks(int64_t in, int64_t blocks, int64_t s, const hlo::WindowDim& w) {
+  return {w.pad_low, s * blocks - in - w.pad_low};
+}
 
 // At DEFAULT precision the MXU rounds f32 operands to bf16 (one pass; the evaluator does
 // the same), so rounding `x` before the convolution keeps its values and halves what the
@@ -97,8 +101,7 @@ HloInstruction* Forward(const HloInstruction& conv, ConvRewriteBuilder& b, int64
   int64_t taps[2];
   for (int d = 0; d < 2; ++d) {
     taps[d] = CeilDiv(wd[d], s);
-    const int64_t rows = s * (out[d + 1] - 1 + taps[d]);
-    pads[d] = {win->dims[d].pad_low, rows - xd[d + 1] - win->dims[d].pad_low};
+    pads[d] = PadToBlocks(xd[d + 1], out[d + 1] - 1 + taps[d], s, win->dims[d]);
   }
   HloInstruction* image = FoldImage(b, conv, s, pads[0], pads[1], cache);
   HloInstruction* kernel =
@@ -125,8 +128,7 @@ HloInstruction* WeightGrad(const HloInstruction& conv, ConvRewriteBuilder& b, in
   for (int d = 0; d < 2; ++d) {
     if (win->dims[d].size != dyd[d + 1]) return nullptr;
     taps[d] = CeilDiv(out[d], s);
-    const int64_t rows = s * (taps[d] + dyd[d + 1] - 1);
-    pads[d] = {win->dims[d].pad_low, rows - xd[d + 1] - win->dims[d].pad_low};
+    pads[d] = PadToBlocks(xd[d + 1], taps[d] + dyd[d + 1] - 1, s, win->dims[d]);
   }
   HloInstruction* image = FoldImage(b, conv, s, pads[0], pads[1], cache);
   HloInstruction* grad = b.Conv(image, dy, StrideOne(dyd[1], dyd[2]),

@@ -117,6 +117,17 @@ ENTRY %main (x: f32[3,9,10,96]) -> f32[3,9,10,96] {
 })");
 }
 
+// A constant fill of 800,000 bytes: its 64 KiB VMEM block written 12 times at a stride,
+// then the 13,568-byte tail.
+TEST(MoveKernel, ConstantFillRepeatsItsVmemBlock) {
+  ExpectExact(R"(HloModule m, replica_count=8
+ENTRY %main (x: f32[2,100,1000]) -> f32[2,100,1000] {
+  %x = f32[2,100,1000]{2,1,0} parameter(0)
+  %k = f32[] constant(-2.25)
+  ROOT %fill = f32[2,100,1000]{2,1,0} broadcast(%k), dimensions={}
+})");
+}
+
 // Other moves of a constant have nothing to copy from, so they stay timing-only.
 TEST(MoveKernel, ConcatenatingAConstantIsTimingOnly) {
   testing::ValueRun r = testing::SimulateValues(R"(HloModule m, replica_count=8
