@@ -112,9 +112,11 @@ std::string_view TimingFormula(TimingClass t) {
     case TimingClass::kVpuTranspose:
       return "busy `vpu_transpose_cycles` per 128x128 block (16 registers)";
     case TimingClass::kVpuLoop:
-      return "busy ra times the sum of the body's own costs, exactly as if the body were "
-             "written out ra times (0 trips: no time); the sequencer spends one issue slot on "
-             "the whole block";
+      return "busy ra times the cycles of one trip: the body software-pipelined over the VLIW "
+             "bundle's vector slots, max(ceil(L / `vpu_load_store_slots`), ceil(A / "
+             "`vpu_alu_slots`)) with L the body's load/store cycles and A the rest (0 trips: no "
+             "time); the values are the body's written out ra times; the sequencer spends one "
+             "issue slot on the whole block";
   }
   return "";
 }

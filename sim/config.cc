@@ -86,6 +86,10 @@ const std::vector<Param>& Params() {
        F(core.vpu_cross_lane_cycles)},
       {"core", "vpu_transpose_cycles", false, 32, true, "128x128 transpose (16 registers)",
        F(core.vpu_transpose_cycles)},
+      {"core", "vpu_alu_slots", false, 2, true, "vector ALU ops per VLIW bundle",
+       F(core.vpu_alu_slots)},
+      {"core", "vpu_load_store_slots", false, 2, true, "vector loads/stores per VLIW bundle",
+       F(core.vpu_load_store_slots)},
   };
   return kParams;
 }
@@ -117,6 +121,8 @@ void Validate(const BoardConfig& c, std::string_view origin) {
   if (c.host.pcie_bandwidth_bytes_per_s <= 0) fail("host.pcie_bandwidth_bytes_per_s must be > 0");
   if (c.core.dma_engines < 1 || c.core.queue_depth < 1) fail("dma_engines, queue_depth >= 1");
   if (c.core.dma_chunk_bytes < 256) fail("core.dma_chunk_bytes must be >= 256");
+  if (c.core.vpu_alu_slots < 1 || c.core.vpu_load_store_slots < 1)
+    fail("core.vpu_alu_slots and vpu_load_store_slots must be >= 1");
   if (c.core.mxu_rows != 128 || c.core.mxu_cols != 128)
     fail("only 128x128 MXUs are modeled (the ISA's weight tile is bf16[128,128])");
 }

@@ -35,6 +35,10 @@ struct CoreConfig {
   int vpu_transcendental_cycles = 0;
   int vpu_cross_lane_cycles = 0;
   int vpu_transpose_cycles = 0;
+  // VLIW issue: vector slots per bundle for ALU work (every class but load/store) and for
+  // loads and stores; a vloop body issues as fast as its busiest slot class allows.
+  int vpu_alu_slots = 0;
+  int vpu_load_store_slots = 0;
   // MXU latency from the last row entering to its results in the accumulators:
   // rows + cols - 2 cycles through the skewed array plus one accumulator write
   // (test/sim/systolic_array_test.cc proves this cycle by cycle).

@@ -2,6 +2,7 @@
 // configuration. Units call these; tests check each one exactly.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "isa/isa.h"
@@ -34,6 +35,15 @@ inline int64_t FixedCostCycles(const CoreConfig& c, isa::TimingClass t, bool bra
     default:
       return 0;  // DMA and matmul/pop costs depend on operands: see below
   }
+}
+
+// VPU: cycles of one vloop trip whose body costs `load_store` cycles of loads and stores and
+// `other` cycles of everything else (ALU, transcendental, cross-lane, transpose). A software-
+// pipelined loop on the VLIW core issues each trip in as many bundles as its busiest slot
+// class needs: max(ceil(load_store / load-store slots), ceil(other / ALU slots)).
+inline int64_t VloopTripCycles(const CoreConfig& c, int64_t load_store, int64_t other) {
+  const int64_t ls = c.vpu_load_store_slots, alu = c.vpu_alu_slots;
+  return std::max((load_store + ls - 1) / ls, (other + alu - 1) / alu);
 }
 
 // MXU: cycles the array is occupied streaming `rows` LHS rows (one per cycle).

@@ -22,25 +22,28 @@ TimeFs VpuUnit::Execute(const Issued& it, TimeFs earliest) {
   TimeFs end = start;
   double flops = 0;
   if (it.instr.op == Opcode::kVloop) {
-    // The body's instructions back to back, trip after trip: the same times and values as
-    // the body written out, without a queue entry or a record per instruction. Every trip
+    // The body trip after trip, software-pipelined over the VLIW bundle's vector slots: each
+    // trip takes the cycles of its busiest slot class (VloopTripCycles); the values are those
+    // of the body written out, without a queue entry or a record per instruction. Every trip
     // costs the same; a strided access stays in VMEM and aligned if its first, second and
     // last trips do.
     const int64_t trips = it.v[0];
-    TimeFs trip_fs = 0;
+    int64_t load_store = 0, other = 0;
     double trip_flops = 0;
     for (const Issued& b : *it.body) {
-      trip_fs += Run(b, 0, trip_flops, /*compute=*/false);
+      const int64_t cycles = Run(b, 0, trip_flops, /*compute=*/false);
+      (isa::Info(b.instr.op).timing == isa::TimingClass::kVpuLoadStore ? load_store : other) +=
+          cycles;
       if (trips > 1) Run(b, 1, flops, /*compute=*/false);  // a stride off the alignment
       if (trips > 2) Run(b, trips - 1, flops, /*compute=*/false);
     }
-    end += trip_fs * trips;
+    end += ctx_.Cycles(VloopTripCycles(*ctx_.cfg, load_store, other) * trips);
     flops = trip_flops * static_cast<double>(trips);
     if (ctx_.functional)
       for (int64_t trip = 0; trip < trips; ++trip)
         for (const Issued& b : *it.body) Compute(b, Address(b, trip));
   } else {
-    end += Run(it, 0, flops);
+    end += ctx_.Cycles(Run(it, 0, flops));
   }
   free_at_ = end;
   ExtendDrain(end);
@@ -60,7 +63,7 @@ uint64_t VpuUnit::Address(const Issued& it, int64_t trip) {
   }
 }
 
-TimeFs VpuUnit::Run(const Issued& it, int64_t trip, double& flops, bool compute) {
+int64_t VpuUnit::Run(const Issued& it, int64_t trip, double& flops, bool compute) {
   const isa::OpInfo& info = isa::Info(it.instr.op);
   if (it.instr.op == Opcode::kVxpose && (it.instr.a[0] % 16 || it.instr.a[1] % 16))
     ctx_.Fail(it, "vxpose needs register groups starting at v0 or v16");
@@ -70,7 +73,7 @@ TimeFs VpuUnit::Run(const Issued& it, int64_t trip, double& flops, bool compute)
     flops += kVregElems;
   }
   if (compute && ctx_.functional) Compute(it, Address(it, trip));
-  return ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing));
+  return FixedCostCycles(*ctx_.cfg, info.timing);
 }
 
 uint64_t VpuUnit::VmemBytes(Opcode op) {

@@ -24,7 +24,8 @@ class VpuUnit : public Unit {
  private:
   // Checks one instruction at `trip` of an enclosing vloop, adds its flops, computes its
   // values when `compute`; returns its duration.
-  TimeFs Run(const Issued& it, int64_t trip, double& flops, bool compute = true);
+  // Checks and (with `compute`) executes one instruction; returns its busy cycles.
+  int64_t Run(const Issued& it, int64_t trip, double& flops, bool compute = true);
   // The VMEM address a load or store touches on `trip` (strided forms advance per trip).
   static uint64_t Address(const Issued& it, int64_t trip);
   // Computes the values of one instruction; `addr` is its VMEM address (loads and stores).

@@ -1,5 +1,6 @@
 // Whole-core timing: each scenario's cycle count follows from the formulas of docs/isa.md.
 #include "sim_test_util.h"
+#include "sim/timing.h"
 
 namespace tpusim::sim {
 namespace {
@@ -148,6 +149,19 @@ TEST(CoreTiming, VpuOpsCostTheirClassCycles) {
   const CoreConfig& c = run.board.core;
   EXPECT_EQ(r.cycles, 2 * c.vpu_alu_cycles + c.vpu_transcendental_cycles + c.vpu_cross_lane_cycles +
                           c.vpu_transpose_cycles);
+}
+
+// A vloop trip issues over the VLIW bundle's vector slots: its busiest slot class sets the
+// cycles (exact formula, with the slot counts of the configuration).
+TEST(CoreTiming, VloopTripCyclesAreThoseOfTheBusiestSlotClass) {
+  CoreConfig c;
+  c.vpu_alu_slots = 2, c.vpu_load_store_slots = 2;
+  EXPECT_EQ(VloopTripCycles(c, 2, 2), 1);
+  EXPECT_EQ(VloopTripCycles(c, 3, 1), 2);   // loads and stores: ceil(3 / 2)
+  EXPECT_EQ(VloopTripCycles(c, 2, 13), 7);  // ALU: ceil(13 / 2)
+  EXPECT_EQ(VloopTripCycles(c, 0, 0), 0);
+  c.vpu_alu_slots = 1, c.vpu_load_store_slots = 1;  // one slot each: the larger sum
+  EXPECT_EQ(VloopTripCycles(c, 3, 5), 5);
 }
 
 TEST(CoreTiming, SignalFiresOnlyAfterTheUnitDrains) {

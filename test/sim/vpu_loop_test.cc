@@ -1,8 +1,10 @@
 // The VPU's hardware loop: `vloop ra, n` runs the next n VPU instructions ra times, with
-// strided loads and stores (vlds/vsts) walking VMEM trip by trip. Values and cycles are
-// those of the body written out; bad loops stop the run with the loop's pc.
+// strided loads and stores (vlds/vsts) walking VMEM trip by trip. Values are those of the
+// body written out; a trip takes the cycles of its busiest VLIW slot class (loads and stores,
+// or ALU work); bad loops stop the run with the loop's pc.
 #include <gmock/gmock.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -15,6 +17,7 @@ using testing::RandomBf16Values;
 using testing::SingleCoreRun;
 
 constexpr int kTrips = 24;
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr uint64_t kX = 0, kY = 0x20000, kOut = 0x40000;  // VMEM byte addresses
 
 // out[k] = x[k] * y + 0.5 over 24 vregs; y is one vreg read every trip (stride 0), and the
@@ -56,12 +59,16 @@ TEST(VpuLoop, ValuesEqualTheBodyRunOncePerTrip) {
   EXPECT_EQ(run.core->vpu().vreg(5)[0], 1.0f);  // the code after the body runs once
 }
 
-TEST(VpuLoop, CyclesAreTheBodyCostTimesTheTrips) {
+TEST(VpuLoop, TripsTakeTheCyclesOfTheBusiestSlotClass) {
   SingleCoreRun run(kLoop, /*functional=*/false);
   RunReport r = run.Run();
   ASSERT_TRUE(r.ok) << r.error;
   const CoreConfig& c = run.board.core;
-  const int64_t body = 4 * c.vpu_load_store_cycles + 2 * c.vpu_alu_cycles;
+  // Four loads and stores share the load/store slots, two ALU ops the ALU slots.
+  const int64_t body =
+      std::max(CeilDiv(4 * c.vpu_load_store_cycles, c.vpu_load_store_slots),
+               CeilDiv(2 * c.vpu_alu_cycles, c.vpu_alu_slots));
+  ASSERT_EQ(body, 2);  // v3: two of each slot per bundle
   int64_t vpu_busy = -1;
   for (const UnitReport& u : r.units)
     if (u.name == "vpu") vpu_busy = run.Cycles(u.busy_fs);
@@ -69,6 +76,31 @@ TEST(VpuLoop, CyclesAreTheBodyCostTimesTheTrips) {
   // sequencer issues the loop as one instruction, so nothing else waits for it.
   EXPECT_EQ(vpu_busy, 2 * c.vpu_alu_cycles + kTrips * body);
   EXPECT_EQ(r.cycles, 5 + 2 * c.vpu_alu_cycles + kTrips * body);
+}
+
+// An ALU-heavy body: a transcendental and three ALU ops over two ALU slots, one load and one
+// store over two load/store slots: the ALU slots set the pace.
+TEST(VpuLoop, AnAluHeavyBodyIsPacedByTheAluSlots) {
+  SingleCoreRun run(R"(
+    li r1, 0
+    li r2, 0x20000
+    li r5, 10
+    vloop r5, 6
+    vlds v0, r1, 4096
+    vexp v1, v0
+    vadd v2, v1, v0
+    vmul v3, v2, v2
+    vsub v4, v3, v0
+    vsts v4, r2, 4096
+    halt
+  )",
+                    /*functional=*/false);
+  RunReport r = run.Run();
+  ASSERT_TRUE(r.ok) << r.error;
+  const CoreConfig& c = run.board.core;
+  const int64_t alu = c.vpu_transcendental_cycles + 3 * c.vpu_alu_cycles;
+  EXPECT_EQ(r.cycles, 3 + 10 * CeilDiv(alu, c.vpu_alu_slots));
+  EXPECT_EQ(CeilDiv(alu, c.vpu_alu_slots), 4);  // v3: (4 + 3) / 2, rounded up
 }
 
 TEST(VpuLoop, ZeroTripsSkipTheBody) {
