@@ -43,7 +43,8 @@ class Fuser {
     for (size_t k = 0; k < count; ++k) {
       HloInstruction& i = *c_.instructions()[k];
       if (i.opcode() == Opcode::kBatchNormTraining && &i != c_.root()) changed |= Try(i);
-      if (i.opcode() == Opcode::kBatchNormGrad) changed |= TryGrad(i);
+      if (i.opcode() == Opcode::kBatchNormGrad)
+        changed |= TryGrad(i, /*duplicate=*/true) || TryGrad(i, /*duplicate=*/false);
     }
     return changed;
   }
@@ -82,10 +83,15 @@ class Fuser {
     return e;
   }
 
-  // Clones the elementwise op or loop fusion `e` into the fused computation, `normalized`
-  // standing for `y` (when given); returns the clone of its result.
-  HloInstruction* CloneConsumer(HloInstruction& e, HloInstruction* y, HloInstruction* normalized) {
-    auto operand = [&](HloInstruction* o) { return o == y ? normalized : Inside(o); };
+  using ValueMap = std::unordered_map<const HloInstruction*, HloInstruction*>;
+
+  // Clones the elementwise op or loop fusion `e` into the fused computation, `given` values
+  // standing for the outside ones they map; returns the clone of its result.
+  HloInstruction* CloneConsumer(HloInstruction& e, const ValueMap& given) {
+    auto operand = [&](HloInstruction* o) {
+      const auto it = given.find(o);
+      return it != given.end() ? it->second : Inside(o);
+    };
     if (!IsLoopFusion(e)) {
       std::vector<HloInstruction*> ops;
       for (HloInstruction* o : e.operands()) ops.push_back(operand(o));
@@ -142,7 +148,55 @@ class Fuser {
   // (a residual junction's gradient, also the skip path's), the fusion writes it as a fourth
   // result as its statistics pass computes it, and they read that (XLA's multi-output fusion
   // of a producer with its reduction consumers).
-  bool TryGrad(HloInstruction& bn) {
+  // The training batch norm whose normalizing pass computes `value` (its fused consumer, ReLU)
+  // from x with no other matrix, when `grad` takes that batch norm's x, gamma, mean and var:
+  // the gradient can recompute `value` from the x it reads anyway. Else nullptr.
+  const HloInstruction* DuplicableNormalize(const HloInstruction* value,
+                                            const HloInstruction& grad) const {
+    const auto it = fused_training_.find(value);
+    if (it == fused_training_.end()) return nullptr;
+    const HloInstruction* training = it->second;
+    const auto normalized = [&](const HloInstruction* o) {
+      return IsElement(o, 0) && o->operand(0) == training;
+    };
+    for (const HloInstruction* o : value->operands())
+      if (!normalized(o) && !(o->opcode() == Opcode::kConstant && o->shape().IsScalar()))
+        return nullptr;  // another matrix (a residual add): nothing saved
+    const auto element = [&](const HloInstruction* i, int64_t k) {
+      return IsElement(i, k) && i->operand(0) == training;
+    };
+    if (grad.operand(0) != training->operand(0) || grad.operand(1) != training->operand(1) ||
+        !element(grad.operand(2), 1) || !element(grad.operand(3), 2))
+      return nullptr;
+    return training;
+  }
+
+  // Inside the fused computation: `consumer` of `training`'s normalized output, over
+  // batch-norm-inference(x, gamma, beta, mean, var) of the same operands and statistics
+  // (XLA's InstructionFusion duplicating a cheap elementwise producer into a consumer while
+  // it stays for its other users, `may_duplicate`).
+  HloInstruction* RecomputedConsumer(HloInstruction& consumer, const HloInstruction& training,
+                                     const HloInstruction& grad) {
+    const hlo::Shape& normalized_shape = training.shape().tuple_shapes.at(0);
+    auto normalize = std::make_unique<HloInstruction>(UniqueName(*fused_, "normalized"),
+                                                      Opcode::kBatchNormInference,
+                                                      normalized_shape);
+    for (HloInstruction* o : {training.operand(0), training.operand(1), training.operand(2),
+                              grad.operand(2), grad.operand(3)})
+      normalize->AddOperand(Inside(o));
+    for (const hlo::Attribute& a : training.attributes())
+      if (a.key == "epsilon" || a.key == "feature_index")
+        normalize->mutable_attributes().push_back(a);
+    HloInstruction* inside = fused_->AddInstruction(std::move(normalize));
+    ValueMap given;
+    for (HloInstruction* o : consumer.operands())
+      if (IsElement(o, 0) && o->operand(0) == &training) given[o] = inside;
+    return CloneConsumer(consumer, given);
+  }
+
+  // `duplicate`: only with the normalize of a training batch norm duplicated into dy's
+  // producer (DuplicableNormalize), else not at all.
+  bool TryGrad(HloInstruction& bn, bool duplicate) {
     if (bn.operand_count() != 5) return false;
     HloInstruction* dy = bn.operands()[4];
     if (dy == c_.root() || Users(dy).empty() || claimed_.count(dy)) return false;
@@ -151,10 +205,20 @@ class Fuser {
     if (shared)  // the other readers wait for the fusion: none of its operands may need them
       for (size_t k = 0; k < 4; ++k)
         if (DependsOn(bn.operands()[k], dy)) return false;
+    std::vector<std::pair<HloInstruction*, const HloInstruction*>> recomputed;
+    if (duplicate) {
+      for (HloInstruction* o : dy->operands())
+        if (const HloInstruction* training = DuplicableNormalize(o, bn))
+          if (recomputed.empty() || recomputed.back().first != o) recomputed.push_back({o, training});
+      if (recomputed.empty()) return false;
+    }
     StartFusion("fused_batch_norm_grad");
     std::vector<HloInstruction*> ops;
     for (size_t k = 0; k < 4; ++k) ops.push_back(Inside(bn.operands()[k]));
-    HloInstruction* dy_inside = CloneConsumer(*dy, nullptr, nullptr);
+    ValueMap given;
+    for (const auto& [value, training] : recomputed)
+      if (!given.count(value)) given[value] = RecomputedConsumer(*value, *training, bn);
+    HloInstruction* dy_inside = CloneConsumer(*dy, given);
     ops.push_back(dy_inside);
     HloInstruction* inner =
         fused_->AddInstruction(CloneWithOperands(bn, UniqueName(*fused_, bn.name()), ops));
@@ -210,7 +274,7 @@ class Fuser {
     for (HloInstruction* o : bn.operands()) bn_ops.push_back(Inside(o));
     HloInstruction* inner =
         fused_->AddInstruction(CloneWithOperands(bn, UniqueName(*fused_, bn.name()), bn_ops));
-    HloInstruction* result = CloneConsumer(e, y, Element(inner, 0, "normalized"));
+    HloInstruction* result = CloneConsumer(e, {{y, Element(inner, 0, "normalized")}});
     HloInstruction* mean = Element(inner, 1, "mean");
     HloInstruction* var = Element(inner, 2, "var");
     const hlo::Shape shape = hlo::Shape::Tuple({result->shape(), mean->shape(), var->shape()});
@@ -237,6 +301,7 @@ class Fuser {
     }
     for (HloInstruction* gone : {&bn, y, &e}) edits_.remove.insert(gone);
     claimed_.insert(&e);
+    fused_training_[&e] = &bn;
     if (IsLoopFusion(e)) edits_.remove_computations.insert(e.fused_computation());
     return true;
   }
@@ -250,6 +315,8 @@ class Fuser {
   std::unordered_map<const HloInstruction*, HloInstruction*> inside_;
   std::vector<HloInstruction*> operands_;              // the fusion's, in parameter order
   std::unordered_set<const HloInstruction*> claimed_;  // consumers already fused
+  // Consumers fused into a training batch norm's normalizing pass -> that batch norm.
+  std::unordered_map<const HloInstruction*, const HloInstruction*> fused_training_;
 };
 
 }  // namespace

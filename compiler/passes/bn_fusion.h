@@ -6,6 +6,13 @@
 //  - Producer: a batch-norm-grad whose dy is an elementwise op or loop fusion read by
 //    nothing else (ReLU's gradient, select(y > 0, g, 0)) takes it in (kind=kInput), so dy is
 //    computed in both of the kernel's passes instead of written and read twice.
+//  - Duplicated normalize: when that producer reads the ReLU a training batch norm's fusion
+//    computes from the same x, gamma, mean and var (ReLU's gradient of a layer whose output
+//    also feeds the next convolution, so it stays in HBM), the gradient fusion recomputes it
+//    from x, which its passes read anyway: batch-norm-inference(x, gamma, beta, mean, var)
+//    and the ReLU inside the fusion, beta a new operand, instead of reading the ReLU back
+//    (XLA's InstructionFusion duplicating a cheap producer into a consumer while it stays for
+//    its other users, `may_duplicate`: openxla/xla `xla/service/instruction_fusion.cc`).
 //
 // This is the HBM traffic XLA's TPU pipeline reaches by other means: its BatchNormExpander
 // (openxla/xla `xla/service/batchnorm_expander.cc`) rewrites batch norm into reductions and

@@ -16,7 +16,7 @@ constexpr int64_t kVregBytes = 4096;
 // the rows of an accumulator spread one per vreg for folding (up to 128 vregs).
 constexpr uint64_t kAreaBytes = 64 * kVregBytes;
 constexpr uint64_t kAreas = kFeatureStreamVmemBytes;
-constexpr int kAreaCount = 11;
+constexpr int kAreaCount = 12;
 constexpr uint64_t kSpread = kAreas + kAreaCount * kAreaBytes;
 constexpr int64_t kMaxSpread = 128;
 static_assert(kSpread + kMaxSpread * kVregBytes <= (16u << 20));  // v3's VMEM
@@ -203,6 +203,12 @@ std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint6
                                 uint64_t dy, uint64_t dx, uint64_t dgamma, uint64_t dbeta,
                                 const FlatDyProducer* producer) {
   Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
+  if (producer && producer->beta) {
+    // The normalize's beta (area 11) and scale gamma / sqrt(var + eps) (area 8), computed
+    // with the training pass's operations (Statistics), so the normalized x is its bits.
+    Expand(*producer->beta, 11);
+    Math({3, 4}, {"vadd v6, v1, v25", "vsqrt v7, v6", "vdiv v8, v0, v7"}, {{8, 8}});
+  }
   const std::pair<int, int> sums = GradSums(x, dy, producer);
   if (producer && producer->store)  // the dx pass reads the dy the sums pass wrote
     GradFinish(sums, x, *producer->store, dx, dgamma, dbeta, nullptr);
@@ -211,9 +217,9 @@ std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint6
   return code_;
 }
 
-// The inputs of a pass that reads x and dy: x in register `x_reg` (0 or 1) and dy in the
-// other of v0, v1, loaded, or (`producer`) computed from its matrices, loaded into the
-// registers v0 .. v3 that x leaves, by `code`, with temps from `first_temp`; `dy` names dy's
+// The inputs of a pass that reads x and dy: x in v1 (statistics pass) or v0 (dx pass) and
+// dy in the other of v0, v1, loaded, or (`producer`) computed from its matrices, loaded into
+// the registers v0 .. v3 that x leaves, by `code` (FlatDyPassRegisters); `dy` names dy's
 // register.
 struct GradInputs {
   std::vector<std::pair<uint64_t, int>> inputs;
@@ -221,16 +227,26 @@ struct GradInputs {
   std::string dy;
 };
 
-std::vector<int> FlatDyRegisters(size_t matrices, int x_reg) {
-  std::vector<int> regs;
-  for (int r = 0; regs.size() < matrices; ++r)
-    if (r != x_reg) regs.push_back(r);
-  return regs;
+// The pattern registers: the statistics pass loads mean (area 2), and with a normalize the
+// scale (area 8) and beta (area 11) into v24, v25, v26; the dx pass mean, scale and two more
+// (areas 2, 8, 9, 10) into v24..v27, and beta into v28.
+FlatDyRegisters FlatDyPassRegisters(size_t matrices, bool normalize, bool dx_pass) {
+  FlatDyRegisters r;
+  r.x = dx_pass ? 0 : 1;
+  for (int k = 0; r.matrices.size() < matrices; ++k)
+    if (k != r.x) r.matrices.push_back(k);
+  r.first_temp = dx_pass ? 11 : 8;
+  if (normalize) {
+    r.scale = 25, r.beta = dx_pass ? 28 : 26;
+    if (dx_pass) r.first_const = 29;
+  }
+  return r;
 }
 
-static GradInputs WithDy(uint64_t x, int x_bytes, uint64_t dy, int dy_bytes, int x_reg,
-                         const FlatDyProducer* producer, int first_temp) {
+static GradInputs WithDy(uint64_t x, int x_bytes, uint64_t dy, int dy_bytes, bool dx_pass,
+                         const FlatDyProducer* producer) {
   GradInputs g;
+  const int x_reg = dx_pass ? 0 : 1;
   if (!producer) {
     g.inputs.resize(2);
     g.inputs[static_cast<size_t>(x_reg)] = {x, x_bytes};
@@ -238,12 +254,13 @@ static GradInputs WithDy(uint64_t x, int x_bytes, uint64_t dy, int dy_bytes, int
     g.dy = "v" + std::to_string(1 - x_reg);
     return g;
   }
-  const std::vector<int> regs = FlatDyRegisters(producer->matrices.size(), x_reg);
+  const FlatDyRegisters regs =
+      FlatDyPassRegisters(producer->matrices.size(), producer->beta.has_value(), dx_pass);
   g.inputs.resize(producer->matrices.size() + 1);
   g.inputs[static_cast<size_t>(x_reg)] = {x, x_bytes};
-  for (size_t k = 0; k < regs.size(); ++k)
-    g.inputs[static_cast<size_t>(regs[k])] = producer->matrices[k];
-  g.code = producer->build(regs, first_temp, 28, 29);  // v24..v27: the patterns
+  for (size_t k = 0; k < regs.matrices.size(); ++k)
+    g.inputs[static_cast<size_t>(regs.matrices[k])] = producer->matrices[k];
+  g.code = producer->build(regs);
   g.dy = "v" + std::to_string(g.code.result);
   return g;
 }
@@ -252,15 +269,18 @@ std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy,
                                             const FlatDyProducer* producer) {
   // dy (v0, or computed), x in v1; a producer's temps after the body's (v6, v7). With a
   // store, the computed dy goes out too.
-  GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, 1, producer, 8);
+  GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, /*dx_pass=*/false, producer);
   std::vector<std::string> body = g.code.body;
+  std::vector<int> patterns = {2};
+  if (producer && producer->beta) patterns = {2, 8, 11};
   for (const std::string& line : {"vadd v30, v30, " + g.dy, std::string("vsub v6, v1, v24"),
                                   "vmul v7, " + g.dy + ", v6", std::string("vadd v31, v31, v7")})
     body.push_back(line);
   if (producer && producer->store)
-    Stream(g.inputs, {2}, true, body, g.code.result, *producer->store, g.code.prologue, dy_bytes_);
+    Stream(g.inputs, patterns, true, body, g.code.result, *producer->store, g.code.prologue,
+           dy_bytes_);
   else
-    Stream(g.inputs, {2}, true, body, 0, 0, g.code.prologue);
+    Stream(g.inputs, patterns, true, body, 0, 0, g.code.prologue);
   if (features_ >= 1024) return {0, 1};
   Fold(0, 5), Fold(1, 6);
   return {5, 6};
@@ -275,13 +295,15 @@ void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy
        {{8, 7}, {9, 8}, {11, 9}, {12, 10}});  // dgamma, scale, s / rows / (var + eps), dy mean
   Store(sum, dbeta), Store(7, dgamma);
   // x in v0, dy (v1, or computed); a producer's temps after the body's (v6..v10).
-  GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, 0, producer, 11);
+  GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, /*dx_pass=*/true, producer);
   std::vector<std::string> body = g.code.body;
   for (const std::string& line : {std::string("vsub v6, v0, v24"), std::string("vmul v7, v6, v26"),
                                   "vsub v8, " + g.dy + ", v27", std::string("vsub v9, v8, v7"),
                                   std::string("vmul v10, v25, v9")})
     body.push_back(line);
-  Stream(g.inputs, {2, 8, 9, 10}, false, body, 10, dx, g.code.prologue);
+  std::vector<int> patterns = {2, 8, 9, 10};
+  if (producer && producer->beta) patterns.push_back(11);
+  Stream(g.inputs, patterns, false, body, 10, dx, g.code.prologue);
 }
 
 }  // namespace tpusim::lowering

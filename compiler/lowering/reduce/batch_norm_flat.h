@@ -26,23 +26,34 @@ struct FlatEpilogue {
 
 // batch-norm-grad's dy computed per vreg from up to three matrices instead of read (its
 // producer fused, e.g. ReLU's gradient select(y > 0, g, 0), or at a residual junction
-// select(y > 0, g1 + g2, 0)): `build(regs, first_temp, first_const, last_const)` gives the
-// lines computing dy from the matrices loaded into registers regs[0], regs[1], ..., with temps
-// from first_temp and constants set by its prologue. With `store`, the pass that sums dy also
-// writes it there (its other readers), and the dx pass reads it back instead of the matrices.
+// select(y > 0, g1 + g2, 0)): `build(regs)` gives the lines computing dy from the matrices
+// loaded into registers regs.matrices[0], [1], ..., with temps from regs.first_temp and
+// constants in regs.first_const..last_const set by its prologue. With `store`, the pass that
+// sums dy also writes it there (its other readers), and the dx pass reads it back instead of
+// the matrices. With `beta`, the producer may also read x normalized as the training pass
+// normalized it, (x - mean) * (gamma / sqrt(var + eps)) + beta: the normalize duplicated
+// into the gradient (ReLU's mask recomputed from x, which the passes read anyway, instead of
+// reading y); its registers are regs.x, .mean, .scale and .beta.
 struct FlatCode {
   std::vector<std::string> prologue, body;
   int result = 0;
 };
-// The registers the `matrices` of a dy producer are loaded into beside x in register `x_reg`
-// (0 or 1): v0 .. v3 in order, skipping x's. The fusion's exactness check builds dy's code
-// for the same registers the kernel will use.
-std::vector<int> FlatDyRegisters(size_t matrices, int x_reg);
+struct FlatDyRegisters {
+  std::vector<int> matrices;
+  int x = 0, mean = 24, scale = -1, beta = -1;  // scale, beta: only with a normalize
+  int first_temp = 0, first_const = 28, last_const = 29;
+};
+// The registers of dy's producer in the statistics pass (`dx_pass` false: x in v1, temps from
+// v8) or in the dx pass (x in v0, temps from v11): the `matrices` load into v0 .. v3 in order,
+// skipping x's. The fusion's exactness check builds dy's code for the same registers the
+// kernel will use.
+FlatDyRegisters FlatDyPassRegisters(size_t matrices, bool normalize, bool dx_pass);
 
 struct FlatDyProducer {
   std::vector<std::pair<uint64_t, int>> matrices;  // (HBM address, bytes per element)
-  std::function<FlatCode(const std::vector<int>&, int, int, int)> build;
+  std::function<FlatCode(const FlatDyRegisters&)> build;
   std::optional<uint64_t> store;
+  std::optional<uint64_t> beta;  // HBM f32[features]: the producer reads x normalized
 };
 
 class FlatBatchNorm {

@@ -205,7 +205,28 @@ struct GradParts {
   const HloInstruction* bn = nullptr;
   std::vector<const HloInstruction*> matrices;  // the expression's parameters, in order
   bool stores_dy = false;
+  // The training pass's normalize duplicated into dy's expression (passes/bn_fusion.h):
+  // batch-norm-inference(x, gamma, beta, mean, var) of the batch norm's own operands and a
+  // beta parameter, at most one.
+  const HloInstruction* normalize = nullptr;
 };
+
+// `i` is batch-norm-inference of bn's x, gamma, mean and var (and an f32[features] beta
+// parameter), with bn's feature index and epsilon: the kernel recomputes it from the x it
+// streams, with the statistics pass's scale.
+bool IsDuplicatedNormalize(const HloInstruction* i, const HloInstruction* bn) {
+  if (i->opcode() != Opcode::kBatchNormInference || i->operand_count() != 5) return false;
+  const HloInstruction* beta = i->operand(2);
+  const hlo::Shape& x = bn->operand(0)->shape();
+  const auto f32 = [](std::optional<double> v) { return static_cast<float>(v.value_or(-1.0)); };
+  return i->operand(0) == bn->operand(0) && i->operand(1) == bn->operand(1) &&
+         i->operand(3) == bn->operand(2) && i->operand(4) == bn->operand(3) &&
+         beta->opcode() == Opcode::kParameter && beta->shape() == bn->operand(1)->shape() &&
+         beta->shape().type == PrimitiveType::kF32 &&
+         i->GetInt("feature_index") == bn->GetInt("feature_index") &&
+         f32(i->GetFloat("epsilon")) == f32(bn->GetFloat("epsilon")) &&
+         SameArrangement(i->shape(), x) && Real(i->shape());
+}
 
 constexpr size_t kMostDyMatrices = 3;  // the feature stream reads x and these: 4 inputs
 
@@ -239,26 +260,44 @@ std::optional<GradParts> MatchGrad(const HloInstruction& fusion) {
   const hlo::Shape& x = p.bn->operand(0)->shape();
   const int64_t features = x.dims.back();
   if (!FlatBatchNorm::Takes(x.ElementCount() / features, features)) return {};
-  std::vector<const HloInstruction*> none;
+  std::vector<const HloInstruction*> normalizes;
   if (!MatchExpression(
-          p.bn->operand(4), x, [](const HloInstruction*) { return false; }, none, p.matrices,
-          kMostDyMatrices) ||
-      p.matrices.empty())
+          p.bn->operand(4), x,
+          [&](const HloInstruction* i) { return IsDuplicatedNormalize(i, p.bn); }, normalizes,
+          p.matrices, kMostDyMatrices) ||
+      p.matrices.empty() || normalizes.size() > 1)
     return {};
+  if (!normalizes.empty()) p.normalize = normalizes.front();
   return p;
 }
 
 // The lines computing dy from the matrices in registers `regs` (in the order of
-// p.matrices); empty without an exact VPU form. A bf16 dy is rounded, as the unfused program
-// stored it.
-std::optional<FlatCode> DyCode(const GradParts& p, const std::vector<int>& regs, int first_temp,
-                               int first_const, int last_const) {
+// p.matrices); empty without an exact VPU form. A duplicated normalize is computed first as
+// the training pass computed it (FlatBatchNorm's normalizing pass: x - mean, times the scale,
+// plus beta, rounded when bf16). A bf16 dy is rounded, as the unfused program stored it.
+std::optional<FlatCode> DyCode(const GradParts& p, const FlatDyRegisters& regs) {
   std::map<const HloInstruction*, int> bound;
-  for (size_t k = 0; k < p.matrices.size(); ++k) bound[p.matrices[k]] = regs.at(k);
+  for (size_t k = 0; k < p.matrices.size(); ++k) bound[p.matrices[k]] = regs.matrices.at(k);
+  std::vector<std::string> head;
+  int first_temp = regs.first_temp;
+  if (p.normalize) {
+    if (regs.scale < 0 || regs.beta < 0) return std::nullopt;
+    const int t = first_temp;
+    auto v = [](int r) { return "v" + std::to_string(r); };
+    head = {"vsub " + v(t) + ", " + v(regs.x) + ", " + v(regs.mean),
+            "vmul " + v(t + 1) + ", " + v(t) + ", " + v(regs.scale),
+            "vadd " + v(t + 2) + ", " + v(t + 1) + ", " + v(regs.beta)};
+    int value = t + 2;
+    if (p.normalize->shape().type == PrimitiveType::kBF16)
+      head.push_back("vcvt.bf16 " + v(t + 3) + ", " + v(t + 2)), value = t + 3;
+    bound[p.normalize] = value;
+    first_temp = value + 1;
+  }
   const HloInstruction& dy = *p.bn->operand(4);
   const bool round = dy.shape().type == PrimitiveType::kBF16;
-  ReducerBody r = BuildExpressionBody(bound, dy, first_temp, first_const, last_const);
+  ReducerBody r = BuildExpressionBody(bound, dy, first_temp, regs.first_const, regs.last_const);
   if (!r.exact || r.results.at(0) >= 24) return std::nullopt;
+  r.body.insert(r.body.begin(), head.begin(), head.end());
   FlatCode code{std::move(r.prologue), std::move(r.body), r.results.at(0)};
   if (round) {
     // A temp past the result (every other temp is dead by now), never an input register.
@@ -290,10 +329,10 @@ std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, c
     producer.store = TupleElementAddress(fusion, 3, c);
     if (!producer.store) return "";
   }
+  if (p.normalize) producer.beta = address(p.normalize->operand(2));
   bool exact = true;
-  producer.build = [&](const std::vector<int>& regs, int first_temp, int first_const,
-                       int last_const) {
-    std::optional<FlatCode> code = DyCode(p, regs, first_temp, first_const, last_const);
+  producer.build = [&](const FlatDyRegisters& regs) {
+    std::optional<FlatCode> code = DyCode(p, regs);
     exact = exact && code.has_value();
     return code.value_or(FlatCode{});
   };
@@ -322,9 +361,16 @@ std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, c
 }  // namespace
 
 bool BatchNormFusionOnExactKernel(const HloInstruction& fusion) {
-  if (const std::optional<GradParts> g = MatchGrad(fusion))  // both passes' registers
-    return DyCode(*g, FlatDyRegisters(g->matrices.size(), 0), 11, 28, 29).has_value() &&
-           DyCode(*g, FlatDyRegisters(g->matrices.size(), 1), 8, 28, 29).has_value();
+  if (const std::optional<GradParts> g = MatchGrad(fusion)) {  // both passes' registers
+    for (const bool dx_pass : {false, true}) {
+      // a stored dy is read back by the dx pass, which then computes no producer
+      if (dx_pass && g->stores_dy) continue;
+      const FlatDyRegisters regs =
+          FlatDyPassRegisters(g->matrices.size(), g->normalize != nullptr, dx_pass);
+      if (!DyCode(*g, regs)) return false;
+    }
+    return true;
+  }
   const std::optional<Parts> p = Match(fusion);
   return p && Epilogue(*p).has_value();
 }

@@ -174,6 +174,60 @@ ENTRY %main (x: bf16[8,8,8,64], g: f32[64], mean: f32[64], var: f32[64], y: bf16
       << shared;
 }
 
+// A layer forward and backward: the ReLU of a training batch norm is read by the next layer
+// and by its own gradient's mask. The gradient fusion recomputes the normalize and ReLU from
+// x (a batch-norm-inference of the training's operands and statistics, beta a new operand)
+// instead of reading the ReLU; a residual junction's ReLU, which also reads the shortcut,
+// is read as before.
+constexpr const char* kForwardAndBackward = R"(HloModule m
+ENTRY %main (x: bf16[8,8,8,64], g: f32[64], b: f32[64], r: bf16[8,8,8,64], gr: bf16[8,8,8,64]) -> (bf16[8,8,8,64], bf16[8,8,8,64], f32[64]) {
+  %x = bf16[8,8,8,64] parameter(0)
+  %g = f32[64] parameter(1)
+  %b = f32[64] parameter(2)
+  %r = bf16[8,8,8,64] parameter(3)
+  %gr = bf16[8,8,8,64] parameter(4)
+  %bn = (bf16[8,8,8,64], f32[64], f32[64]) batch-norm-training(%x, %g, %b), epsilon=0.001, feature_index=3
+  %y = bf16[8,8,8,64] get-tuple-element(%bn), index=0
+  %mean = f32[64] get-tuple-element(%bn), index=1
+  %var = f32[64] get-tuple-element(%bn), index=2
+  %zero = bf16[] constant(0)
+  %zeros = bf16[8,8,8,64] broadcast(%zero), dimensions={}
+  %relu = bf16[8,8,8,64] maximum(SUM, %zeros)
+  %pos = pred[8,8,8,64] compare(%relu, %zeros), direction=GT
+  %dy = bf16[8,8,8,64] select(%pos, %gr, %zeros)
+  %bg = (bf16[8,8,8,64], f32[64], f32[64]) batch-norm-grad(%x, %g, %mean, %var, %dy), epsilon=0.001, feature_index=3
+  %dx = bf16[8,8,8,64] get-tuple-element(%bg), index=0
+  %dg = f32[64] get-tuple-element(%bg), index=1
+  ROOT %t = (bf16[8,8,8,64], bf16[8,8,8,64], f32[64]) tuple(%relu, %dx, %dg)
+})";
+
+TEST(PassBatchNormFusion, ReluOfTheTrainingPassIsRecomputedInItsGradient) {
+  std::string plain = kForwardAndBackward;
+  plain.replace(plain.find("SUM"), 3, "%y");
+  const std::string out = Fuse(plain);
+  const std::string entry = Entry(out);
+  EXPECT_NE(entry.find("fusion(bf16[8,8,8,64] %x, f32[64] %g, f32[64] %mean, f32[64] %var, "
+                       "f32[64] %b, bf16[8,8,8,64] %gr), kind=kInput, "
+                       "calls=%fused_batch_norm_grad"),
+            std::string::npos)
+      << out;
+  const std::string fused = out.substr(0, out.find("ENTRY"));
+  EXPECT_NE(fused.find("%normalized = bf16[8,8,8,64] batch-norm-inference(bf16[8,8,8,64] "
+                       "%param_0, f32[64] %param_1, f32[64] %param_4, f32[64] %param_2, "
+                       "f32[64] %param_3), epsilon=0.001, feature_index=3"),
+            std::string::npos)
+      << out;
+
+  std::string junction = kForwardAndBackward;
+  junction.replace(junction.find("SUM"), 3, "%sum");
+  junction.replace(junction.find("  %relu"), 0,
+                   "  %sum = bf16[8,8,8,64] add(%y, %r)\n");
+  const std::string kept = Fuse(junction);
+  EXPECT_NE(Entry(kept).find("kind=kInput, calls=%fused_batch_norm_grad"), std::string::npos)
+      << kept;
+  EXPECT_EQ(kept.find("batch-norm-inference"), std::string::npos) << kept;
+}
+
 // A batch norm whose x depends on another reader of its dy is left alone: that reader would
 // wait for the fusion, which would wait for x.
 TEST(PassBatchNormFusion, SharedGradientIsNotFusedIntoItsOwnDependency) {

@@ -171,5 +171,62 @@ ENTRY %main (x: bf16[8,4,4,256], g: f32[256], mean: f32[256], var0: f32[256], y:
   ExpectMatch(hlo, 1e-5);
 }
 
+// A layer's forward and backward: relu(bn(x)) also feeds the next layer (returned), and its
+// gradient select(relu > 0, g, 0) feeds the batch norm's gradient. The normalize is
+// duplicated into the gradient, which recomputes relu's mask from the x it reads anyway
+// instead of reading relu back: its fusion takes no bf16 matrix but x and g.
+std::string ForwardAndBackward(const std::string& type, const std::string& dims,
+                               const std::string& features) {
+  std::string hlo = R"(HloModule m, replica_count=8
+ENTRY %main (x: T[D], gamma: f32[F], beta: f32[F], gr: T[D]) -> (T[D], T[D], f32[F], f32[F]) {
+  %x = T[D] parameter(0)
+  %gamma = f32[F]{0} parameter(1)
+  %beta = f32[F]{0} parameter(2)
+  %gr = T[D] parameter(3)
+  %bn = (T[D], f32[F]{0}, f32[F]{0}) batch-norm-training(%x, %gamma, %beta), epsilon=0.001, feature_index=3
+  %y = T[D] get-tuple-element(%bn), index=0
+  %mean = f32[F]{0} get-tuple-element(%bn), index=1
+  %var = f32[F]{0} get-tuple-element(%bn), index=2
+  %zero = T[] constant(0)
+  %zeros = T[D] broadcast(%zero), dimensions={}
+  %relu = T[D] maximum(%y, %zeros)
+  %pos = pred[D] compare(%relu, %zeros), direction=GT
+  %dy = T[D] select(%pos, %gr, %zeros)
+  %bg = (T[D], f32[F]{0}, f32[F]{0}) batch-norm-grad(%x, %gamma, %mean, %var, %dy), epsilon=0.001, feature_index=3
+  %dx = T[D] get-tuple-element(%bg), index=0
+  %dg = f32[F]{0} get-tuple-element(%bg), index=1
+  %db = f32[F]{0} get-tuple-element(%bg), index=2
+  ROOT %t = (T[D], T[D], f32[F]{0}, f32[F]{0}) tuple(%relu, %dx, %dg, %db)
+})";
+  for (const auto& [key, value] :
+       {std::pair<std::string, std::string>{"T[D]", type + "[" + dims + "]{3,2,1,0}"},
+        {"pred[D]", "pred[" + dims + "]{3,2,1,0}"}, {"T[]", type + "[]"}, {"[F]", "[" + features + "]"}})
+    for (size_t at = hlo.find(key); at != std::string::npos; at = hlo.find(key, at + value.size()))
+      hlo.replace(at, key.size(), value);
+  return hlo;
+}
+
+void ExpectNormalizeDuplicated(const std::string& hlo) {
+  auto c = CompileForBoard(hlo, "test.hlo",
+                           driver::TargetFor(sim::LoadConfig("v3-8"), /*infeed=*/false));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const std::string& ir = c.value()->report.hlo;
+  const size_t grad = ir.find("%fused_batch_norm_grad");
+  ASSERT_NE(grad, std::string::npos) << ir;
+  const std::string fused = ir.substr(grad, ir.find("\n}", grad) - grad);
+  EXPECT_NE(fused.find("batch-norm-inference("), std::string::npos) << ir;
+  EXPECT_EQ(fused.find("parameter(6)"), std::string::npos) << ir;  // x, 3 vectors, beta, g
+  ExpectMatch(hlo, 1e-5);
+}
+
+TEST(ExactBatchNormFusion, Bf16NormalizeDuplicatedIntoTheReluGradient) {
+  ExpectNormalizeDuplicated(ForwardAndBackward("bf16", "8,8,8,64", "64"));
+}
+
+// f32 with 2,048 features (period 2): the dx pass's patterns take beta as a sixth.
+TEST(ExactBatchNormFusion, F32NormalizeDuplicatedIntoTheReluGradient) {
+  ExpectNormalizeDuplicated(ForwardAndBackward("f32", "4,2,2,2048", "2048"));
+}
+
 }  // namespace
 }  // namespace tpusim
