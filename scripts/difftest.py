@@ -62,7 +62,7 @@ MAX_ELEMENTS = 1 << 16
 
 
 def shape(dims, t="f32"):
-    if t.startswith("("):  # a tuple type, written whole
+    if t.startswith("(") or "[" in t:  # a tuple type or a whole shape, written whole
         return t
     return "%s[%s]" % (t, ",".join(str(d) for d in dims))
 
@@ -110,7 +110,7 @@ def grow(m):
     kind = r.choice(["unary", "binary", "binary", "broadcast", "transpose", "reshape", "slice",
                      "concatenate", "pad", "reduce", "dot", "select", "convert", "reverse",
                      "iota", "window", "dynamic-slice", "clamp", "divide", "sort", "gather",
-                     "convolution", "while", "integer"])
+                     "convolution", "while", "integer", "batchnorm"])
     if kind == "unary":
         op = r.choice(["negate", "abs", "tanh", "logistic", "sine", "floor", "copy"])
         return m.add(dims, "%s(%s)" % (op, name))
@@ -267,7 +267,47 @@ def grow(m):
     if kind == "convert":
         b = m.add(dims, "convert(%s)" % name, t="bf16")
         return m.add(dims, "convert(%s)" % b)
+    if kind == "batchnorm":
+        return batch_norm_layer(m, name, dims)
     return None
+
+
+def batch_norm_layer(m, name, dims):
+    """A layer forward and backward on new parameters, f32 or bf16: relu(bn(x)) (or, at a
+    residual junction, relu(bn(x) + r)), its gradient select(relu > 0, g, 0) into
+    batch-norm-grad; returns f32 dx + relu, and leaves dgamma as a value."""
+    r = m.rng
+    while True:
+        n, h, w = r.choice([1, 2, 8]), r.choice([2, 4, 7, 8]), r.choice([2, 4, 7, 8])
+        c = r.choice([64, 128, 256, 1024, 2048])
+        if n * h * w * c % 1024 == 0 and n * h * w * c <= MAX_ELEMENTS:
+            break
+    t = r.choice(["f32", "bf16"])
+    x4 = [n, h, w, c]
+    x = m.param(x4, t=t)
+    gamma, beta = m.param([c]), m.param([c])
+    g = m.param(x4, t=t)
+    tup = "(%s, f32[%d], f32[%d])" % (shape(x4, t), c, c)
+    bn = m.add([], "batch-norm-training(%s, %s, %s), epsilon=0.001, feature_index=3"
+               % (x, gamma, beta), t=tup)
+    y = m.add(x4, "get-tuple-element(%s), index=0" % bn, t=t)
+    mean = m.add([], "get-tuple-element(%s), index=1" % bn, t="f32[%d]" % c)
+    var = m.add([], "get-tuple-element(%s), index=2" % bn, t="f32[%d]" % c)
+    zero = m.add([], "constant(0)", t=t)
+    zeros = m.add(x4, "broadcast(%s), dimensions={}" % zero, t=t)
+    if r.random() < 0.3:
+        y = m.add(x4, "add(%s, %s)" % (y, m.param(x4, t=t)), t=t)
+    relu = m.add(x4, "maximum(%s, %s)" % (y, zeros), t=t)
+    pos = m.add(x4, "compare(%s, %s), direction=GT" % (relu, zeros), t="pred")
+    dy = m.add(x4, "select(%s, %s, %s)" % (pos, g, zeros), t=t)
+    bg = m.add([], "batch-norm-grad(%s, %s, %s, %s, %s), epsilon=0.001, feature_index=3"
+               % (x, gamma, mean, var, dy), t=tup)
+    dx = m.add(x4, "get-tuple-element(%s), index=0" % bg, t=t)
+    m.add([c], "get-tuple-element(%s), index=1" % bg)
+    if t == "bf16":
+        dx = m.add(x4, "convert(%s)" % dx)
+        relu = m.add(x4, "convert(%s)" % relu)
+    return m.add(x4, "add(%s, %s)" % (dx, relu))
 
 
 def generate(seed):

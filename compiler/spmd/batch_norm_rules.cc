@@ -6,7 +6,9 @@
 //             + offset;
 //   grad:     dbeta = sum(dy), dscale = sum(dy * (x - mean)) * rstd,
 //             dx = scale * rstd / N * (N dy - dbeta - (x - mean) * rstd * dscale),
-// with N the elements per feature of the whole batch and rstd = rsqrt(var + eps).
+// with N the elements per feature of the whole batch and rstd = rsqrt(var + eps). The
+// arithmetic runs in the statistics' element type: a bf16 x with f32 statistics (as
+// bf16-conversion-folding leaves batch norm) is widened first and the result narrowed.
 #include "compiler/spmd/partitioner.h"
 
 namespace tpusim::spmd {
@@ -22,8 +24,16 @@ namespace {
 // Builds the expansion's instructions on one device.
 class Expander {
  public:
-  Expander(Partitioner& p, const HloInstruction& bn, int64_t feature)
-      : p_(p), bn_(bn), f_(feature), type_(bn.operand(0)->shape().type) {}
+  Expander(Partitioner& p, const HloInstruction& bn, int64_t feature, hlo::PrimitiveType type)
+      : p_(p), bn_(bn), f_(feature), type_(type) {}
+
+  // `a` in element type `type` (itself when it has it).
+  HloInstruction* Convert(HloInstruction* a, hlo::PrimitiveType type) {
+    if (a->shape().type == type) return a;
+    Shape s = a->shape();
+    s.type = type;
+    return p_.Add(bn_.name() + ".convert", Opcode::kConvert, s, {a});
+  }
 
   HloInstruction* Scalar(double v) {
     HloInstruction* c = p_.Add(bn_.name() + ".c", Opcode::kConstant, Shape::Array(type_, {}), {});
@@ -98,16 +108,20 @@ Result<std::optional<Local>> Partitioner::BatchNormRule(const HloInstruction& i)
     return std::optional<Local>(Local{Clone(i, x.value->shape(), ops), s});
   }
   if (pure_) return NoRule();  // the sums' all-reduce has no place in a fusion
-  Expander e(*this, i, *f);
-  const Shape& local = x.value->shape();
+  const hlo::PrimitiveType x_type = global.type;
+  const hlo::PrimitiveType type =
+      i.shape().IsTuple() && i.shape().tuple_shapes.size() == 3 ? i.shape().tuple_shapes[1].type
+                                                                  : x_type;
+  Expander e(*this, i, *f, type);
+  Shape local = x.value->shape();
+  local.type = type;
   const double n = static_cast<double>(global.ElementCount() / global.dims[*f]);
   HloSharding out;
   out.kind = HloSharding::Kind::kTuple;
   out.elements = {s, HloSharding::Replicated(), HloSharding::Replicated()};
-  HloInstruction* xl = ops[0];
+  HloInstruction* xl = e.Convert(ops[0], type);
   if (i.opcode() == Opcode::kBatchNormTraining) {
-    HloInstruction* inv_n =
-        e.Spread(e.Scalar(1.0 / n), Shape::Array(global.type, {global.dims[*f]}));
+    HloInstruction* inv_n = e.Spread(e.Scalar(1.0 / n), Shape::Array(type, {global.dims[*f]}));
     HloInstruction* mean = e.Op(Opcode::kMultiply, e.AllSums(xl), inv_n);
     HloInstruction* squares = e.AllSums(e.Op(Opcode::kMultiply, xl, xl));
     HloInstruction* var = e.Op(Opcode::kSubtract, e.Op(Opcode::kMultiply, squares, inv_n),
@@ -117,10 +131,10 @@ Result<std::optional<Local>> Partitioner::BatchNormRule(const HloInstruction& i)
     HloInstruction* centred = e.Op(Opcode::kSubtract, xl, e.Spread(mean, local));
     HloInstruction* y = e.Op(Opcode::kAdd, e.Op(Opcode::kMultiply, centred, e.Spread(gain, local)),
                              e.Spread(ops[2], local));
-    return std::optional<Local>(Local{e.Tuple({y, mean, var}), out});
+    return std::optional<Local>(Local{e.Tuple({e.Convert(y, x_type), mean, var}), out});
   }
   if (i.opcode() != Opcode::kBatchNormGrad) return NoRule();
-  HloInstruction *scale = ops[1], *mean = ops[2], *var = ops[3], *dy = ops[4];
+  HloInstruction *scale = ops[1], *mean = ops[2], *var = ops[3], *dy = e.Convert(ops[4], type);
   HloInstruction* rstd = e.Rsqrt(e.Op(Opcode::kAdd, var, e.Spread(e.Scalar(eps), var->shape())));
   HloInstruction* centred = e.Op(Opcode::kSubtract, xl, e.Spread(mean, local));
   HloInstruction* dbeta = e.AllSums(dy);
@@ -133,7 +147,7 @@ Result<std::optional<Local>> Partitioner::BatchNormRule(const HloInstruction& i)
   HloInstruction* gain = e.Op(Opcode::kMultiply, e.Op(Opcode::kMultiply, scale, rstd),
                               e.Spread(e.Scalar(1.0 / n), scale->shape()));
   HloInstruction* dx = e.Op(Opcode::kMultiply, e.Spread(gain, local), inner);
-  return std::optional<Local>(Local{e.Tuple({dx, dscale, dbeta}), out});
+  return std::optional<Local>(Local{e.Tuple({e.Convert(dx, x_type), dscale, dbeta}), out});
 }
 
 }  // namespace tpusim::spmd

@@ -200,7 +200,8 @@ std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, 
 // s / sqrt(var + eps); dx = gamma / sqrt(var + eps) * (dy - dbeta / rows - (x - mean) * s /
 // rows / (var + eps)) in a second.
 std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var,
-                                uint64_t dy, uint64_t dx, uint64_t dgamma, uint64_t dbeta,
+                                uint64_t dy, uint64_t dx, std::optional<uint64_t> dgamma,
+                                std::optional<uint64_t> dbeta,
                                 const FlatDyProducer* producer) {
   Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
   if (producer && producer->beta) {
@@ -287,13 +288,15 @@ std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy,
 }
 
 void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx,
-                               uint64_t dgamma, uint64_t dbeta, const FlatDyProducer* producer) {
+                               std::optional<uint64_t> dgamma, std::optional<uint64_t> dbeta,
+                               const FlatDyProducer* producer) {
   const auto [sum, s] = sums;
   Math({sum, s, 3, 4},
        {"vadd v6, v3, v25", "vsqrt v7, v6", "vdiv v8, v1, v7", "vdiv v9, v2, v7",
         "vmul v10, v1, v24", "vdiv v11, v10, v6", "vmul v12, v0, v24"},
        {{8, 7}, {9, 8}, {11, 9}, {12, 10}});  // dgamma, scale, s / rows / (var + eps), dy mean
-  Store(sum, dbeta), Store(7, dgamma);
+  if (dbeta) Store(sum, *dbeta);
+  if (dgamma) Store(7, *dgamma);
   // x in v0, dy (v1, or computed); a producer's temps after the body's (v6..v10).
   GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, /*dx_pass=*/true, producer);
   std::vector<std::string> body = g.code.body;

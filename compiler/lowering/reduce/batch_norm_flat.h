@@ -83,9 +83,10 @@ class FlatBatchNorm {
                                std::optional<uint64_t> var, const FlatEpilogue* epilogue);
   std::string Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean, uint64_t var,
                         uint64_t y);
-  // With `producer`, dy is computed from its matrices (`dy` is not read).
+  // With `producer`, dy is computed from its matrices (`dy` is not read). A statistic
+  // without an address (nothing reads it) is not stored.
   std::string Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var, uint64_t dy,
-                   uint64_t dx, uint64_t dgamma, uint64_t dbeta,
+                   uint64_t dx, std::optional<uint64_t> dgamma, std::optional<uint64_t> dbeta,
                    const FlatDyProducer* producer = nullptr);
 
  private:
@@ -115,8 +116,9 @@ class FlatBatchNorm {
   // One read of dy and x (mean in area 2): the areas of sum(dy) and sum(dy * (x - mean)).
   std::pair<int, int> GradSums(uint64_t x, uint64_t dy, const FlatDyProducer* producer);
   // From those sums, gamma (area 3) and var (area 4): dbeta and dgamma stored, dx streamed.
-  void GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx, uint64_t dgamma,
-                  uint64_t dbeta, const FlatDyProducer* producer);
+  void GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy, uint64_t dx,
+                  std::optional<uint64_t> dgamma, std::optional<uint64_t> dbeta,
+                  const FlatDyProducer* producer);
 
   int64_t rows_, features_;
   double epsilon_;

@@ -224,14 +224,14 @@ std::string BatchNormKernel(const HloInstruction& instr, const OpContext& c, Low
                             e1 = TupleElementAddress(instr, 1, c),
                             e2 = TupleElementAddress(instr, 2, c);
     // The tiled passes read the statistics back from HBM; the flat ones skip an unread one.
-    if ((!e1 || !e2) && !(flat && code == Opcode::kBatchNormTraining)) return "";
+    if (!e0 || ((!e1 || !e2) && !flat)) return "";
     if (code == Opcode::kBatchNormTraining) {
       if (flat) bn.code = f.Training(a[0], a[1], a[2], *e0, e1, e2);
       if (!flat) Training(bn, instr, c, *e0, *e1, *e2);
       // x twice (flat) or three times, y once
       op.hbm_bytes = elements * ((flat ? 2 : 3) * x_bytes + out_bytes) + 8 * vector;
     } else {
-      if (flat) bn.code = f.Grad(a[0], a[1], a[2], a[3], a[4], *e0, *e1, *e2);
+      if (flat) bn.code = f.Grad(a[0], a[1], a[2], a[3], a[4], *e0, e1, e2);
       if (!flat) Grad(bn, instr, c, *e0, *e1, *e2);
       // dy and x twice (flat; tiled: dy three times), dx once
       op.hbm_bytes = elements * (2 * x_bytes + (flat ? 2 : 3) * dy_bytes + out_bytes) + 12 * vector;

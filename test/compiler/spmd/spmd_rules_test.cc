@@ -48,6 +48,37 @@ TEST(SpmdRules, BatchNormExpandsWithTheWholeBatchsStatistics) {
   EXPECT_LT(PartitionError(kBatchNorm), 1e-4);
 }
 
+// bf16 x with f32 statistics (bf16-conversion-folding's form; difftest found the expansion
+// multiplying f32 by bf16, which the verifier refused): the arithmetic runs in f32 on the
+// widened x and dy, and y and dx are narrowed back.
+const std::string kBf16BatchNorm = std::string("HloModule bn\n") + R"(
+ENTRY main {
+  x = bf16[16,4,4,32] parameter(0), sharding={devices=[8,1,1,1]<=[8]}
+  g = f32[32] parameter(1)
+  b = f32[32] parameter(2)
+  dy = bf16[16,4,4,32] parameter(3), sharding={devices=[8,1,1,1]<=[8]}
+  bn = (bf16[16,4,4,32], f32[32], f32[32]) batch-norm-training(x, g, b), epsilon=0.001, feature_index=3
+  y = bf16[16,4,4,32] get-tuple-element(bn), index=0
+  mean = f32[32] get-tuple-element(bn), index=1
+  var = f32[32] get-tuple-element(bn), index=2
+  grad = (bf16[16,4,4,32], f32[32], f32[32]) batch-norm-grad(x, g, mean, var, dy), epsilon=0.001, feature_index=3
+  dx = bf16[16,4,4,32] get-tuple-element(grad), index=0
+  dg = f32[32] get-tuple-element(grad), index=1
+  ROOT r = (bf16[16,4,4,32], f32[32], f32[32], bf16[16,4,4,32], f32[32]) tuple(y, mean, var, dx, dg)
+}
+)";
+
+TEST(SpmdRules, Bf16BatchNormWithF32StatisticsExpandsInF32) {
+  const std::string& bf16 = kBf16BatchNorm;
+  const std::string ir = Partition(bf16);
+  EXPECT_FALSE(Has(ir, "batch-norm-training(")) << ir;
+  EXPECT_TRUE(Has(ir, "%bn.convert = f32[2,4,4,32] convert(bf16[2,4,4,32]")) << ir;
+  EXPECT_TRUE(Has(ir, "%bn.convert.1 = bf16[2,4,4,32] convert(f32[2,4,4,32]")) << ir;
+  EXPECT_TRUE(Has(ir, "%grad.convert.2 = bf16[2,4,4,32] convert(f32[2,4,4,32]")) << ir;
+  EXPECT_EQ(Count(ir, " all-reduce("), 4);
+  EXPECT_LT(PartitionError(bf16), 1e-2);
+}
+
 const std::string kPooling = std::string("HloModule pool\n") + kMax + kAdd + kGe + R"(
 ENTRY main {
   x = f32[16,8,8,4] parameter(0), sharding={devices=[8,1,1,1]<=[8]}

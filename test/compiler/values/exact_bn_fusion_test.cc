@@ -228,5 +228,43 @@ TEST(ExactBatchNormFusion, F32NormalizeDuplicatedIntoTheReluGradient) {
   ExpectNormalizeDuplicated(ForwardAndBackward("f32", "4,2,2,2048", "2048"));
 }
 
+// Gradients whose dbeta nothing reads (difftest found both kernels declining them, so the
+// module ran timing-only): the flat kernel stores only the statistics someone reads. Fused
+// (a bf16 ReLU gradient), and with dy also read by another op (neither statistic read).
+const char* kUnreadDbeta = R"(HloModule m, replica_count=8
+ENTRY %main (x: bf16[8,8,8,64], g: f32[64], mean: f32[64], var0: f32[64], y: bf16[8,8,8,64], gr: bf16[8,8,8,64]) -> (bf16[8,8,8,64], f32[64]) {
+  %x = bf16[8,8,8,64]{3,2,1,0} parameter(0)
+  %g = f32[64]{0} parameter(1)
+  %mean = f32[64]{0} parameter(2)
+  %var0 = f32[64]{0} parameter(3)
+  %one = f32[] constant(1)
+  %ones = f32[64]{0} broadcast(%one), dimensions={}
+  %var = f32[64]{0} add(%var0, %ones)
+  %y = bf16[8,8,8,64]{3,2,1,0} parameter(4)
+  %gr = bf16[8,8,8,64]{3,2,1,0} parameter(5)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[8,8,8,64]{3,2,1,0} broadcast(%zero), dimensions={}
+  %pos = pred[8,8,8,64]{3,2,1,0} compare(%y, %zeros), direction=GT
+  %dy = bf16[8,8,8,64]{3,2,1,0} select(%pos, %gr, %zeros)
+  %bn = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) batch-norm-grad(%x, %g, %mean, %var, %dy), epsilon=0.001, feature_index=3
+  %dx = bf16[8,8,8,64]{3,2,1,0} get-tuple-element(%bn), index=0
+  %dg = f32[64]{0} get-tuple-element(%bn), index=1
+  ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}) tuple(%dx, %dg)
+})";
+
+TEST(ExactBatchNormFusion, GradientWhoseDbetaNothingReads) { ExpectFusedGradMatch(kUnreadDbeta); }
+
+TEST(ExactBatchNormFusion, GradientWhoseStatisticsNothingReads) {
+  std::string shared = kUnreadDbeta;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"-> (bf16[8,8,8,64], f32[64])", "-> (bf16[8,8,8,64], bf16[8,8,8,64])"},
+           {"%dg = f32[64]{0} get-tuple-element(%bn), index=1\n",
+            "%skip = bf16[8,8,8,64]{3,2,1,0} negate(%dy)\n"},
+           {"ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}) tuple(%dx, %dg)",
+            "ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, bf16[8,8,8,64]{3,2,1,0}) tuple(%dx, %skip)"}})
+    shared.replace(shared.find(from), from.size(), to);
+  ExpectMatch(shared, 1e-5);  // neither dgamma nor dbeta read
+}
+
 }  // namespace
 }  // namespace tpusim
