@@ -81,6 +81,7 @@ class Module:
         self.rng = rng
         self.instrs = []  # (name, dims or None for non-f32 values, text)
         self.params = 0
+        self.replicas = 1  # 8: one program per replica of v3-8, with collectives
 
     def add(self, dims, text, t="f32"):
         name = "v%d" % len(self.instrs)
@@ -110,7 +111,8 @@ def grow(m):
     kind = r.choice(["unary", "binary", "binary", "broadcast", "transpose", "reshape", "slice",
                      "concatenate", "pad", "reduce", "dot", "select", "convert", "reverse",
                      "iota", "window", "dynamic-slice", "clamp", "divide", "sort", "gather",
-                     "convolution", "while", "integer", "batchnorm"])
+                     "convolution", "while", "integer", "batchnorm"] +
+                    ["collective"] * (8 if m.replicas > 1 else 0))
     if kind == "unary":
         op = r.choice(["negate", "abs", "tanh", "logistic", "sine", "floor", "copy"])
         return m.add(dims, "%s(%s)" % (op, name))
@@ -269,7 +271,50 @@ def grow(m):
         return m.add(dims, "convert(%s)" % b)
     if kind == "batchnorm":
         return batch_norm_layer(m, name, dims)
+    if kind == "collective":
+        return collective(m, name, dims)
     return None
+
+
+def collective(m, name, dims):
+    """A cross-replica collective over random groups of equal size: all-reduce (add or max),
+    all-gather, reduce-scatter, all-to-all along a random dimension, or a collective-permute
+    of a random (partial) permutation."""
+    r = m.rng
+    size = r.choice([1, 2, 4, 8])
+    order = list(range(m.replicas))
+    r.shuffle(order)
+    groups = "{%s}" % ",".join("{%s}" % ",".join(map(str, sorted(order[i:i + size])))
+                               for i in range(0, len(order), size))
+    op = r.choice(["all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                   "collective-permute"])
+    d = r.randint(0, len(dims) - 1)
+    if op == "all-reduce":
+        return m.add(dims, "all-reduce(%s), replica_groups=%s, to_apply=%s"
+                     % (name, groups, r.choice(["add", "max"])))
+    if op == "all-gather":
+        new = list(dims)
+        new[d] *= size
+        if count(new) > MAX_ELEMENTS:
+            return None
+        return m.add(new, "all-gather(%s), replica_groups=%s, dimensions={%d}" % (name, groups, d))
+    if op in ("reduce-scatter", "all-to-all"):
+        if dims[d] % size:
+            return None
+        if op == "all-to-all":
+            return m.add(dims, "all-to-all(%s), replica_groups=%s, dimensions={%d}"
+                         % (name, groups, d))
+        new = list(dims)
+        new[d] //= size
+        return m.add(new, "reduce-scatter(%s), replica_groups=%s, dimensions={%d}, to_apply=add"
+                     % (name, groups, d))
+    targets = list(range(m.replicas))
+    r.shuffle(targets)
+    pairs = [(s, t) for s, t in zip(range(m.replicas), targets) if r.random() < 0.8]
+    if not pairs:
+        return None
+    return m.add(dims, "collective-permute(%s), source_target_pairs={%s}"
+                 % (name, ",".join("{%d,%d}" % st for st in pairs)))
 
 
 def batch_norm_layer(m, name, dims):
@@ -312,6 +357,9 @@ def batch_norm_layer(m, name, dims):
 
 def generate(seed):
     m = Module(random.Random(seed))
+    # A quarter of the modules run one program per replica, with collectives; drawn apart
+    # so the other seeds keep their modules.
+    m.replicas = 8 if random.Random(seed * 7919 + 17).random() < 0.25 else 1
     for _ in range(m.rng.randint(1, 3)):
         m.param(m.random_dims())
     for _ in range(m.rng.randint(3, 12)):
@@ -342,7 +390,8 @@ def text(m, outs, name="difftest"):
                 if (" " + other + sep) in (" " + args) or ("(" + other + sep) in ("(" + args):
                     work.append(other)
                     break
-    lines = ["HloModule %s" % name, "", REDUCERS + "ENTRY main {"]
+    header = "HloModule %s" % name + (", replica_count=%d" % m.replicas if m.replicas > 1 else "")
+    lines = [header, "", REDUCERS + "ENTRY main {"]
     for n, _, t in m.instrs:
         if n in live or "parameter(" in t:
             lines.append("  " + t)

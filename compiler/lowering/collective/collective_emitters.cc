@@ -12,6 +12,7 @@
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/collectives/ring_collectives.h"
 #include "compiler/collectives/ring_emitter.h"
+#include "compiler/lowering/data/move_kernel.h"
 #include "compiler/lowering/driver/emitters.h"
 
 namespace tpusim::lowering {
@@ -312,10 +313,38 @@ Start Begin(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   return st;
 }
 
+// Groups of one core each: the collective (all-reduce, all-gather, reduce-scatter or
+// all-to-all among one member) is its operand, so each core copies it into the result, or
+// does nothing when they share a buffer. Nothing when some group has more members, or for
+// several operands or a copy not of whole 4-byte words.
+std::optional<std::vector<std::string>> LoneMembers(const HloInstruction& instr, const Start& st,
+                                                    LoweredOp& op) {
+  for (const auto& g : st.groups)
+    if (g.size() != 1) return std::nullopt;
+  if (instr.operand_count() != 1 || instr.shape().IsTuple()) return std::nullopt;
+  const uint64_t bytes = ByteSize(instr.shape());
+  if (bytes != ByteSize(instr.operand(0)->shape()) || bytes == 0 || bytes % 4) return std::nullopt;
+  const uint64_t in = st.ctx.address(instr.operand(0)), out = st.ctx.address(&instr);
+  std::string copy;
+  if (in != out) {
+    StridedMove move;
+    move.dims = {static_cast<int64_t>(bytes / 4)};
+    move.src_strides = move.dst_strides = {4};
+    move.src = in, move.dst = out;
+    copy = MoveKernel({move}, nullptr, instr.name());
+  }
+  op.kind = KernelKind::kDma;
+  op.exact = true;
+  op.hbm_bytes = in != out ? 2 * bytes : 0;
+  return std::vector<std::string>(static_cast<size_t>(st.ctx.cores), copy);
+}
+
 // all-gather (`gather`) or reduce-scatter over rings of the groups.
 std::vector<std::string> RingCollective(const HloInstruction& instr, const OpContext& c,
                                         LoweredOp& op, bool gather) {
-  const auto [ctx, groups] = Begin(instr, c, op);
+  const Start st = Begin(instr, c, op);
+  if (auto lone = LoneMembers(instr, st, op)) return *lone;
+  const auto& [ctx, groups] = st;
   const uint64_t in_bytes = ByteSize(instr.operand(0)->shape());
   const uint64_t out_bytes = ByteSize(instr.shape());
   const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
@@ -357,7 +386,9 @@ std::vector<std::string> RingCollective(const HloInstruction& instr, const OpCon
 
 std::vector<std::string> EmitAllReduce(const HloInstruction& instr, const OpContext& c,
                                        LoweredOp& op) {
-  const auto [ctx, groups] = Begin(instr, c, op);
+  const Start st = Begin(instr, c, op);
+  if (auto lone = LoneMembers(instr, st, op)) return *lone;
+  const auto& [ctx, groups] = st;
   const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
   uint64_t bytes = 0;
   for (const HloInstruction* o : instr.operands()) bytes += ByteSize(o->shape());
@@ -408,8 +439,9 @@ std::vector<std::string> EmitCollectivePermute(const HloInstruction& instr, cons
 
 std::vector<std::string> EmitAllToAll(const HloInstruction& instr, const OpContext& c,
                                       LoweredOp& op) {
-  const auto [ctx, groups] = Begin(instr, c, op);
-  return AllToAllKernels(instr, ctx, groups, op);
+  const Start st = Begin(instr, c, op);
+  if (auto lone = LoneMembers(instr, st, op)) return *lone;
+  return AllToAllKernels(instr, st.ctx, st.groups, op);
 }
 
 }  // namespace tpusim::lowering

@@ -98,6 +98,33 @@ ENTRY %main (a: bf16[64], b: f32[4,6]) -> (bf16[512], f32[4,48]) {
   EXPECT_EQ(r.error, 0);
 }
 
+// Groups of one replica each: every collective is its operand (difftest found all-gather
+// and reduce-scatter refused, "needs at least 2 cores per group", and all-reduce and
+// all-to-all timing-only). Each core copies its operand into the result.
+TEST(ExactCollectives, GroupsOfOneReplicaAreCopies) {
+  testing::ValueRun r = testing::SimulateValues(R"(HloModule m, replica_count=8
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+
+ENTRY %main (a: f32[16,5], b: bf16[6,4]) -> (f32[16,5], f32[16,5], f32[16,5], bf16[6,4], f32[16,5]) {
+  %a = f32[16,5]{1,0} parameter(0)
+  %b = bf16[6,4]{1,0} parameter(1)
+  %n = f32[16,5]{1,0} negate(%a)
+  %ar = f32[16,5]{1,0} all-reduce(%n), replica_groups={{1},{7},{6},{2},{0},{3},{4},{5}}, to_apply=%add
+  %ag = f32[16,5]{1,0} all-gather(%a), replica_groups={{0},{1},{2},{3},{4},{5},{6},{7}}, dimensions={0}
+  %rs = f32[16,5]{1,0} reduce-scatter(%a), replica_groups={{0},{1},{2},{3},{4},{5},{6},{7}}, dimensions={1}, to_apply=%add
+  %aa = bf16[6,4]{1,0} all-to-all(%b), replica_groups={{0},{1},{2},{3},{4},{5},{6},{7}}, dimensions={0}
+  %sum = f32[16,5]{1,0} add(%ar, %rs)
+  ROOT %t = (f32[16,5], f32[16,5], f32[16,5], bf16[6,4], f32[16,5]) tuple(%ar, %ag, %rs, %aa, %sum)
+})");
+  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
+  EXPECT_TRUE(r.nonzero);
+  EXPECT_EQ(r.error, 0);
+}
+
 // Collective buffers above 2 GiB (a 3 GiB parameter first in HBM): their addresses are built
 // in registers, as other kernels' are (they were refused: "collective buffers must lie in the
 // first 2 GiB of HBM", which stopped ResNet-50 at global batch 1024 split by the partitioner).
