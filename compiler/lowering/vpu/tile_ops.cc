@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "compiler/assembly/asm_util.h"
@@ -92,21 +93,31 @@ bool Elementwise(const HloInstruction& i) {
 }
 
 // Records the layout of every value of a fused expression; false when one has two layouts
-// or goes through an op that moves elements (reshape, transpose, slice, ...).
-bool Propagate(const HloInstruction* i, const DimMap& map,
+// or goes through an op that moves elements (reshape, transpose, slice, ...). A work list,
+// not recursion: a chain of ops as long as the module's does not nest a frame per op.
+bool Propagate(const HloInstruction* root, const DimMap& root_map,
                std::map<const HloInstruction*, DimMap>& maps) {
-  auto [it, added] = maps.emplace(i, map);
-  if (!added) return it->second == map;
-  if (i->opcode() == Opcode::kParameter || i->opcode() == Opcode::kConstant) return true;
-  if (i->opcode() == Opcode::kBroadcast) {
-    const hlo::IntList* d = i->dimensions();
-    DimMap m;
-    for (int64_t k : d ? *d : hlo::IntList{}) m.push_back(map[static_cast<size_t>(k)]);
-    return Propagate(i->operand(0), m, maps);
+  std::vector<std::pair<const HloInstruction*, DimMap>> work = {{root, root_map}};
+  while (!work.empty()) {
+    auto [i, map] = std::move(work.back());
+    work.pop_back();
+    auto [it, added] = maps.emplace(i, map);
+    if (!added) {
+      if (it->second != map) return false;
+      continue;
+    }
+    if (i->opcode() == Opcode::kParameter || i->opcode() == Opcode::kConstant) continue;
+    if (i->opcode() == Opcode::kBroadcast) {
+      const hlo::IntList* d = i->dimensions();
+      DimMap m;
+      for (int64_t k : d ? *d : hlo::IntList{}) m.push_back(map[static_cast<size_t>(k)]);
+      work.push_back({i->operand(0), std::move(m)});
+      continue;
+    }
+    if (!Elementwise(*i)) return false;
+    for (auto o = i->operands().rbegin(); o != i->operands().rend(); ++o)
+      work.push_back({*o, (*o)->shape().dims.empty() ? DimMap{} : map});
   }
-  if (!Elementwise(*i)) return false;
-  for (const HloInstruction* o : i->operands())
-    if (!Propagate(o, o->shape().dims.empty() ? DimMap{} : map, maps)) return false;
   return true;
 }
 

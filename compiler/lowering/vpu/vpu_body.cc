@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "compiler/hlo/opcode.h"
 #include "compiler/lowering/driver/op_context.h"
@@ -45,11 +48,17 @@ class BodyBuilder : public VpuEmitter {
     return ScalarConstantImpl(i);
   }
 
-  // The vreg holding `instr`'s value, emitting what computes it.
+  // The vreg holding `instr`'s value, emitting what computes it. Operands are computed as
+  // Compute asks for them; past kMaxDepth nested computations, every operand below `instr`
+  // is computed first, deepest first, so a long chain of ops does not nest a frame per op.
   int Value(const HloInstruction* instr, const std::map<const HloInstruction*, int>& bound) {
     if (auto it = bound.find(instr); it != bound.end()) return it->second;
     if (auto it = reg_.find(instr); it != reg_.end()) return it->second;
-    return reg_[instr] = Compute(instr, bound);
+    if (depth_ >= kMaxDepth) ComputeOperandsFirst(instr, bound);
+    ++depth_;
+    const int r = Compute(instr, bound);
+    --depth_;
+    return reg_[instr] = r;
   }
 
   int Emit(const std::string& mnemonic, std::vector<int> srcs) override {
@@ -78,6 +87,27 @@ class BodyBuilder : public VpuEmitter {
   }
 
  private:
+  static constexpr int kMaxDepth = 1000;
+
+  // Post-order over what lies below `instr` and is neither bound nor computed: each value
+  // then finds its operands computed (no recursion over the instruction graph).
+  void ComputeOperandsFirst(const HloInstruction* instr,
+                            const std::map<const HloInstruction*, int>& bound) {
+    std::vector<std::pair<const HloInstruction*, size_t>> stack = {{instr, 0}};
+    std::set<const HloInstruction*> seen = {instr};
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->operand_count()) {
+        const HloInstruction* o = node->operand(next++);
+        if (!bound.count(o) && !reg_.count(o) && seen.insert(o).second) stack.push_back({o, 0});
+        continue;
+      }
+      const HloInstruction* done = node;
+      stack.pop_back();
+      if (done != instr && !reg_.count(done)) reg_[done] = Compute(done, bound);
+    }
+  }
+
   int Temp() {
     if (!free_.empty()) {
       const int r = free_.back();
@@ -339,6 +369,7 @@ class BodyBuilder : public VpuEmitter {
   VpuBody& b_;
   bool mapped_ = false;
   std::map<const HloInstruction*, int> reg_;
+  int depth_ = 0;  // Compute calls in progress
   std::map<uint64_t, int> consts_;                 // by s32 flag and bits
   std::map<const HloInstruction*, double> known_;  // parameters bound to constants
   int first_temp_ = kFirstTemp, next_temp_ = kFirstTemp, next_const_ = kFirstConst,

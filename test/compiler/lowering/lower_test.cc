@@ -277,3 +277,24 @@ TEST(VpuStream, MoreOperandsShareTheSlotInShorterChunks) {
 
 }  // namespace
 }  // namespace tpusim
+
+namespace tpusim::testing {
+namespace {
+
+// A chain of 200,000 elementwise ops, one loop fusion, compiled on the test's own 8 MiB
+// stack: no walk over the instruction graph nests a frame per op (the VPU body builder and
+// the fused layout propagation recursed once per op and died with SIGSEGV at this depth).
+TEST(Lowering, ADeepChainCompilesOnTheCallersStack) {
+  std::ostringstream text;
+  text << "HloModule deep\nENTRY main {\n  a0 = f32[128] parameter(0)\n";
+  for (int i = 1; i <= 200000; ++i) text << "  a" << i << " = f32[128] negate(a" << i - 1 << ")\n";
+  text << "}\n";
+  const auto compiled = Compile(text.str());
+  ASSERT_NE(compiled, nullptr);
+  int fusions = 0;
+  for (const lowering::LoweredOp& op : compiled->lowered.ops) fusions += op.opcode == "fusion";
+  EXPECT_EQ(fusions, 1);  // the whole chain in one VPU stream
+}
+
+}  // namespace
+}  // namespace tpusim::testing
