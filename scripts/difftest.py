@@ -111,7 +111,8 @@ def grow(m):
     kind = r.choice(["unary", "binary", "binary", "broadcast", "transpose", "reshape", "slice",
                      "concatenate", "pad", "reduce", "dot", "select", "convert", "reverse",
                      "iota", "window", "dynamic-slice", "clamp", "divide", "sort", "gather",
-                     "convolution", "while", "integer", "batchnorm"] +
+                     "convolution", "while", "integer", "batchnorm", "scatter", "tuple",
+                     "batch-dot"] +
                     ["collective"] * (8 if m.replicas > 1 else 0))
     if kind == "unary":
         op = r.choice(["negate", "abs", "tanh", "logistic", "sine", "floor", "copy"])
@@ -271,6 +272,31 @@ def grow(m):
         return m.add(dims, "convert(%s)" % b)
     if kind == "batchnorm":
         return batch_norm_layer(m, name, dims)
+    if kind == "scatter" and len(dims) == 2:  # ids past the rows: XLA skips those updates
+        # rows of new updates added into `name` at s32 ids in [0, 8) (an embedding gradient),
+        # ids as [b] or [b, 1] (index_vector_dim past the last or on it)
+        b_ = r.choice([1, 3, 8, 16])
+        upd = m.param([b_, dims[1]])
+        if r.random() < 0.5:
+            ids, ivd = m.param([b_], t="s32"), 1
+        else:
+            ids, ivd = m.param([b_, 1], t="s32"), 1
+        return m.add(dims, "scatter(%s, %s, %s), update_window_dims={1}, inserted_window_dims={0}, "
+                     "scatter_dims_to_operand_dims={0}, index_vector_dim=%d, to_apply=add"
+                     % (name, ids, upd, ivd))
+    if kind == "tuple":  # through a tuple and back
+        same = [n for n, d in m.values() if d == dims]
+        t = m.add([], "tuple(%s, %s)" % (name, r.choice(same)),
+                  t="(%s, %s)" % (shape(dims), shape(dims)))
+        return m.add(dims, "get-tuple-element(%s), index=%d" % (t, r.randint(0, 1)))
+    if kind == "batch-dot" and len(dims) == 3:  # [b, m, k] x [b, k, n] -> [b, m, n]
+        n = r.choice(DIMS)
+        if dims[0] * dims[2] * n > MAX_ELEMENTS or dims[0] * dims[1] * n > MAX_ELEMENTS:
+            return None
+        w = m.param([dims[0], dims[2], n])
+        return m.add([dims[0], dims[1], n],
+                     "dot(%s, %s), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+                     "lhs_contracting_dims={2}, rhs_contracting_dims={1}" % (name, w))
     if kind == "collective":
         return collective(m, name, dims)
     return None
