@@ -67,7 +67,7 @@ class Emitter {
   Emitter(const Pool& p, int64_t lines) : p_(p), lines_(lines) {
     taps_ = static_cast<int>(p.dy.size * p.dx.size);
     cpi_ = (p.ho + lines - 1) / lines;
-    unit_ = cpi_ % 2 ? 2 : 1;
+    unit_ = cpi_ % 2 && p.n > 1 ? 2 : 1;  // one image alone has no next unit to fetch
     buf_ = (lines * p.wo * p.c * 4 + kVregBytes - 1) / kVregBytes * kVregBytes;
   }
 
@@ -218,6 +218,44 @@ std::optional<Reducer> ReducerOf(const hlo::HloComputation* f) {
   }
 }
 
+// The reduce-window as the kernel's [n, h, w, c] pooling: the windowed dimensions (at most
+// two, adjacent) become h and w, those before them n and those after c, multiplied out
+// (row-major values keep their order). Empty when the window does not allow that.
+struct View {
+  std::vector<int64_t> x, y;  // [n, h, w, c] of the input and the output
+  hlo::WindowDim dy, dx;
+};
+
+std::optional<View> FourDimensional(const hlo::Shape& x, const hlo::Shape& y,
+                                    const hlo::Window& win) {
+  const size_t rank = x.dims.size();
+  if (rank == 0 || win.dims.size() != rank || y.dims.size() != rank) return std::nullopt;
+  std::vector<size_t> windowed;
+  for (size_t k = 0; k < rank; ++k) {
+    const hlo::WindowDim& d = win.dims[k];
+    if (d.size != 1 || d.stride != 1 || d.pad_low || d.pad_high) windowed.push_back(k);
+  }
+  if (windowed.size() > 2 || (windowed.size() == 2 && windowed[1] != windowed[0] + 1))
+    return std::nullopt;
+  // h and w: the windowed dimensions (w the last), else the last dimensions before c
+  size_t w = windowed.empty() ? rank - 1 : windowed.back();
+  size_t h = windowed.size() == 2 ? windowed[0] : w;  // h == w: h is a unit dimension
+  auto product = [](const std::vector<int64_t>& d, size_t lo, size_t hi) {
+    int64_t p = 1;
+    for (size_t k = lo; k < hi; ++k) p *= d[k];
+    return p;
+  };
+  View v;
+  for (const auto* s : {&x, &y}) {
+    std::vector<int64_t>& out = s == &x ? v.x : v.y;
+    out = {product(s->dims, 0, h), h == w ? 1 : s->dims[h], s->dims[w],
+           product(s->dims, w + 1, rank)};
+  }
+  v.dy = h == w ? hlo::WindowDim{} : win.dims[h];
+  v.dx = win.dims[w];
+  return v;
+}
+
 }  // namespace
 
 std::string ReduceWindowKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
@@ -226,19 +264,19 @@ std::string ReduceWindowKernel(const HloInstruction& instr, const OpContext& c, 
   const hlo::Window* win = instr.window();
   const HloInstruction* init = instr.operand(1);
   const std::optional<Reducer> reducer = ReducerOf(instr.to_apply());
-  if (!win || win->dims.size() != 4 || x.dims.size() != 4 || !y.IsArray() ||
-      x.type != hlo::PrimitiveType::kF32 || y.type != hlo::PrimitiveType::kF32 || !reducer ||
-      init->opcode() != Opcode::kConstant || init->literal().floats.empty())
+  if (!win || !x.IsArray() || !y.IsArray() || x.type != hlo::PrimitiveType::kF32 ||
+      y.type != hlo::PrimitiveType::kF32 || !reducer || init->opcode() != Opcode::kConstant ||
+      init->literal().floats.empty())
     return "";
   for (const hlo::WindowDim& d : win->dims)
     if (d.lhs_dilate != 1 || d.rhs_dilate != 1 || d.pad_low < 0 || d.pad_high < 0) return "";
-  for (int i : {0, 3})
-    if (win->dims[i].size != 1 || win->dims[i].stride != 1 || win->dims[i].pad_low ||
-        win->dims[i].pad_high)
-      return "";
+  // (HBM holds arrays in their logical row-major order; layouts size the buffers.)
+  const std::optional<View> v = FourDimensional(x, y, *win);
+  if (!v) return "";
   Pool p;
-  p.n = x.dims[0], p.h = x.dims[1], p.w = x.dims[2], p.c = x.dims[3];
-  p.ho = y.dims[1], p.wo = y.dims[2], p.dy = win->dims[1], p.dx = win->dims[2];
+  p.n = v->x[0], p.h = v->x[1], p.w = v->x[2], p.c = v->x[3];
+  p.ho = v->y[1], p.wo = v->y[2], p.dy = v->dy, p.dx = v->dx;
+  if (v->y[0] != p.n || v->y[3] != p.c) return "";
   p.init = init->literal().floats[0], p.reducer = *reducer;
   // With clamped taps standing for padding, every window must hold an input element.
   for (auto [d, size, out] : {std::tuple{p.dy, p.h, p.ho}, std::tuple{p.dx, p.w, p.wo}})
@@ -252,7 +290,7 @@ std::string ReduceWindowKernel(const HloInstruction& instr, const OpContext& c, 
   if (lines <= 0) return "";
   int64_t cpi = (p.ho + lines - 1) / lines;
   if (cpi % 2 && cpi < p.ho) lines = (p.ho + cpi) / (cpi + 1), cpi = (p.ho + lines - 1) / lines;
-  if (cpi % 2 && p.n % 2) return "";  // a unit is two images
+  if (cpi % 2 && p.n % 2 && p.n > 1) return "";  // a unit is two images
   if (3 * p.h * p.w * p.c * 4 > std::numeric_limits<int32_t>::max()) return "";  // immediates
   p.input = c.address(instr.operand(0)), p.output = c.address(&instr), p.tag = instr.name();
   Emitter e(p, lines);

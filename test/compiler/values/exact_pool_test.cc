@@ -56,3 +56,38 @@ ENTRY %main (x: f32[4,32,32,64], z: f32[2,9,8,128]) -> (f32[4,16,16,64], f32[2,4
 
 }  // namespace
 }  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+// Windows over the last dimensions of arrays of rank 1 to 3 (difftest's most frequent
+// timing-only kernel): the windowed dimensions are the kernel's h and w, those before them
+// its images and those after its features, multiplied out. A rank-1 window over one
+// "image" with an odd number of chunks needs no second image to alternate buffers with.
+TEST(ExactPool, WindowsOverTheLastDimensionsOfAnyRank) {
+  testing::ExpectMatch(R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+ENTRY main {
+  x = f32[2,128,8] parameter(0)
+  v = f32[130] parameter(1)
+  q = f32[5,24] parameter(2)
+  z = f32[] constant(0)
+  lo = f32[] constant(-inf)
+  r3 = f32[2,126,8] reduce-window(x, z), window={size=1x3x1 stride=1x1x1 pad=0_0x0_0x0_0}, to_apply=add
+  r1 = f32[65] reduce-window(v, lo), window={size=3 stride=2 pad=1_1}, to_apply=max
+  r2 = f32[3,12] reduce-window(q, z), window={size=3x2 stride=1x2 pad=0_0x0_0}, to_apply=add
+  ROOT t = (f32[2,126,8], f32[65], f32[3,12]) tuple(r3, r1, r2)
+})", 1e-6);
+}
+
+}  // namespace
+}  // namespace tpusim
