@@ -178,9 +178,8 @@ class Fuser {
   HloInstruction* RecomputedConsumer(HloInstruction& consumer, const HloInstruction& training,
                                      const HloInstruction& grad) {
     const hlo::Shape& normalized_shape = training.shape().tuple_shapes.at(0);
-    auto normalize = std::make_unique<HloInstruction>(UniqueName(*fused_, "normalized"),
-                                                      Opcode::kBatchNormInference,
-                                                      normalized_shape);
+    auto normalize = std::make_unique<HloInstruction>(
+        UniqueName(*fused_, "normalized"), Opcode::kBatchNormInference, normalized_shape);
     for (HloInstruction* o : {training.operand(0), training.operand(1), training.operand(2),
                               grad.operand(2), grad.operand(3)})
       normalize->AddOperand(Inside(o));
@@ -209,7 +208,8 @@ class Fuser {
     if (duplicate) {
       for (HloInstruction* o : dy->operands())
         if (const HloInstruction* training = DuplicableNormalize(o, bn))
-          if (recomputed.empty() || recomputed.back().first != o) recomputed.push_back({o, training});
+          if (recomputed.empty() || recomputed.back().first != o)
+            recomputed.push_back({o, training});
       if (recomputed.empty()) return false;
     }
     StartFusion("fused_batch_norm_grad");

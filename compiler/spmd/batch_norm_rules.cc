@@ -109,9 +109,9 @@ Result<std::optional<Local>> Partitioner::BatchNormRule(const HloInstruction& i)
   }
   if (pure_) return NoRule();  // the sums' all-reduce has no place in a fusion
   const hlo::PrimitiveType x_type = global.type;
-  const hlo::PrimitiveType type =
-      i.shape().IsTuple() && i.shape().tuple_shapes.size() == 3 ? i.shape().tuple_shapes[1].type
-                                                                  : x_type;
+  const hlo::PrimitiveType type = i.shape().IsTuple() && i.shape().tuple_shapes.size() == 3
+                                      ? i.shape().tuple_shapes[1].type
+                                      : x_type;
   Expander e(*this, i, *f, type);
   Shape local = x.value->shape();
   local.type = type;

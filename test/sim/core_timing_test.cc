@@ -1,6 +1,6 @@
 // Whole-core timing: each scenario's cycle count follows from the formulas of docs/isa.md.
-#include "sim_test_util.h"
 #include "sim/timing.h"
+#include "sim_test_util.h"
 
 namespace tpusim::sim {
 namespace {

@@ -65,9 +65,8 @@ TEST(VpuLoop, TripsTakeTheCyclesOfTheBusiestSlotClass) {
   ASSERT_TRUE(r.ok) << r.error;
   const CoreConfig& c = run.board.core;
   // Four loads and stores share the load/store slots, two ALU ops the ALU slots.
-  const int64_t body =
-      std::max(CeilDiv(4 * c.vpu_load_store_cycles, c.vpu_load_store_slots),
-               CeilDiv(2 * c.vpu_alu_cycles, c.vpu_alu_slots));
+  const int64_t body = std::max(CeilDiv(4 * c.vpu_load_store_cycles, c.vpu_load_store_slots),
+                                CeilDiv(2 * c.vpu_alu_cycles, c.vpu_alu_slots));
   ASSERT_EQ(body, 2);  // v3: two of each slot per bundle
   int64_t vpu_busy = -1;
   for (const UnitReport& u : r.units)

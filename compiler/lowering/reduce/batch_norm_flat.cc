@@ -201,8 +201,7 @@ std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, 
 // rows / (var + eps)) in a second.
 std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint64_t var,
                                 uint64_t dy, uint64_t dx, std::optional<uint64_t> dgamma,
-                                std::optional<uint64_t> dbeta,
-                                const FlatDyProducer* producer) {
+                                std::optional<uint64_t> dbeta, const FlatDyProducer* producer) {
   Expand(mean, 2), Expand(gamma, 3), Expand(var, 4);
   if (producer && producer->beta) {
     // The normalize's beta (area 11) and scale gamma / sqrt(var + eps) (area 8), computed

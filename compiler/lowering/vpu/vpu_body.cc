@@ -369,7 +369,7 @@ class BodyBuilder : public VpuEmitter {
   VpuBody& b_;
   bool mapped_ = false;
   std::map<const HloInstruction*, int> reg_;
-  int depth_ = 0;  // Compute calls in progress
+  int depth_ = 0;                                  // Compute calls in progress
   std::map<uint64_t, int> consts_;                 // by s32 flag and bits
   std::map<const HloInstruction*, double> known_;  // parameters bound to constants
   int first_temp_ = kFirstTemp, next_temp_ = kFirstTemp, next_const_ = kFirstConst,

@@ -220,8 +220,7 @@ TEST(PassBatchNormFusion, ReluOfTheTrainingPassIsRecomputedInItsGradient) {
 
   std::string junction = kForwardAndBackward;
   junction.replace(junction.find("SUM"), 3, "%sum");
-  junction.replace(junction.find("  %relu"), 0,
-                   "  %sum = bf16[8,8,8,64] add(%y, %r)\n");
+  junction.replace(junction.find("  %relu"), 0, "  %sum = bf16[8,8,8,64] add(%y, %r)\n");
   const std::string kept = Fuse(junction);
   EXPECT_NE(Entry(kept).find("kind=kInput, calls=%fused_batch_norm_grad"), std::string::npos)
       << kept;

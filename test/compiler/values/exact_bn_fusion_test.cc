@@ -4,6 +4,10 @@
 // on the unfused module.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "test/compiler/values/batch_norm_modules.h"
 #include "test/compiler/values/sim_values_util.h"
 
@@ -80,8 +84,7 @@ ENTRY %main (a: f32[4,4,4,256], b: f32[4,4,4,256], g: f32[256], o: f32[256]) -> 
 
 // ReLU's gradient fused into batch-norm-grad (kind=kInput): dy = select(y > 0, g, 0) is
 // computed in both passes from y and g, bf16, 64 features.
-TEST(ExactBatchNormFusion, Bf16ReluGradientIntoBatchNormGrad) {
-  const std::string hlo = R"(HloModule m, replica_count=8
+const char* kBf16ReluGradient = R"(HloModule m, replica_count=8
 ENTRY %main (x: bf16[8,8,8,64], g: f32[64], mean: f32[64], var0: f32[64], y: bf16[8,8,8,64], gr: bf16[8,8,8,64]) -> (bf16[8,8,8,64], f32[64], f32[64]) {
   %x = bf16[8,8,8,64]{3,2,1,0} parameter(0)
   %g = f32[64]{0} parameter(1)
@@ -102,7 +105,9 @@ ENTRY %main (x: bf16[8,8,8,64], g: f32[64], mean: f32[64], var0: f32[64], y: bf1
   %db = f32[64]{0} get-tuple-element(%bn), index=2
   ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) tuple(%dx, %dg, %db)
 })";
-  ExpectFusedGradMatch(hlo);
+
+TEST(ExactBatchNormFusion, Bf16ReluGradientIntoBatchNormGrad) {
+  ExpectFusedGradMatch(kBf16ReluGradient);
 }
 
 // The same with 2,048 features (period 2) in f32, dy = g * (y > 0) written as a multiply of
@@ -200,7 +205,9 @@ ENTRY %main (x: T[D], gamma: f32[F], beta: f32[F], gr: T[D]) -> (T[D], T[D], f32
 })";
   for (const auto& [key, value] :
        {std::pair<std::string, std::string>{"T[D]", type + "[" + dims + "]{3,2,1,0}"},
-        {"pred[D]", "pred[" + dims + "]{3,2,1,0}"}, {"T[]", type + "[]"}, {"[F]", "[" + features + "]"}})
+        {"pred[D]", "pred[" + dims + "]{3,2,1,0}"},
+        {"T[]", type + "[]"},
+        {"[F]", "[" + features + "]"}})
     for (size_t at = hlo.find(key); at != std::string::npos; at = hlo.find(key, at + value.size()))
       hlo.replace(at, key.size(), value);
   return hlo;
@@ -231,38 +238,31 @@ TEST(ExactBatchNormFusion, F32NormalizeDuplicatedIntoTheReluGradient) {
 // Gradients whose dbeta nothing reads (difftest found both kernels declining them, so the
 // module ran timing-only): the flat kernel stores only the statistics someone reads. Fused
 // (a bf16 ReLU gradient), and with dy also read by another op (neither statistic read).
-const char* kUnreadDbeta = R"(HloModule m, replica_count=8
-ENTRY %main (x: bf16[8,8,8,64], g: f32[64], mean: f32[64], var0: f32[64], y: bf16[8,8,8,64], gr: bf16[8,8,8,64]) -> (bf16[8,8,8,64], f32[64]) {
-  %x = bf16[8,8,8,64]{3,2,1,0} parameter(0)
-  %g = f32[64]{0} parameter(1)
-  %mean = f32[64]{0} parameter(2)
-  %var0 = f32[64]{0} parameter(3)
-  %one = f32[] constant(1)
-  %ones = f32[64]{0} broadcast(%one), dimensions={}
-  %var = f32[64]{0} add(%var0, %ones)
-  %y = bf16[8,8,8,64]{3,2,1,0} parameter(4)
-  %gr = bf16[8,8,8,64]{3,2,1,0} parameter(5)
-  %zero = bf16[] constant(0)
-  %zeros = bf16[8,8,8,64]{3,2,1,0} broadcast(%zero), dimensions={}
-  %pos = pred[8,8,8,64]{3,2,1,0} compare(%y, %zeros), direction=GT
-  %dy = bf16[8,8,8,64]{3,2,1,0} select(%pos, %gr, %zeros)
-  %bn = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) batch-norm-grad(%x, %g, %mean, %var, %dy), epsilon=0.001, feature_index=3
-  %dx = bf16[8,8,8,64]{3,2,1,0} get-tuple-element(%bn), index=0
-  %dg = f32[64]{0} get-tuple-element(%bn), index=1
-  ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}) tuple(%dx, %dg)
-})";
+// `text` with each (from, to) replaced once.
+std::string Replaced(std::string text,
+                     const std::vector<std::pair<std::string, std::string>>& edits) {
+  for (const auto& [from, to] : edits) text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+// kBf16ReluGradient without dbeta among the results.
+const std::string kUnreadDbeta =
+    Replaced(kBf16ReluGradient,
+             {{"-> (bf16[8,8,8,64], f32[64], f32[64])", "-> (bf16[8,8,8,64], f32[64])"},
+              {"  %db = f32[64]{0} get-tuple-element(%bn), index=2\n", ""},
+              {"ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}, f32[64]{0}) tuple(%dx, %dg, %db)",
+               "ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}) tuple(%dx, %dg)"}});
 
 TEST(ExactBatchNormFusion, GradientWhoseDbetaNothingReads) { ExpectFusedGradMatch(kUnreadDbeta); }
 
 TEST(ExactBatchNormFusion, GradientWhoseStatisticsNothingReads) {
-  std::string shared = kUnreadDbeta;
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"-> (bf16[8,8,8,64], f32[64])", "-> (bf16[8,8,8,64], bf16[8,8,8,64])"},
-           {"%dg = f32[64]{0} get-tuple-element(%bn), index=1\n",
-            "%skip = bf16[8,8,8,64]{3,2,1,0} negate(%dy)\n"},
-           {"ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}) tuple(%dx, %dg)",
-            "ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, bf16[8,8,8,64]{3,2,1,0}) tuple(%dx, %skip)"}})
-    shared.replace(shared.find(from), from.size(), to);
+  const std::string shared = Replaced(
+      kUnreadDbeta,
+      {{"-> (bf16[8,8,8,64], f32[64])", "-> (bf16[8,8,8,64], bf16[8,8,8,64])"},
+       {"%dg = f32[64]{0} get-tuple-element(%bn), index=1\n",
+        "%skip = bf16[8,8,8,64]{3,2,1,0} negate(%dy)\n"},
+       {"ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, f32[64]{0}) tuple(%dx, %dg)",
+        "ROOT %t = (bf16[8,8,8,64]{3,2,1,0}, bf16[8,8,8,64]{3,2,1,0}) tuple(%dx, %skip)"}});
   ExpectMatch(shared, 1e-5);  // neither dgamma nor dbeta read
 }
 

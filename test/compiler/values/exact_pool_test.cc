@@ -86,7 +86,8 @@ ENTRY main {
   r1 = f32[65] reduce-window(v, lo), window={size=3 stride=2 pad=1_1}, to_apply=max
   r2 = f32[3,12] reduce-window(q, z), window={size=3x2 stride=1x2 pad=0_0x0_0}, to_apply=add
   ROOT t = (f32[2,126,8], f32[65], f32[3,12]) tuple(r3, r1, r2)
-})", 1e-6);
+})",
+                       1e-6);
 }
 
 }  // namespace
