@@ -143,11 +143,6 @@ class Fuser {
     return false;
   }
 
-  // batch-norm-grad whose dy is computed by an elementwise op or loop fusion: the producer
-  // moves into the fusion and the grad kernel computes dy per vreg. When dy has other readers
-  // (a residual junction's gradient, also the skip path's), the fusion writes it as a fourth
-  // result as its statistics pass computes it, and they read that (XLA's multi-output fusion
-  // of a producer with its reduction consumers).
   // The training batch norm whose normalizing pass computes `value` (its fused consumer, ReLU)
   // from x with no other matrix, when `grad` takes that batch norm's x, gamma, mean and var:
   // the gradient can recompute `value` from the x it reads anyway. Else nullptr.
@@ -193,6 +188,11 @@ class Fuser {
     return CloneConsumer(consumer, given);
   }
 
+  // batch-norm-grad whose dy is computed by an elementwise op or loop fusion: the producer
+  // moves into the fusion and the grad kernel computes dy per vreg. When dy has other readers
+  // (a residual junction's gradient, also the skip path's), the fusion writes it as a fourth
+  // result as its statistics pass computes it, and they read that (XLA's multi-output fusion
+  // of a producer with its reduction consumers).
   // `duplicate`: only with the normalize of a training batch norm duplicated into dy's
   // producer (DuplicableNormalize), else not at all.
   bool TryGrad(HloInstruction& bn, bool duplicate) {
