@@ -57,11 +57,13 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   auto [ring, p] = GroupRing(spec, core);
   const int n = static_cast<int>(ring.size());
   if (n < 2) throw std::invalid_argument("reduce-scatter needs at least 2 cores per group");
-  const uint64_t part = spec.input_bytes / n;
+  const uint64_t part = spec.input_bytes / n, rows = spec.part_rows;
   if (part == 0 || part % kVreg || spec.input_bytes % n || spec.input_bytes > kMaxBytes)
     throw std::invalid_argument(
         "reduce-scatter input must be n parts of a multiple of 4096 "
         "bytes, at most 4 MiB");
+  if (rows == 0 || part % rows || (rows > 1 && spec.member_stride))
+    throw std::invalid_argument("reduce-scatter parts must be whole rows, in one round");
   // Group index of each ring member (XLA numbers parts by position in the group).
   std::vector<int> group = spec.replica_groups.empty() ? DefaultGroup(spec) : std::vector<int>{};
   for (const auto& g : spec.replica_groups)
@@ -77,11 +79,18 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   e.EmitRingRegisters();
   // VMEM: chunk k (ring order) holds group part index_of(ring[k]); gather them from HBM.
   const uint64_t data = 0, slots = spec.input_bytes;
+  // Rows of a part (scattered along a dimension after the leading ones): row r of member
+  // g's part is at input + (r n + g) x row.
+  const uint64_t row = part / rows;
+  if (rows > 1)
+    s << ".desc part rows=" << rows << " row_bytes=" << row << " src_stride=" << n * row
+      << " dst_stride=" << row << "\n";
   for (int k = 0; k < n; ++k) {
     e.Vmem(1, data + k * part);
-    const uint64_t stride = spec.member_stride ? spec.member_stride : part;
+    const uint64_t stride = spec.member_stride ? spec.member_stride : rows > 1 ? row : part;
     s << assembly::LoadAddress(2, spec.input_address + index_of(ring[k]) * stride, 9)
-      << "    dma.hv r1, r2, chunk, f" << fb + kFlagInput << "\n";
+      << "    dma.hv r1, r2, " << (rows > 1 ? "part" : "chunk") << ", f" << fb + kFlagInput
+      << "\n";
   }
   s << "    wait seq, f" << fb + kFlagInput << ", " << n << "\n";
   e.ReduceScatter(data, slots, /*shift=*/-1, spec.op);  // ends with chunk p reduced

@@ -23,7 +23,9 @@ struct RingCollectiveSpec {
   uint64_t input_bytes = 0;  // per core; all-gather: one part; reduce-scatter: n parts
   // All-gather along a dimension after the leading ones: the part is `part_rows` rows (the
   // product of the dimensions before the gathered one) and the output interleaves them, row
-  // r of member g at output + (r n + g) x row bytes. 1: the parts are contiguous.
+  // r of member g at output + (r n + g) x row bytes. Reduce-scatter likewise: part g's row r
+  // is at input + (r n + g) x row bytes, and the reduced part goes out as its rows in order.
+  // 1: the parts are contiguous.
   uint64_t part_rows = 1;
   // All-gather: where member g's rows start in the output, output + g x member_stride (0: one
   // row, as above); reduce-scatter: where part g starts in the input (0: one part). A round

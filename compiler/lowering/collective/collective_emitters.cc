@@ -365,6 +365,19 @@ std::vector<std::string> RingCollective(const HloInstruction& instr, const OpCon
     spec.input_bytes = part * n;
     op.exact = spec.input_bytes == in_bytes && instr.shape().type == hlo::PrimitiveType::kF32;
     if (!op.exact) op.note = "parts padded to 4 KiB";
+    // Scattered along a dimension after the leading ones: member g's part is row g of n in
+    // each of the `rows` rows of the dimensions before it, gathered by strided copies (the
+    // reduced part goes out as its rows one after the other, the result's order). A part too
+    // large for one ring keeps the contiguous model's timing only.
+    const uint64_t rows = GatherRows(instr);
+    if (rows > 1) {
+      spec.part_rows = rows;
+      if (op.exact && (part % rows || spec.input_bytes > kRingMax)) {
+        op.exact = false;
+        op.note = "parts strided along the scattered dimension: timed as contiguous";
+      }
+      if (!op.exact) spec.part_rows = 1;
+    }
   }
   spec.op = IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum;
   spec.tag = instr.name();
