@@ -89,8 +89,7 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
     e.Vmem(1, data + k * part);
     const uint64_t stride = spec.member_stride ? spec.member_stride : rows > 1 ? row : part;
     s << assembly::LoadAddress(2, spec.input_address + index_of(ring[k]) * stride, 9)
-      << "    dma.hv r1, r2, " << (rows > 1 ? "part" : "chunk") << ", f" << fb + kFlagInput
-      << "\n";
+      << "    dma.hv r1, r2, " << (rows > 1 ? "part" : "chunk") << ", f" << fb + kFlagInput << "\n";
   }
   s << "    wait seq, f" << fb + kFlagInput << ", " << n << "\n";
   e.ReduceScatter(data, slots, /*shift=*/-1, spec.op);  // ends with chunk p reduced

@@ -208,15 +208,14 @@ class Fuser {
     if (duplicate) {
       for (HloInstruction* o : dy->operands())
         if (const HloInstruction* training = DuplicableNormalize(o, bn))
-          if (recomputed.empty() || recomputed.back().first != o)
-            recomputed.push_back({o, training});
+          recomputed.push_back({o, training});
       if (recomputed.empty()) return false;
     }
     StartFusion("fused_batch_norm_grad");
     std::vector<HloInstruction*> ops;
     for (size_t k = 0; k < 4; ++k) ops.push_back(Inside(bn.operands()[k]));
     ValueMap given;
-    for (const auto& [value, training] : recomputed)
+    for (const auto& [value, training] : recomputed)  // an operand read twice: cloned once
       if (!given.count(value)) given[value] = RecomputedConsumer(*value, *training, bn);
     HloInstruction* dy_inside = CloneConsumer(*dy, given);
     ops.push_back(dy_inside);

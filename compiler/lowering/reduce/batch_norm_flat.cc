@@ -23,6 +23,33 @@ static_assert(kSpread + kMaxSpread * kVregBytes <= (16u << 20));  // v3's VMEM
 
 uint64_t Area(int i) { return kAreas + static_cast<uint64_t>(i) * kAreaBytes; }
 
+std::string V(int r) { return "v" + std::to_string(r); }
+
+// scale = gamma / sqrt(var + eps) (eps in v25) with temps t, t + 1, into `dst`: the statistics
+// block and the gradient's both compute it so.
+std::vector<std::string> ScaleLines(int gamma, int var, int t, int dst) {
+  return {"vadd " + V(t) + ", " + V(var) + ", v25", "vsqrt " + V(t + 1) + ", " + V(t),
+          "vdiv " + V(dst) + ", " + V(gamma) + ", " + V(t + 1)};
+}
+
+// The areas the gradient's passes load as patterns into v24, v25, ... (FeatureStream):
+// mean (2); with a normalize, its scale (8) and beta (11); the dx pass also s / rows /
+// (var + eps) (9) and dy's mean (10).
+constexpr int kMeanArea = 2, kScaleArea = 8, kBetaArea = 11;
+std::vector<int> GradPatterns(bool normalize, bool dx_pass) {
+  std::vector<int> areas = {kMeanArea};
+  if (dx_pass) areas.insert(areas.end(), {kScaleArea, 9, 10});
+  if (normalize && !dx_pass) areas.push_back(kScaleArea);
+  if (normalize) areas.push_back(kBetaArea);
+  return areas;
+}
+
+// The register pattern `area` loads into (v24 + its place in `patterns`).
+int PatternRegister(const std::vector<int>& patterns, int area) {
+  return 24 +
+         static_cast<int>(std::find(patterns.begin(), patterns.end(), area) - patterns.begin());
+}
+
 std::string F32Immediate(double value) {
   const float f = static_cast<float>(value);
   uint32_t bits = 0;
@@ -146,9 +173,10 @@ std::pair<int, int> FlatBatchNorm::Sums(uint64_t x) {
 }
 
 void FlatBatchNorm::Statistics(std::pair<int, int> sums) {
-  Math({sums.first, sums.second, 2},
-       {"vmul v6, v0, v24", "vmul v7, v1, v24", "vmul v8, v6, v6", "vsub v9, v7, v8",
-        "vmax v10, v9, v26", "vadd v11, v10, v25", "vsqrt v12, v11", "vdiv v13, v2, v12"},
+  std::vector<std::string> body = {"vmul v6, v0, v24", "vmul v7, v1, v24", "vmul v8, v6, v6",
+                                   "vsub v9, v7, v8", "vmax v10, v9, v26"};
+  for (std::string& line : ScaleLines(/*gamma=*/2, /*var=*/10, 11, 13)) body.push_back(line);
+  Math({sums.first, sums.second, 2}, body,
        {{6, 6}, {10, 7}, {13, 8}});  // mean, var, gamma / sqrt(var + eps)
 }
 
@@ -176,7 +204,7 @@ std::string FlatBatchNorm::Normalize(uint64_t x, uint64_t y, std::optional<uint6
   if (mean) Store(6, *mean);
   if (var) Store(7, *var);
   std::vector<std::pair<uint64_t, int>> inputs = {{x, x_bytes_}};
-  std::vector<std::string> body = {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"};
+  std::vector<std::string> body = FlatNormalizeLines(0, 24, 25, 26, 6);
   if (!epilogue) {
     Stream(inputs, {6, 8, 3}, false, body, 8, y);
     return code_;
@@ -191,8 +219,7 @@ std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, 
                                      uint64_t var, uint64_t y) {
   Expand(gamma, 2), Expand(beta, 3), Expand(mean, 4), Expand(var, 5);
   Math({2, 5}, {"vadd v6, v1, v25", "vsqrt v7, v6", "vdiv v8, v0, v7"}, {{8, 8}});
-  Stream({{x, x_bytes_}}, {4, 8, 3}, false,
-         {"vsub v6, v0, v24", "vmul v7, v6, v25", "vadd v8, v7, v26"}, 8, y);
+  Stream({{x, x_bytes_}}, {4, 8, 3}, false, FlatNormalizeLines(0, 24, 25, 26, 6), 8, y);
   return code_;
 }
 
@@ -206,8 +233,8 @@ std::string FlatBatchNorm::Grad(uint64_t x, uint64_t gamma, uint64_t mean, uint6
   if (producer && producer->beta) {
     // The normalize's beta (area 11) and scale gamma / sqrt(var + eps) (area 8), computed
     // with the training pass's operations (Statistics), so the normalized x is its bits.
-    Expand(*producer->beta, 11);
-    Math({3, 4}, {"vadd v6, v1, v25", "vsqrt v7, v6", "vdiv v8, v0, v7"}, {{8, 8}});
+    Expand(*producer->beta, kBetaArea);
+    Math({3, 4}, ScaleLines(/*gamma=*/0, /*var=*/1, 6, 8), {{8, kScaleArea}});
   }
   const std::pair<int, int> sums = GradSums(x, dy, producer);
   if (producer && producer->store)  // the dx pass reads the dy the sums pass wrote
@@ -227,19 +254,27 @@ struct GradInputs {
   std::string dy;
 };
 
-// The pattern registers: the statistics pass loads mean (area 2), and with a normalize the
-// scale (area 8) and beta (area 11) into v24, v25, v26; the dx pass mean, scale and two more
-// (areas 2, 8, 9, 10) into v24..v27, and beta into v28.
+std::vector<std::string> FlatNormalizeLines(int x, int mean, int scale, int beta, int t) {
+  return {"vsub " + V(t) + ", " + V(x) + ", " + V(mean),
+          "vmul " + V(t + 1) + ", " + V(t) + ", " + V(scale),
+          "vadd " + V(t + 2) + ", " + V(t + 1) + ", " + V(beta)};
+}
+
+// The pattern registers follow GradPatterns; constants take what the patterns leave of
+// v28, v29.
 FlatDyRegisters FlatDyPassRegisters(size_t matrices, bool normalize, bool dx_pass) {
   FlatDyRegisters r;
   r.x = dx_pass ? 0 : 1;
   for (int k = 0; r.matrices.size() < matrices; ++k)
     if (k != r.x) r.matrices.push_back(k);
   r.first_temp = dx_pass ? 11 : 8;
+  const std::vector<int> patterns = GradPatterns(normalize, dx_pass);
+  r.mean = PatternRegister(patterns, kMeanArea);
   if (normalize) {
-    r.scale = 25, r.beta = dx_pass ? 28 : 26;
-    if (dx_pass) r.first_const = 29;
+    r.scale = PatternRegister(patterns, kScaleArea);
+    r.beta = PatternRegister(patterns, kBetaArea);
   }
+  r.first_const = std::max(28, 24 + static_cast<int>(patterns.size()));
   return r;
 }
 
@@ -271,8 +306,7 @@ std::pair<int, int> FlatBatchNorm::GradSums(uint64_t x, uint64_t dy,
   // store, the computed dy goes out too.
   GradInputs g = WithDy(x, x_bytes_, dy, dy_bytes_, /*dx_pass=*/false, producer);
   std::vector<std::string> body = g.code.body;
-  std::vector<int> patterns = {2};
-  if (producer && producer->beta) patterns = {2, 8, 11};
+  const std::vector<int> patterns = GradPatterns(producer && producer->beta, /*dx_pass=*/false);
   for (const std::string& line : {"vadd v30, v30, " + g.dy, std::string("vsub v6, v1, v24"),
                                   "vmul v7, " + g.dy + ", v6", std::string("vadd v31, v31, v7")})
     body.push_back(line);
@@ -290,10 +324,14 @@ void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy
                                std::optional<uint64_t> dgamma, std::optional<uint64_t> dbeta,
                                const FlatDyProducer* producer) {
   const auto [sum, s] = sums;
-  Math({sum, s, 3, 4},
-       {"vadd v6, v3, v25", "vsqrt v7, v6", "vdiv v8, v1, v7", "vdiv v9, v2, v7",
-        "vmul v10, v1, v24", "vdiv v11, v10, v6", "vmul v12, v0, v24"},
-       {{8, 7}, {9, 8}, {11, 9}, {12, 10}});  // dgamma, scale, s / rows / (var + eps), dy mean
+  std::vector<std::string> math = ScaleLines(/*gamma=*/2, /*var=*/3, 6, 9);
+  math.insert(math.begin() + 2, "vdiv v8, v1, v7");  // dgamma = s / sqrt(var + eps)
+  math.insert(math.end(), {"vmul v10, v1, v24", "vdiv v11, v10, v6", "vmul v12, v0, v24"});
+  Math({sum, s, 3, 4}, math,
+       {{8, 7},
+        {9, kScaleArea},
+        {11, 9},
+        {12, 10}});  // dgamma, scale, s / rows / (var + eps), dy mean
   if (dbeta) Store(sum, *dbeta);
   if (dgamma) Store(7, *dgamma);
   // x in v0, dy (v1, or computed); a producer's temps after the body's (v6..v10).
@@ -303,9 +341,8 @@ void FlatBatchNorm::GradFinish(std::pair<int, int> sums, uint64_t x, uint64_t dy
                                   "vsub v8, " + g.dy + ", v27", std::string("vsub v9, v8, v7"),
                                   std::string("vmul v10, v25, v9")})
     body.push_back(line);
-  std::vector<int> patterns = {2, 8, 9, 10};
-  if (producer && producer->beta) patterns.push_back(11);
-  Stream(g.inputs, patterns, false, body, 10, dx, g.code.prologue);
+  Stream(g.inputs, GradPatterns(producer && producer->beta, /*dx_pass=*/true), false, body, 10, dx,
+         g.code.prologue);
 }
 
 }  // namespace tpusim::lowering

@@ -43,6 +43,11 @@ struct FlatDyRegisters {
   int x = 0, mean = 24, scale = -1, beta = -1;  // scale, beta: only with a normalize
   int first_temp = 0, first_const = 28, last_const = 29;
 };
+// The training pass's per-element normalize, (x - mean) * scale + beta, as VPU lines over
+// registers x, mean, scale and beta with temps t, t + 1, t + 2 (the result): the normalizing
+// pass and a gradient recomputing it share them, so the two give the same bits.
+std::vector<std::string> FlatNormalizeLines(int x, int mean, int scale, int beta, int t);
+
 // The registers of dy's producer in the statistics pass (`dx_pass` false: x in v1, temps from
 // v8) or in the dx pass (x in v0, temps from v11): the `matrices` load into v0 .. v3 in order,
 // skipping x's. The fusion's exactness check builds dy's code for the same registers the

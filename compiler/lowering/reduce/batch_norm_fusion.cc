@@ -283,13 +283,11 @@ std::optional<FlatCode> DyCode(const GradParts& p, const FlatDyRegisters& regs) 
   if (p.normalize) {
     if (regs.scale < 0 || regs.beta < 0) return std::nullopt;
     const int t = first_temp;
-    auto v = [](int r) { return "v" + std::to_string(r); };
-    head = {"vsub " + v(t) + ", " + v(regs.x) + ", " + v(regs.mean),
-            "vmul " + v(t + 1) + ", " + v(t) + ", " + v(regs.scale),
-            "vadd " + v(t + 2) + ", " + v(t + 1) + ", " + v(regs.beta)};
+    head = FlatNormalizeLines(regs.x, regs.mean, regs.scale, regs.beta, t);
     int value = t + 2;
     if (p.normalize->shape().type == PrimitiveType::kBF16)
-      head.push_back("vcvt.bf16 " + v(t + 3) + ", " + v(t + 2)), value = t + 3;
+      head.push_back("vcvt.bf16 v" + std::to_string(t + 3) + ", v" + std::to_string(t + 2)),
+          value = t + 3;
     bound[p.normalize] = value;
     first_temp = value + 1;
   }

@@ -129,7 +129,7 @@ ENTRY %main (a: f32[16,5], b: bf16[6,4]) -> (f32[16,5], f32[16,5], f32[16,5], bf
 // (difftest found the ring reducing contiguous quarters instead: wrong values, reported
 // exact). Groups as the generator draws them, out of ring order.
 TEST(ExactCollectives, ReduceScatterAlongAMinorDimension) {
-  testing::ValueRun r = testing::SimulateValues(R"(HloModule m, replica_count=8
+  testing::ExpectMatch(R"(HloModule m, replica_count=8
 %add (x: f32[], y: f32[]) -> f32[] {
   %x = f32[] parameter(0)
   %y = f32[] parameter(1)
@@ -139,10 +139,8 @@ TEST(ExactCollectives, ReduceScatterAlongAMinorDimension) {
 ENTRY %main (a: f32[8,2,2,1024]) -> f32[8,2,2,256] {
   %a = f32[8,2,2,1024]{3,2,1,0} parameter(0)
   ROOT %r = f32[8,2,2,256]{3,2,1,0} reduce-scatter(%a), replica_groups={{0,5,6,7},{1,2,3,4}}, dimensions={3}, to_apply=%add
-})");
-  ASSERT_TRUE(r.exact) << "timing-only ops:" << r.inexact_ops;
-  EXPECT_TRUE(r.nonzero);
-  EXPECT_LT(r.error, 1e-6);
+})",
+                       1e-6);
 }
 
 // Collective buffers above 2 GiB (a 3 GiB parameter first in HBM): their addresses are built
