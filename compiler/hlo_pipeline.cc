@@ -34,7 +34,7 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::Bf16ConversionFoldingPass>(kernels);
   p.AddPass<passes::DcePass>();  // the converts the folding bypassed: fusion counts users
   p.AddPass<passes::LayoutAssignmentPass>();
-  p.AddPass<passes::ElementwiseFusionPass>();
+  p.AddPass<passes::ElementwiseFusionPass>(&kernels);
   p.AddPass<passes::BatchNormFusionPass>(kernels);
   p.AddPass<passes::ConvStatisticsFusionPass>(kernels);
   p.AddPass<passes::DcePass>();

@@ -141,6 +141,15 @@ HloInstruction* SimplifyInstruction(HloInstruction& i, const ModuleEdits& edits,
       }
       return IfSameShape(x, i);
     }
+    case Opcode::kGetTupleElement: {
+      // An element of a tuple instruction is that operand (XLA's HandleGetTupleElement): the
+      // partitioner's expansions build tuples whose parts then fuse with their readers.
+      const std::optional<int64_t> k = i.GetInt("index");
+      if (x->opcode() != Opcode::kTuple || !k || *k < 0 ||
+          *k >= static_cast<int64_t>(x->operand_count()))
+        return nullptr;
+      return IfSameShape(edits.Resolve(x->operand(static_cast<size_t>(*k))), i);
+    }
     case Opcode::kConcatenate:
       return i.operand_count() == 1 ? IfSameShape(x, i) : nullptr;
     case Opcode::kPad: {

@@ -2,6 +2,7 @@
 #include "compiler/passes/fusion.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -33,33 +34,66 @@ bool IsDuplicable(const HloInstruction& i) {
   return i.opcode() == Opcode::kBroadcast && i.shape().IsArray();
 }
 
+// A convert that widens (bf16 to f32): each copy reads fewer bytes than the converted value
+// would take, so every user computes its own when all of them fuse (`fuses`).
+bool IsDuplicableWidening(const HloInstruction& i, const UserMap& users,
+                          const std::function<bool(const HloInstruction&)>& fuses) {
+  if (i.opcode() != Opcode::kConvert || !i.shape().IsArray() || i.operand_count() != 1 ||
+      !i.operand(0)->shape().IsArray() ||
+      hlo::PrimitiveTypeBits(i.operand(0)->shape().type) >= hlo::PrimitiveTypeBits(i.shape().type))
+    return false;
+  auto it = users.find(&i);
+  if (it == users.end() || it->second.size() < 2) return false;
+  return std::all_of(it->second.begin(), it->second.end(),
+                     [&](const HloInstruction* u) { return fuses(*u); });
+}
+
 // A reduce whose reducer is not a plain add or max (argmax, min, product, logical and/or):
 // its elementwise producers fuse into it (kind=kInput), as XLA fuses them, so that a
 // predicate such as is-finite never needs storing. Add and max reductions keep their
-// producers apart (the tiled kernel reads the reduced operand from HBM).
-bool IsFusibleReduce(const HloInstruction& i) {
+// producers apart (the tiled kernel reads the reduced operand from HBM), except the sums
+// over every dimension but the last (`column_sums`), offered to the target's kernel.
+bool IsFusibleReduce(const HloInstruction& i, bool column_sums) {
   if (i.opcode() != Opcode::kReduce || !i.to_apply()) return false;
   const Opcode r = i.to_apply()->root()->opcode();
-  return i.operand_count() > 2 || (r != Opcode::kAdd && r != Opcode::kMaximum);
+  if (i.operand_count() > 2 || (r != Opcode::kAdd && r != Opcode::kMaximum)) return true;
+  if (!column_sums || r != Opcode::kAdd || !i.shape().IsArray() || i.shape().rank() != 1)
+    return false;
+  const int64_t rank = i.operand(0)->shape().rank();
+  const hlo::IntList* dims = i.dimensions();
+  if (rank < 2 || !dims || static_cast<int64_t>(dims->size()) != rank - 1) return false;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if ((*dims)[static_cast<size_t>(d)] != d) return false;
+  return true;
 }
 
-// Groups of `c` to fuse, each listed in instruction order (root last). Duplicable producers
-// may sit in several groups and are never assigned to one.
-std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c, UserMap& users) {
+using Set = std::unordered_set<const HloInstruction*>;
+using Groups = std::vector<std::vector<HloInstruction*>>;
+
+// Groups of `c` to fuse, each listed in instruction order (root last), and the duplicated
+// producers (`copied`), which may sit in several groups. `excluded` reduces start no group.
+Groups FindGroups(const HloComputation& c, UserMap& users, bool column_sums, const Set& excluded,
+                  Set& copied) {
+  auto starts = [&](const HloInstruction& i) {
+    return IsElementwise(i) || (IsFusibleReduce(i, column_sums) && !excluded.count(&i));
+  };
+  copied.clear();
   std::unordered_map<const HloInstruction*, size_t> group_of;
-  std::vector<std::vector<HloInstruction*>> groups;
+  Groups groups;
   const auto& instrs = c.instructions();
   for (auto it = instrs.rbegin(); it != instrs.rend(); ++it) {
     HloInstruction* i = it->get();
     if (!group_of.count(i)) {
-      if (!IsElementwise(*i) && !IsFusibleReduce(*i)) continue;
+      // a copied producer lives in its users' groups, which read its operands
+      if (!starts(*i) || copied.count(i)) continue;
       group_of[i] = groups.size();
       groups.push_back({i});
     }
     size_t g = group_of[i];
     for (HloInstruction* p : i->operands()) {
       if (group_of.count(p) || !IsFusibleProducer(*p) || p == c.root()) continue;
-      if (IsDuplicable(*p)) {
+      if (copied.count(p) || IsDuplicable(*p) || IsDuplicableWidening(*p, users, starts)) {
+        copied.insert(p);
         auto& members = groups[g];
         if (std::find(members.begin(), members.end(), p) == members.end()) members.push_back(p);
         continue;
@@ -71,7 +105,7 @@ std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c, Us
   }
   std::unordered_map<const HloInstruction*, size_t> pos;
   for (size_t k = 0; k < instrs.size(); ++k) pos[instrs[k].get()] = k;
-  std::vector<std::vector<HloInstruction*>> out;
+  Groups out;
   for (auto& g : groups) {
     if (g.size() < 2) continue;
     std::sort(g.begin(), g.end(), [&](auto* a, auto* b) { return pos[a] < pos[b]; });
@@ -80,14 +114,14 @@ std::vector<std::vector<HloInstruction*>> FindGroups(const HloComputation& c, Us
   return out;
 }
 
-// Builds the fused computation and the fusion instruction for `group`; records the edits.
-void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction*>& group,
-          ModuleEdits& edits) {
-  std::unordered_set<const HloInstruction*> members(group.begin(), group.end());
-  auto* fused = m.AddComputation(
-      std::make_unique<HloComputation>(UniqueComputationName(m, "fused_computation")));
+// The fused computation of `group` (named `name`) and the values it reads, in parameter
+// order.
+std::unique_ptr<HloComputation> FusedComputation(const std::vector<HloInstruction*>& group,
+                                                 const std::string& name,
+                                                 std::vector<HloInstruction*>& inputs) {
+  Set members(group.begin(), group.end());
+  auto fused = std::make_unique<HloComputation>(name);
   std::unordered_map<const HloInstruction*, HloInstruction*> inside;
-  std::vector<HloInstruction*> inputs;
   for (HloInstruction* i : group) {
     for (HloInstruction* op : i->operands()) {
       if (members.count(op) || inside.count(op)) continue;
@@ -104,29 +138,59 @@ void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction
     for (HloInstruction* op : i->operands()) ops.push_back(inside.at(op));
     inside[i] = fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
   }
+  fused->set_root(inside.at(group.back()));
+  return fused;
+}
+
+void SetFusionAttrs(HloInstruction& fusion, HloComputation* fused) {
+  const bool input = fused->root()->opcode() == Opcode::kReduce;
+  fusion.SetAttr("kind", hlo::Word{input ? "kInput" : "kLoop"});
+  fusion.SetAttr("calls", hlo::ComputationRefs{{fused->name()}, {fused}, false});
+}
+
+// Whether the target's kernel computes the fusion `group` would become (built aside, in no
+// computation).
+bool TargetTakes(const target::TargetDescription& target,
+                 const std::vector<HloInstruction*>& group) {
+  std::vector<HloInstruction*> inputs;
+  std::unique_ptr<HloComputation> fused = FusedComputation(group, "candidate", inputs);
+  HloInstruction fusion("candidate", Opcode::kFusion, group.back()->shape());
+  for (HloInstruction* op : inputs) fusion.AddOperand(op);
+  SetFusionAttrs(fusion, fused.get());
+  return target.ExactReductionFusion(fusion);
+}
+
+// Builds the fused computation and the fusion instruction for `group`, which replaces its
+// root in `edits`; its members not `copied` are removed.
+void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction*>& group,
+          const Set& copied, ModuleEdits& edits) {
+  std::vector<HloInstruction*> inputs;
+  HloComputation* fused = m.AddComputation(
+      FusedComputation(group, UniqueComputationName(m, "fused_computation"), inputs));
   HloInstruction* root = group.back();
-  fused->set_root(inside.at(root));
   HloInstruction* fusion = AddNew(c, "fusion", Opcode::kFusion, root->shape(), inputs);
-  fusion->SetAttr("kind", hlo::Word{root->opcode() == Opcode::kReduce ? "kInput" : "kLoop"});
-  fusion->SetAttr("calls", hlo::ComputationRefs{{fused->name()}, {fused}, false});
+  SetFusionAttrs(*fusion, fused);
   edits.replace[root] = fusion;
-  for (HloInstruction* i : group) {  // duplicated broadcasts: see RemoveFullyFused
-    if (i != root && !IsDuplicable(*i)) edits.remove.insert(i);
+  for (HloInstruction* i : group) {  // duplicated producers: see RemoveFullyFused
+    if (i != root && !copied.count(i)) edits.remove.insert(i);
   }
 }
 
-// A duplicated broadcast goes once every one of its users was fused (each has its copy).
-void RemoveFullyFused(const HloComputation& c,
-                      const std::vector<std::vector<HloInstruction*>>& groups, UserMap& users,
-                      ModuleEdits& edits) {
-  std::unordered_set<const HloInstruction*> fused;
+// A duplicated producer goes once every one of its users was fused (each has its copy).
+void RemoveFullyFused(const HloComputation& c, const Groups& groups, const Set& copied,
+                      UserMap& users, ModuleEdits& edits) {
+  Set fused;
   for (const auto& g : groups) fused.insert(g.begin(), g.end());
-  for (const HloInstruction* i : fused) {
-    if (!IsDuplicable(*i) || i == c.root()) continue;
+  for (const HloInstruction* i : copied) {
+    if (i == c.root() || !fused.count(i)) continue;
     const auto& u = users[i];
     if (std::all_of(u.begin(), u.end(), [&](HloInstruction* x) { return fused.count(x) > 0; }))
       edits.remove.insert(i);
   }
+}
+
+bool IsColumnSums(const HloInstruction& root) {
+  return root.opcode() == Opcode::kReduce && !IsFusibleReduce(root, false);
 }
 
 }  // namespace
@@ -135,9 +199,20 @@ hlo::Result<bool> ElementwiseFusionPass::Run(hlo::HloModule& module) {
   ModuleEdits edits;
   for (HloComputation* c : KernelComputations(module)) {
     UserMap users = ComputeUsers(*c);
-    const auto groups = FindGroups(*c, users);
-    for (const auto& group : groups) Fuse(module, *c, group, edits);
-    RemoveFullyFused(*c, groups, users, edits);
+    Set excluded, copied;
+    Groups groups;
+    // Sums whose fusion the target's kernel does not compute keep their producers apart: the
+    // groups are found again without them.
+    for (bool again = true; again;) {
+      groups = FindGroups(*c, users, target_ != nullptr, excluded, copied);
+      again = false;
+      for (const auto& g : groups) {
+        if (IsColumnSums(*g.back()) && !TargetTakes(*target_, g))
+          excluded.insert(g.back()), again = true;
+      }
+    }
+    for (const auto& group : groups) Fuse(module, *c, group, copied, edits);
+    RemoveFullyFused(*c, groups, copied, users, edits);
   }
   if (edits.empty()) return false;
   hlo::Status s = ApplyEdits(module, edits);

@@ -6,19 +6,28 @@
 //
 // Fusion goes producer into consumer: a group starts at an elementwise op and pulls in each
 // operand that is elementwise or a broadcast and has that group member as its only user, so
-// no work is duplicated. Groups of one instruction are left alone. The entry computation and
+// no work is duplicated, except for cheap producers every group copies: broadcasts, and
+// widening converts whose every user fuses (XLA duplicates such producers into each consumer
+// fusion, so the wide value never lives in HBM). Groups of one instruction are left alone. The entry computation and
 // the computations of call, while and conditional are fused; reducers and fused
 // computations are not.
 #pragma once
 
 #include "compiler/passes/pass.h"
+#include "compiler/target/target_description.h"
 
 namespace tpusim::passes {
 
 class ElementwiseFusionPass : public HloPass {
  public:
+  // `target` (may be null: no add-reduction fusions) outlives the pass.
+  explicit ElementwiseFusionPass(const target::TargetDescription* target = nullptr)
+      : target_(target) {}
   std::string_view name() const override { return "elementwise-fusion"; }
   hlo::Result<bool> Run(hlo::HloModule& module) override;
+
+ private:
+  const target::TargetDescription* target_;
 };
 
 }  // namespace tpusim::passes

@@ -28,6 +28,10 @@ class TargetDescription {
   // convolution-statistics-fusion pass builds it), lowers to one kernel that computes its
   // values. A target without such a kernel keeps the default.
   virtual bool ExactConvolutionFusion(const hlo::HloInstruction& /*fusion*/) const { return false; }
+  // `fusion`, add reductions over every dimension but the last of elementwise producers (the
+  // elementwise-fusion pass builds them; the multi-output-fusion pass pairs them), lowers to
+  // one kernel that computes its values. A target without such a kernel keeps the default.
+  virtual bool ExactReductionFusion(const hlo::HloInstruction& /*fusion*/) const { return false; }
   // Input channels below which the convolution kernel folds a window's taps into the MXU's
   // contraction (each staged pixel holds every tap's channels): the space-to-depth pass folds
   // the s x s blocks of a strided convolution's input into its channels below this. 0: none.

@@ -5,6 +5,7 @@
 #include "compiler/lowering/data/move_ops.h"
 #include "compiler/lowering/reduce/batch_norm_fusion.h"
 #include "compiler/lowering/reduce/batch_norm_kernel.h"
+#include "compiler/lowering/reduce/feature_fusion_kernel.h"
 #include "compiler/lowering/vpu/vpu_stream.h"
 
 namespace tpusim::lowering {
@@ -23,6 +24,9 @@ class TensorCoreDescription : public target::TargetDescription {
   }
   bool ExactConvolutionFusion(const hlo::HloInstruction& fusion) const override {
     return ConvFusionOnExactKernel(fusion);
+  }
+  bool ExactReductionFusion(const hlo::HloInstruction& fusion) const override {
+    return FeatureFusionOnExactKernel(fusion);
   }
   int64_t FoldedConvolutionChannels() const override { return kFoldBelowCin; }
   bool ExactBf16Move(const hlo::HloInstruction& move) const override {

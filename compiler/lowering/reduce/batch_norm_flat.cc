@@ -215,6 +215,42 @@ std::string FlatBatchNorm::Normalize(uint64_t x, uint64_t y, std::optional<uint6
   return code_;
 }
 
+std::string FlatBatchNorm::ColumnSums(const std::vector<std::pair<uint64_t, int>>& matrices,
+                                      const std::vector<uint64_t>& vectors,
+                                      std::vector<std::string> prologue,
+                                      std::vector<std::string> body,
+                                      const std::vector<std::optional<uint64_t>>& sums) {
+  std::vector<int> patterns;
+  for (size_t k = 0; k < vectors.size(); ++k) {
+    patterns.push_back(2 + static_cast<int>(k));
+    Expand(vectors[k], patterns.back());
+  }
+  Stream(matrices, patterns, true, std::move(body), 0, 0, std::move(prologue));
+  for (size_t k = 0; k < sums.size(); ++k) {
+    if (!sums[k]) continue;                 // nothing reads it
+    const int area = static_cast<int>(k);  // the accumulators hold patterns from 1024 features
+    if (features_ < 1024) Fold(area, 8 + area);
+    Store(features_ < 1024 ? 8 + area : area, *sums[k]);
+  }
+  Flush();
+  return code_;
+}
+
+std::string FlatBatchNorm::ColumnMap(const std::vector<std::pair<uint64_t, int>>& matrices,
+                                     const std::vector<uint64_t>& vectors,
+                                     std::vector<std::string> prologue,
+                                     std::vector<std::string> body, int result, uint64_t output,
+                                     int output_bytes) {
+  std::vector<int> patterns;
+  for (size_t k = 0; k < vectors.size(); ++k) {
+    patterns.push_back(2 + static_cast<int>(k));
+    Expand(vectors[k], patterns.back());
+  }
+  Stream(matrices, patterns, false, std::move(body), result, output, std::move(prologue),
+         output_bytes);
+  return code_;
+}
+
 std::string FlatBatchNorm::Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean,
                                      uint64_t var, uint64_t y) {
   Expand(gamma, 2), Expand(beta, 3), Expand(mean, 4), Expand(var, 5);

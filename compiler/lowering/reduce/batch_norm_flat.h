@@ -86,6 +86,19 @@ class FlatBatchNorm {
   std::string TrainingFromSums(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t sum,
                                uint64_t sum_squares, uint64_t y, std::optional<uint64_t> mean,
                                std::optional<uint64_t> var, const FlatEpilogue* epilogue);
+  // Per-feature sums of one or two values computed per element (the expanded batch norm's
+  // statistics pass): one read of the matrices (HBM address, bytes per element) into v0..;
+  // the f32[features] `vectors` as patterns in v24..; `body` accumulates into v30 (and v31)
+  // after `prologue`; each sum goes to its `sums` address (HBM f32[features]), if it has one.
+  std::string ColumnSums(const std::vector<std::pair<uint64_t, int>>& matrices,
+                         const std::vector<uint64_t>& vectors, std::vector<std::string> prologue,
+                         std::vector<std::string> body, const std::vector<std::optional<uint64_t>>& sums);
+  // The same stream storing the body's `result` register per element to `output` (HBM
+  // [rows, features], `output_bytes` 4 or 2: f32 or bf16, rounded to nearest even).
+  std::string ColumnMap(const std::vector<std::pair<uint64_t, int>>& matrices,
+                        const std::vector<uint64_t>& vectors, std::vector<std::string> prologue,
+                        std::vector<std::string> body, int result, uint64_t output,
+                        int output_bytes);
   std::string Inference(uint64_t x, uint64_t gamma, uint64_t beta, uint64_t mean, uint64_t var,
                         uint64_t y);
   // With `producer`, dy is computed from its matrices (`dy` is not read). A statistic

@@ -8,6 +8,7 @@
 #include "compiler/lowering/dot/mxu_ops.h"
 #include "compiler/lowering/driver/emitters.h"
 #include "compiler/lowering/reduce/batch_norm_fusion.h"
+#include "compiler/lowering/reduce/feature_fusion_kernel.h"
 #include "compiler/lowering/reduce/line_reduce_kernel.h"
 #include "compiler/lowering/vpu/stream_op.h"
 #include "compiler/lowering/vpu/tile_ops.h"
@@ -99,9 +100,26 @@ std::string EmitFusion(const HloInstruction& instr, const OpContext& c, LoweredO
   }
   // batch norm with its elementwise neighbours (passes/bn_fusion.h).
   if (std::string b = BatchNormFusionKernel(instr, c, op); !b.empty()) return b;
-  // XLA's kInput fusion: a reduce of elementwise producers.
+  // XLA's kInput fusion: per-feature sums of elementwise producers, or a reduce of them
+  // over the last dimension.
+  const bool loop = instr.fused_computation() &&
+                     instr.fused_computation()->root()->opcode() != Opcode::kReduce &&
+                     instr.fused_computation()->root()->opcode() != Opcode::kTuple;
+  if (!loop) {
+    if (std::string r = FeatureFusionKernel(instr, c, op); !r.empty()) return r;
+  }
   if (std::string r = LineReduceKernel(instr, c, op); !r.empty()) return r;
-  return ElementwiseOp(instr, c, op);
+  std::string k = ElementwiseOp(instr, c, op);
+  if (op.exact || !loop) return k;
+  // A loop fusion over bf16 matrices and per-feature vectors (an expanded batch norm's
+  // normalize) streams flat when the elementwise kernels cannot compute it.
+  LoweredOp flat = op;
+  flat.note.clear();
+  if (std::string r = FeatureFusionKernel(instr, c, flat); !r.empty()) {
+    op = flat;
+    return r;
+  }
+  return k;
 }
 
 // The tiled kernel, else strided DMA moves, else a fill's timing.

@@ -162,14 +162,30 @@ TEST(PassAlgsimp, LayoutChangingReshapeKept) {
   EXPECT_FALSE(changed);
 }
 
-// jax.checkpoint's barrier orders nothing in tpusim (kernels run in program order).
+// jax.checkpoint's barrier orders nothing in tpusim (kernels run in program order); the
+// element then read from the tuple is the tuple's operand.
 TEST(PassAlgsimp, OptBarrierIsItsOperand) {
   EXPECT_EQ(Root("%p = f32[4] parameter(0)\n%q = s32[2] parameter(1)\n"
                  "%t = (f32[4], s32[2]) tuple(f32[4] %p, s32[2] %q)\n"
                  "%b = (f32[4], s32[2]) opt-barrier((f32[4], s32[2]) %t)\n"
                  "%g = f32[4] get-tuple-element((f32[4], s32[2]) %b), index=0\n"
                  "ROOT %n = f32[4] negate(f32[4] %g)"),
-            "%n = f32[4] negate(f32[4] %g) #5");
+            "%n = f32[4] negate(f32[4] %p) #3");
+}
+
+// The partitioner's batch-norm expansion returns tuple(y, mean, var): each element read is
+// the tuple's operand, so y fuses with its readers (XLA's HandleGetTupleElement).
+TEST(PassAlgsimp, GetTupleElementOfATupleIsItsOperand) {
+  EXPECT_EQ(Root("%p = f32[4] parameter(0)\n%q = s32[2] parameter(1)\n"
+                 "%t = (f32[4], s32[2]) tuple(f32[4] %p, s32[2] %q)\n"
+                 "%g = s32[2] get-tuple-element((f32[4], s32[2]) %t), index=1\n"
+                 "ROOT %n = s32[2] negate(s32[2] %g)"),
+            "%n = s32[2] negate(s32[2] %q) #3");
+  // an element of anything else stays
+  EXPECT_EQ(Root("%p = (f32[4], s32[2]) parameter(0)\n"
+                 "%g = s32[2] get-tuple-element((f32[4], s32[2]) %p), index=1\n"
+                 "ROOT %n = s32[2] negate(s32[2] %g)"),
+            "%n = s32[2] negate(s32[2] %g) #3");
 }
 
 TEST(PassAlgsimp, ChainsSimplifyTogether) {
