@@ -17,6 +17,8 @@ using hlo::HloInstruction;
 using hlo::OpCategory;
 using hlo::Opcode;
 
+using Set = std::unordered_set<const HloInstruction*>;
+
 bool IsElementwise(const HloInstruction& i) {
   OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
   return i.shape().IsArray() &&
@@ -34,18 +36,58 @@ bool IsDuplicable(const HloInstruction& i) {
   return i.opcode() == Opcode::kBroadcast && i.shape().IsArray();
 }
 
-// A convert that widens (bf16 to f32): each copy reads fewer bytes than the converted value
-// would take, so every user computes its own when all of them fuse (`fuses`).
-bool IsDuplicableWidening(const HloInstruction& i, const UserMap& users,
-                          const std::function<bool(const HloInstruction&)>& fuses) {
-  if (i.opcode() != Opcode::kConvert || !i.shape().IsArray() || i.operand_count() != 1 ||
-      !i.operand(0)->shape().IsArray() ||
-      hlo::PrimitiveTypeBits(i.operand(0)->shape().type) >= hlo::PrimitiveTypeBits(i.shape().type))
-    return false;
-  auto it = users.find(&i);
-  if (it == users.end() || it->second.size() < 2) return false;
-  return std::all_of(it->second.begin(), it->second.end(),
-                     [&](const HloInstruction* u) { return fuses(*u); });
+// Cheap elementwise ops: not XLA's IsExpensive ones (divisions, roots, transcendentals).
+bool IsCheap(const HloInstruction& i) {
+  switch (i.opcode()) {
+    case Opcode::kAdd:
+    case Opcode::kSubtract:
+    case Opcode::kMultiply:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kNegate:
+    case Opcode::kAbs:
+    case Opcode::kConvert:
+    case Opcode::kCompare:
+    case Opcode::kSelect:
+    case Opcode::kAnd:
+    case Opcode::kOr:
+    case Opcode::kNot:
+      return IsElementwise(i);
+    default:
+      return false;
+  }
+}
+
+int64_t ElementBytes(const HloInstruction& i) {
+  return std::max<int64_t>(1, hlo::PrimitiveTypeBits(i.shape().type) / 8);
+}
+
+// Producers every reader recomputes, as XLA duplicates a cheap producer into each consumer
+// fusion when all of them fuse it: cheap elementwise ops read by several instructions, all
+// of which fuse (`fuses`), whose copies read no more bytes per element than the value would
+// take in HBM (a widening convert; x - mean over a widened bf16 x), counting what the
+// copied producers they read read in turn and nothing for broadcasts, which every group
+// copies anyway.
+Set CheapCopies(const HloComputation& c, const UserMap& users,
+                const std::function<bool(const HloInstruction&)>& fuses) {
+  Set copied;
+  std::unordered_map<const HloInstruction*, int64_t> reads;  // per element, by a copy
+  for (const auto& owned : c.instructions()) {
+    const HloInstruction& i = *owned;
+    if (!IsCheap(i) || &i == c.root()) continue;
+    int64_t bytes = 0;
+    for (const HloInstruction* o : i.operands()) {
+      if (o->opcode() == Opcode::kBroadcast || o->shape().IsScalar()) continue;
+      bytes += copied.count(o) ? reads.at(o) : ElementBytes(*o);
+    }
+    reads[&i] = bytes;
+    auto it = users.find(&i);
+    if (bytes > ElementBytes(i) || it == users.end() || it->second.size() < 2) continue;
+    if (std::all_of(it->second.begin(), it->second.end(),
+                    [&](const HloInstruction* u) { return fuses(*u); }))
+      copied.insert(&i);
+  }
+  return copied;
 }
 
 // A reduce whose reducer is not a plain add or max (argmax, min, product, logical and/or):
@@ -67,7 +109,6 @@ bool IsFusibleReduce(const HloInstruction& i, bool column_sums) {
   return true;
 }
 
-using Set = std::unordered_set<const HloInstruction*>;
 using Groups = std::vector<std::vector<HloInstruction*>>;
 
 // Groups of `c` to fuse, each listed in instruction order (root last), and the duplicated
@@ -77,7 +118,7 @@ Groups FindGroups(const HloComputation& c, UserMap& users, bool column_sums, con
   auto starts = [&](const HloInstruction& i) {
     return IsElementwise(i) || (IsFusibleReduce(i, column_sums) && !excluded.count(&i));
   };
-  copied.clear();
+  copied = CheapCopies(c, users, starts);
   std::unordered_map<const HloInstruction*, size_t> group_of;
   Groups groups;
   const auto& instrs = c.instructions();
@@ -90,17 +131,25 @@ Groups FindGroups(const HloComputation& c, UserMap& users, bool column_sums, con
       groups.push_back({i});
     }
     size_t g = group_of[i];
-    for (HloInstruction* p : i->operands()) {
-      if (group_of.count(p) || !IsFusibleProducer(*p) || p == c.root()) continue;
-      if (copied.count(p) || IsDuplicable(*p) || IsDuplicableWidening(*p, users, starts)) {
-        copied.insert(p);
-        auto& members = groups[g];
-        if (std::find(members.begin(), members.end(), p) == members.end()) members.push_back(p);
-        continue;
+    auto& members = groups[g];
+    // A copy joins with the copies it reads in turn (they read what it would have read).
+    std::vector<const HloInstruction*> readers = {i};
+    while (!readers.empty()) {
+      const HloInstruction* r = readers.back();
+      readers.pop_back();
+      for (HloInstruction* p : r->operands()) {
+        if (group_of.count(p) || !IsFusibleProducer(*p) || p == c.root()) continue;
+        if (copied.count(p) || IsDuplicable(*p)) {
+          copied.insert(p);
+          if (std::find(members.begin(), members.end(), p) != members.end()) continue;
+          members.push_back(p);
+          readers.push_back(p);
+          continue;
+        }
+        if (r != i || users[p].size() != 1) continue;  // fusing would compute p twice
+        group_of[p] = g;
+        members.push_back(p);
       }
-      if (users[p].size() != 1) continue;  // fusing would compute p twice
-      group_of[p] = g;
-      groups[g].push_back(p);
     }
   }
   std::unordered_map<const HloInstruction*, size_t> pos;

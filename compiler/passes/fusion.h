@@ -7,8 +7,9 @@
 // Fusion goes producer into consumer: a group starts at an elementwise op and pulls in each
 // operand that is elementwise or a broadcast and has that group member as its only user, so
 // no work is duplicated, except for cheap producers every group copies: broadcasts, and
-// widening converts whose every user fuses (XLA duplicates such producers into each consumer
-// fusion, so the wide value never lives in HBM). Groups of one instruction are left alone. The entry computation and
+// cheap elementwise ops whose every user fuses and whose copies read no more bytes than the
+// value would take, as a widening convert (XLA duplicates such producers into each consumer
+// fusion, so the value never lives in HBM). Groups of one instruction are left alone. The entry computation and
 // the computations of call, while and conditional are fused; reducers and fused
 // computations are not.
 #pragma once

@@ -98,9 +98,10 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
           "03-async-conversion.hlo", "04-all-reduce-combiner.hlo", "05-contraction-defusion.hlo",
           "06-dce.hlo", "07-algsimp.hlo", "08-dce.hlo", "09-space-to-depth.hlo",
           "10-conv-canonicalization.hlo", "11-bf16-conversion-folding.hlo", "12-dce.hlo",
-          "13-layout-assignment.hlo", "14-elementwise-fusion.hlo", "15-batch-norm-fusion.hlo",
-          "16-convolution-statistics-fusion.hlo", "17-dce.hlo", "18-memory-planning.hlo"}));
-  std::ifstream in(dir / "18-memory-planning.hlo");
+          "13-layout-assignment.hlo", "14-elementwise-fusion.hlo", "15-multi-output-fusion.hlo",
+          "16-batch-norm-fusion.hlo", "17-convolution-statistics-fusion.hlo", "18-dce.hlo",
+          "19-memory-planning.hlo"}));
+  std::ifstream in(dir / "19-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -118,7 +119,7 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
                        "batch-sharding", "spmd-partitioner", "async-conversion",
                        "all-reduce-combiner", "contraction-defusion", "dce", "algsimp", "dce",
                        "space-to-depth", "conv-canonicalization", "bf16-conversion-folding", "dce",
-                       "layout-assignment", "elementwise-fusion", "batch-norm-fusion",
+                       "layout-assignment", "elementwise-fusion", "multi-output-fusion", "batch-norm-fusion",
                        "convolution-statistics-fusion", "dce", "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
