@@ -4,16 +4,19 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
+#include "compiler/lowering/driver/tensor_core_target.h"
 #include "compiler/passes/fusion.h"
 
 namespace tpusim::passes {
 namespace {
 
 // Parses, fuses, verifies and checks the printed module re-parses to the same text.
-hlo::HloModule Fuse(const std::string& text, bool* changed) {
+// With `target`, per-feature sums are offered to its kernel.
+hlo::HloModule Fuse(const std::string& text, bool* changed,
+                    const target::TargetDescription* target = nullptr) {
   hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text);
   EXPECT_TRUE(m.ok()) << m.status().message();
-  hlo::Result<bool> r = ElementwiseFusionPass().Run(*m);
+  hlo::Result<bool> r = ElementwiseFusionPass(target).Run(*m);
   EXPECT_TRUE(r.ok()) << r.status().message();
   *changed = r.ok() && *r;
   hlo::Status v = hlo::VerifyModule(*m);
@@ -229,6 +232,84 @@ ENTRY %e (p: f32[8,128]) -> (pred[], f32[]) {
   EXPECT_EQ(all.fused_computation()->root()->opcode(), hlo::Opcode::kReduce);
   EXPECT_EQ(root.operand(1)->opcode(), hlo::Opcode::kReduce);  // the sum is not fused
   EXPECT_EQ(root.operand(1)->operand(0)->opcode(), hlo::Opcode::kMultiply);
+}
+
+// The partitioner's batch norm over a bf16 x widens x once for four readers: each copies the
+// convert (reading 2 bytes per element instead of 4) and so does x - mean, which two readers
+// share (a convert and a broadcast vector in, 2 bytes read, 4 written). A sum of two f32
+// arrays (8 bytes read, 4 written) stays one value.
+TEST(PassFusion, CheapProducersThatReadLessThanTheyWriteAreCopied) {
+  bool changed = false;
+  hlo::HloModule m = Fuse(R"(HloModule t
+ENTRY %e (x: bf16[4,256], mean: f32[256], p: f32[4,256], q: f32[4,256]) -> (f32[4,256], f32[4,256], f32[4,256], f32[4,256]) {
+  %x = bf16[4,256] parameter(0)
+  %mean = f32[256] parameter(1)
+  %p = f32[4,256] parameter(2)
+  %q = f32[4,256] parameter(3)
+  %wide = f32[4,256] convert(bf16[4,256] %x)
+  %m = f32[4,256] broadcast(f32[256] %mean), dimensions={1}
+  %centred = f32[4,256] subtract(f32[4,256] %wide, f32[4,256] %m)
+  %a = f32[4,256] exponential(f32[4,256] %centred)
+  %b = f32[4,256] multiply(f32[4,256] %centred, f32[4,256] %wide)
+  %s = f32[4,256] add(f32[4,256] %p, f32[4,256] %q)
+  %c = f32[4,256] log(f32[4,256] %s)
+  %d = f32[4,256] negate(f32[4,256] %s)
+  ROOT %t = (f32[4,256], f32[4,256], f32[4,256], f32[4,256]) tuple(%a, %b, %c, %d)
+})",
+                          &changed);
+  EXPECT_TRUE(changed);
+  const hlo::HloComputation& e = *m.entry();
+  EXPECT_EQ(e.Find("centred"), nullptr);  // in both of its readers' fusions
+  EXPECT_EQ(e.Find("wide"), nullptr);
+  EXPECT_NE(e.Find("s"), nullptr);        // copies would read more than it holds
+  const hlo::HloInstruction& root = *e.root();
+  for (int k : {0, 1}) {
+    const hlo::HloInstruction& f = *root.operand(k);
+    ASSERT_EQ(f.opcode(), hlo::Opcode::kFusion);
+    EXPECT_EQ(CountOps(*f.fused_computation(), hlo::Opcode::kConvert), 1);
+    EXPECT_EQ(CountOps(*f.fused_computation(), hlo::Opcode::kSubtract), 1);
+    EXPECT_EQ(f.operand_count(), 2u);  // x and mean: the copies read what they would have
+  }
+  EXPECT_EQ(root.operand(2)->opcode(), hlo::Opcode::kLog);  // groups of one stay
+}
+
+// Per-feature sums (every dimension but the last) take their producers when the target's
+// kernel computes the fusion (the feature-stream kernel: feature_fusion_kernel.h); without a
+// target, or when the kernel declines (features that do not stream flat), they stay apart.
+TEST(PassFusion, PerFeatureSumsTakeTheirProducersWhenTheTargetComputesThem) {
+  const std::string text = R"(HloModule t
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %e (x: bf16[2,4,4,FEATURES]) -> f32[FEATURES] {
+  %x = bf16[2,4,4,FEATURES] parameter(0)
+  %wide = f32[2,4,4,FEATURES] convert(bf16[2,4,4,FEATURES] %x)
+  %sq = f32[2,4,4,FEATURES] multiply(f32[2,4,4,FEATURES] %wide, f32[2,4,4,FEATURES] %wide)
+  %z = f32[] constant(0)
+  ROOT %sum = f32[FEATURES] reduce(f32[2,4,4,FEATURES] %sq, f32[] %z), dimensions={0,1,2}, to_apply=%add
+})";
+  auto with = [&](const std::string& features) {
+    std::string t = text;
+    for (size_t at; (at = t.find("FEATURES")) != std::string::npos;) t.replace(at, 8, features);
+    return t;
+  };
+  bool changed = false;
+  hlo::HloModule fused = Fuse(with("128"), &changed, &lowering::TensorCoreTarget());
+  EXPECT_TRUE(changed);
+  const hlo::HloInstruction& root = *fused.entry()->root();
+  ASSERT_EQ(root.opcode(), hlo::Opcode::kFusion);
+  EXPECT_EQ(root.GetWord("kind"), "kInput");
+  EXPECT_EQ(root.operand(0)->name(), "x");  // reads bf16 x, widening it per vreg
+  EXPECT_EQ(CountOps(*root.fused_computation(), hlo::Opcode::kConvert), 1);
+  // no target: the sum reads the fused square
+  hlo::HloModule plain = Fuse(with("128"), &changed);
+  EXPECT_EQ(plain.entry()->root()->opcode(), hlo::Opcode::kReduce);
+  // 96 features neither divide a vreg's 1024 elements nor fill whole vregs: declined
+  hlo::HloModule declined = Fuse(with("96"), &changed, &lowering::TensorCoreTarget());
+  EXPECT_EQ(declined.entry()->root()->opcode(), hlo::Opcode::kReduce);
+  EXPECT_EQ(declined.entry()->root()->operand(0)->opcode(), hlo::Opcode::kFusion);
 }
 
 }  // namespace

@@ -1,0 +1,97 @@
+// Sibling multi-output fusion: per-feature sums that read one value become one fusion (IR in,
+// IR out), and a sum that reads another's result stays apart.
+#include "compiler/passes/multi_output_fusion.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/printer.h"
+#include "compiler/hlo/verifier.h"
+#include "compiler/lowering/driver/tensor_core_target.h"
+#include "compiler/passes/fusion.h"
+
+namespace tpusim::passes {
+namespace {
+
+constexpr const char* kAdd = R"(HloModule t
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(f32[] %a, f32[] %b)
+}
+)";
+
+// Fuses elementwise producers into the sums, then merges siblings; verifies and re-parses.
+hlo::HloModule FuseSums(const std::string& entry, bool* changed) {
+  hlo::Result<hlo::HloModule> m = hlo::ParseHlo(std::string(kAdd) + entry);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  const target::TargetDescription& target = lowering::TensorCoreTarget();
+  EXPECT_TRUE(ElementwiseFusionPass(&target).Run(*m).ok());
+  hlo::Result<bool> r = MultiOutputFusionPass(target).Run(*m);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  *changed = r.ok() && *r;
+  hlo::Status v = hlo::VerifyModule(*m);
+  EXPECT_TRUE(v.ok()) << v.message();
+  const std::string printed = hlo::PrintModule(*m);
+  hlo::Result<hlo::HloModule> again = hlo::ParseHlo(printed);
+  EXPECT_TRUE(again.ok()) << again.status().message() << "\n" << printed;
+  return std::move(m).value();
+}
+
+int Fusions(const hlo::HloComputation& c) {
+  int n = 0;
+  for (const auto& i : c.instructions()) n += i->opcode() == hlo::Opcode::kFusion;
+  return n;
+}
+
+// Batch norm's statistics: the sum of x and of x^2 read x once.
+TEST(PassMultiOutputFusion, SiblingSumsOfOneValueBecomeOneFusion) {
+  bool changed = false;
+  hlo::HloModule m = FuseSums(R"(ENTRY %e (x: bf16[2,4,4,256]) -> (f32[256], f32[256]) {
+  %x = bf16[2,4,4,256] parameter(0)
+  %wide = f32[2,4,4,256] convert(bf16[2,4,4,256] %x)
+  %z = f32[] constant(0)
+  %sum = f32[256] reduce(f32[2,4,4,256] %wide, f32[] %z), dimensions={0,1,2}, to_apply=%add
+  %sq = f32[2,4,4,256] multiply(f32[2,4,4,256] %wide, f32[2,4,4,256] %wide)
+  %squares = f32[256] reduce(f32[2,4,4,256] %sq, f32[] %z), dimensions={0,1,2}, to_apply=%add
+  ROOT %t = (f32[256], f32[256]) tuple(f32[256] %sum, f32[256] %squares)
+})",
+                         &changed);
+  EXPECT_TRUE(changed);
+  const hlo::HloComputation& e = *m.entry();
+  ASSERT_EQ(Fusions(e), 1);
+  const hlo::HloInstruction& root = *e.root();
+  const hlo::HloInstruction& sum = *root.operand(0);
+  const hlo::HloInstruction& squares = *root.operand(1);
+  ASSERT_EQ(sum.opcode(), hlo::Opcode::kGetTupleElement);
+  ASSERT_EQ(squares.opcode(), hlo::Opcode::kGetTupleElement);
+  EXPECT_EQ(sum.operand(0), squares.operand(0));
+  EXPECT_EQ(sum.GetInt("index"), 0);
+  EXPECT_EQ(squares.GetInt("index"), 1);
+  const hlo::HloInstruction& f = *sum.operand(0);
+  EXPECT_EQ(f.GetWord("kind"), "kInput");
+  ASSERT_EQ(f.operand_count(), 2u);  // x once, and the zero
+  EXPECT_EQ(f.operand(0)->name(), "x");
+  EXPECT_EQ(f.fused_computation()->root()->opcode(), hlo::Opcode::kTuple);
+  EXPECT_TRUE(lowering::TensorCoreTarget().ExactReductionFusion(f));
+}
+
+// sum(x - sum(x)) reads the first sum: merging would make the fusion read its own result.
+TEST(PassMultiOutputFusion, ASumThatReadsAnotherStaysApart) {
+  bool changed = false;
+  hlo::HloModule m = FuseSums(R"(ENTRY %e (x: f32[2,4,4,128]) -> f32[128] {
+  %x = f32[2,4,4,128] parameter(0)
+  %z = f32[] constant(0)
+  %sum = f32[128] reduce(f32[2,4,4,128] %x, f32[] %z), dimensions={0,1,2}, to_apply=%add
+  %b = f32[2,4,4,128] broadcast(f32[128] %sum), dimensions={3}
+  %d = f32[2,4,4,128] subtract(f32[2,4,4,128] %x, f32[2,4,4,128] %b)
+  ROOT %again = f32[128] reduce(f32[2,4,4,128] %d, f32[] %z), dimensions={0,1,2}, to_apply=%add
+})",
+                         &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(m.entry()->root()->opcode(), hlo::Opcode::kFusion);
+  EXPECT_EQ(m.entry()->root()->fused_computation()->root()->opcode(), hlo::Opcode::kReduce);
+}
+
+}  // namespace
+}  // namespace tpusim::passes

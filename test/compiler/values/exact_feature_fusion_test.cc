@@ -1,0 +1,79 @@
+// Fusions on the feature-stream kernel (compiler/lowering/reduce/feature_fusion_kernel.h),
+// each element against the evaluator's: per-feature sums of a bf16 value and of its squares
+// in one read (a multi-output fusion, the statistics of a batch norm the partitioner
+// expands), for features below a vreg (64: rows folded) and above it (2,048: two vregs per
+// row); and a whole training block of such batch norms, whose normalize, ReLU and gradient
+// run as loop fusions over bf16 matrices and per-feature vectors.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "test/compiler/values/sim_values_util.h"
+
+namespace tpusim {
+namespace {
+
+using testing::ExpectMatch;
+
+constexpr const char* kAdd = R"(HloModule m
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+)";
+
+// The module's batch splits over the 8 cores; each sums its rows and the sums are
+// all-reduced.
+std::string Sums(const std::string& shape, const std::string& features) {
+  return std::string(kAdd) + "ENTRY %main (x: bf16[" + shape + "]) -> (f32[" + features +
+         "], f32[" + features + "]) {\n  %x = bf16[" + shape + "]{3,2,1,0} parameter(0)\n" +
+         "  %wide = f32[" + shape + "]{3,2,1,0} convert(%x)\n  %z = f32[] constant(0)\n" +
+         "  %sum = f32[" + features + "]{0} reduce(%wide, %z), dimensions={0,1,2}, " +
+         "to_apply=%add\n  %sq = f32[" + shape + "]{3,2,1,0} multiply(%wide, %wide)\n" +
+         "  %squares = f32[" + features + "]{0} reduce(%sq, %z), dimensions={0,1,2}, " +
+         "to_apply=%add\n  ROOT %t = (f32[" + features + "], f32[" + features +
+         "]) tuple(%sum, %squares)\n}\n";
+}
+
+TEST(ExactFeatureFusion, SumsOfABf16ValueAndItsSquaresFoldedRows) {
+  ExpectMatch(Sums("16,8,8,64", "64"));
+}
+
+TEST(ExactFeatureFusion, SumsOfABf16ValueAndItsSquaresOverTwoVregsPerRow) {
+  ExpectMatch(Sums("8,2,2,2048", "2048"));
+}
+
+// conv-free ResNet block pieces at global batch: batch norm on a widened bf16 x, ReLU in
+// bf16, and the gradient of both, expanded by the partitioner (sums all-reduced); the
+// normalize and ReLU, the gradient's dx and its sums are fusions on the feature stream.
+TEST(ExactFeatureFusion, ExpandedBatchNormTrainingAndGradientWithRelu) {
+  ExpectMatch(std::string(kAdd) + R"(ENTRY %main (x: bf16[16,4,4,256], g: f32[256], b: f32[256], dz: bf16[16,4,4,256]) -> (bf16[16,4,4,256], bf16[16,4,4,256], f32[256], f32[256]) {
+  %x = bf16[16,4,4,256]{3,2,1,0} parameter(0)
+  %g = f32[256]{0} parameter(1)
+  %b = f32[256]{0} parameter(2)
+  %dz = bf16[16,4,4,256]{3,2,1,0} parameter(3)
+  %xf = f32[16,4,4,256]{3,2,1,0} convert(%x)
+  %bn = (f32[16,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) batch-norm-training(%xf, %g, %b), epsilon=0.001, feature_index=3
+  %yf = f32[16,4,4,256]{3,2,1,0} get-tuple-element(%bn), index=0
+  %mean = f32[256]{0} get-tuple-element(%bn), index=1
+  %var = f32[256]{0} get-tuple-element(%bn), index=2
+  %y = bf16[16,4,4,256]{3,2,1,0} convert(%yf)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[16,4,4,256]{3,2,1,0} broadcast(%zero), dimensions={}
+  %relu = bf16[16,4,4,256]{3,2,1,0} maximum(%y, %zeros)
+  %on = pred[16,4,4,256]{3,2,1,0} compare(%relu, %zeros), direction=GT
+  %dy = bf16[16,4,4,256]{3,2,1,0} select(%on, %dz, %zeros)
+  %dyf = f32[16,4,4,256]{3,2,1,0} convert(%dy)
+  %grad = (f32[16,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) batch-norm-grad(%xf, %g, %mean, %var, %dyf), epsilon=0.001, feature_index=3
+  %dxf = f32[16,4,4,256]{3,2,1,0} get-tuple-element(%grad), index=0
+  %dx = bf16[16,4,4,256]{3,2,1,0} convert(%dxf)
+  %dg = f32[256]{0} get-tuple-element(%grad), index=1
+  %db = f32[256]{0} get-tuple-element(%grad), index=2
+  ROOT %t = (bf16[16,4,4,256]{3,2,1,0}, bf16[16,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) tuple(%relu, %dx, %dg, %db)
+})",
+              1e-2);
+}
+
+}  // namespace
+}  // namespace tpusim
