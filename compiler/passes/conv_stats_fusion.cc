@@ -57,12 +57,14 @@ class Rewriter {
       : m_(m), c_(c), target_(target), edits_(edits), adder_(adder) {}
 
   bool Run() {
+    const UserMap users = ComputeUsers(c_);
     bool changed = false;
     const size_t count = c_.instructions().size();  // rewriting appends
     for (size_t k = 0; k < count; ++k) {
       HloInstruction& f = *c_.instructions()[k];
       if (IsOutputFusion(f) && !edits_.remove.count(&f)) changed |= Try(f, f);
       if (f.opcode() == Opcode::kBatchNormTraining && &f != c_.root()) changed |= TryBare(f);
+      if (f.opcode() == Opcode::kFusion && !edits_.remove.count(&f)) changed |= TrySums(f, users);
     }
     return changed;
   }
@@ -263,6 +265,72 @@ class Rewriter {
     y->SetAttr("index", int64_t{0});
     edits_.replace[conv] = y, edits_.replace[&replaced] = expanded;
     Drop({conv, &replaced});
+    claimed_.insert(conv);
+    return true;
+  }
+
+  // `f`, tuple(sum(f32(p)), sum(f32(p) * f32(p))) over every dimension but the last of a
+  // bf16 convolution's result p (the sums an expanded batch norm reads), read only through
+  // get-tuple-elements: the convolution computes them as it drains.
+  bool TrySums(HloInstruction& f, const UserMap& users) {
+    const HloComputation* fc = f.fused_computation();
+    if (!fc || fc->root()->opcode() != Opcode::kTuple || fc->root()->operand_count() != 2)
+      return false;
+    const HloInstruction* p = nullptr;
+    auto wide = [&](const HloInstruction* v) {  // f32(p) of a parameter p, p the same in all
+      if (v->opcode() != Opcode::kConvert || v->shape().type != hlo::PrimitiveType::kF32 ||
+          v->operand(0)->opcode() != Opcode::kParameter || (p && p != v->operand(0)))
+        return false;
+      p = v->operand(0);
+      return true;
+    };
+    for (int64_t k = 0; k < 2; ++k) {
+      const HloInstruction* r = fc->root()->operand(static_cast<size_t>(k));
+      if (r->opcode() != Opcode::kReduce || r->operand_count() != 2) return false;
+      const HloInstruction* v = r->operand(0);
+      const bool square = v->opcode() == Opcode::kMultiply && wide(v->operand(0)) &&
+                          wide(v->operand(1));
+      if (square != (k == 1) || (k == 0 && !wide(v))) return false;
+      const HloInstruction* zero = f.operand(static_cast<size_t>(
+          r->operand(1)->opcode() == Opcode::kParameter ? r->operand(1)->parameter_number() : 0));
+      if (r->operand(1)->opcode() != Opcode::kParameter || zero->opcode() != Opcode::kConstant ||
+          zero->literal().floats != std::vector<double>{0.0})
+        return false;
+      const int64_t rank = v->shape().rank();
+      hlo::IntList leading;
+      for (int64_t d = 0; d + 1 < rank; ++d) leading.push_back(d);
+      if (!r->dimensions() || *r->dimensions() != leading) return false;
+    }
+    HloInstruction* conv = f.operands().at(static_cast<size_t>(p->parameter_number()));
+    if (conv->opcode() != Opcode::kConvolution || claimed_.count(conv) ||
+        conv->shape().type != hlo::PrimitiveType::kBF16 || conv->operand_count() != 2)
+      return false;
+    auto it = users.find(&f);
+    if (it == users.end()) return false;
+    for (const HloInstruction* u : it->second)
+      if (u->opcode() != Opcode::kGetTupleElement) return false;
+    const int64_t feature = conv->shape().rank() - 1;
+    HloInstruction* stats = StatisticsFusion(*conv, f.shape().tuple_shapes.at(0), feature);
+    if (!target_.ExactConvolutionFusion(*stats)) {
+      Drop({stats});
+      return false;
+    }
+    for (HloInstruction* u : it->second) {  // the sums keep their names
+      const int64_t k = u->GetInt("index").value_or(0);
+      auto sum = std::make_unique<HloInstruction>(u->name(), Opcode::kGetTupleElement, u->shape());
+      sum->AddOperand(stats);
+      HloInstruction* g = c_.AddInstruction(std::move(sum));
+      g->SetAttr("index", k + 1);
+      edits_.replace[u] = g;
+      edits_.remove.insert(u);
+    }
+    auto gte =
+        std::make_unique<HloInstruction>(conv->name(), Opcode::kGetTupleElement, conv->shape());
+    gte->AddOperand(stats);
+    HloInstruction* y = c_.AddInstruction(std::move(gte));
+    y->SetAttr("index", int64_t{0});
+    edits_.replace[conv] = y;
+    Drop({conv, &f});
     claimed_.insert(conv);
     return true;
   }

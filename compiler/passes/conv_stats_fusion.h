@@ -16,6 +16,11 @@
 // result once per training step in the forward pass instead of twice. Both fusions are kept
 // only where the target runs each on one exact kernel (TargetDescription::ExactConvolutionFusion
 // and ExactBatchNormFusion). Runs after batch-norm-fusion.
+//
+// A batch norm the partitioner expanded has no batch-norm-training left: its sums are a
+// multi-output fusion of their own (multi-output-fusion's tuple(sum(f32(x)),
+// sum(f32(x) * f32(x)))). When x is such a convolution, the convolution takes the sums as
+// above and the sums' readers read them from it (XLA's producer-consumer multi-output fusion).
 #pragma once
 
 #include "compiler/passes/pass.h"

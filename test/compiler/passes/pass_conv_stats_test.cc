@@ -11,16 +11,23 @@
 #include "compiler/passes/bn_fusion.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion.h"
+#include "compiler/passes/multi_output_fusion.h"
 
 namespace tpusim::passes {
 namespace {
 
 // The module after elementwise fusion, batch-norm-fusion, this pass and dce, printed;
 // `changed` says whether this pass changed it.
-std::string Fuse(const std::string& text, bool* changed = nullptr) {
+// With `sums`, elementwise fusion fuses per-feature sums and multi-output fusion pairs them,
+// as the pipeline does.
+std::string Fuse(const std::string& text, bool* changed = nullptr, bool sums = false) {
   hlo::Result<hlo::HloModule> m = hlo::ParseHlo(text);
   EXPECT_TRUE(m.ok()) << m.status().message();
-  EXPECT_TRUE(ElementwiseFusionPass().Run(*m).ok());
+  const target::TargetDescription& target = lowering::TensorCoreTarget();
+  EXPECT_TRUE(ElementwiseFusionPass(sums ? &target : nullptr).Run(*m).ok());
+  if (sums) {
+    EXPECT_TRUE(MultiOutputFusionPass(target).Run(*m).ok());
+  }
   EXPECT_TRUE(BatchNormFusionPass(lowering::TensorCoreTarget()).Run(*m).ok());
   hlo::Result<bool> r = ConvStatisticsFusionPass(lowering::TensorCoreTarget()).Run(*m);
   EXPECT_TRUE(r.ok()) << r.status().message();
@@ -114,6 +121,42 @@ ENTRY %main (x: bf16[8,8,8,64], w: bf16[3,3,64,64], g: f32[64], b: f32[64]) -> (
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_FALSE(*r);
   EXPECT_EQ(hlo::PrintModule(*m).find("statistics_add"), std::string::npos);
+}
+
+// A batch norm the partitioner expanded: its sums of f32(x) and f32(x)^2 are one
+// multi-output fusion over a bf16 convolution's result, which the convolution then
+// computes as it drains; the sums' readers (here an all-reduce) read its elements.
+TEST(PassConvStatistics, ExpandedSumsOfAConvolutionMoveIntoItsDrain) {
+  bool changed = false;
+  const std::string out = Entry(Fuse(R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: bf16[8,8,8,64], w: bf16[3,3,64,64]) -> (f32[64], f32[64], bf16[8,8,8,64]) {
+  %x = bf16[8,8,8,64] parameter(0)
+  %w = bf16[3,3,64,64] parameter(1)
+  %conv = bf16[8,8,8,64] convolution(%x, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %wide = f32[8,8,8,64] convert(%conv)
+  %z = f32[] constant(0)
+  %sum = f32[64] reduce(%wide, %z), dimensions={0,1,2}, to_apply=%add
+  %sq = f32[8,8,8,64] multiply(%wide, %wide)
+  %squares = f32[64] reduce(%sq, %z), dimensions={0,1,2}, to_apply=%add
+  %all = (f32[64], f32[64]) all-reduce(%sum, %squares), replica_groups={}, to_apply=%add
+  %s0 = f32[64] get-tuple-element(%all), index=0
+  %s1 = f32[64] get-tuple-element(%all), index=1
+  ROOT %t = (f32[64], f32[64], bf16[8,8,8,64]) tuple(%s0, %s1, %conv)
+})",
+                                     &changed, /*sums=*/true));
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(out.find("kInput"), std::string::npos) << out;  // no pass of its own over conv
+  EXPECT_NE(out.find("kind=kOutput, calls=%fused_convolution_statistics"), std::string::npos)
+      << out;
+  // conv and the sums are elements 0, 1 and 2 of the convolution's fusion
+  EXPECT_NE(out.find("%conv = bf16[8,8,8,64] get-tuple-element("), std::string::npos) << out;
+  EXPECT_NE(out.find("all-reduce(f32[64] %fusion"), std::string::npos) << out;
+  EXPECT_NE(out.find("index=2"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -75,5 +75,29 @@ TEST(ExactFeatureFusion, ExpandedBatchNormTrainingAndGradientWithRelu) {
               1e-2);
 }
 
+// The same batch norm over a bf16 convolution's output: the convolution sums its output as
+// it drains (convolution-statistics-fusion on the expanded sums), the sums are all-reduced,
+// the normalize and ReLU stream flat.
+TEST(ExactFeatureFusion, ConvolutionSumsItsOutputForAnExpandedBatchNorm) {
+  ExpectMatch(std::string(kAdd) + R"(ENTRY %main (x: bf16[16,8,8,64], w: bf16[3,3,64,128], g: f32[128], b: f32[128]) -> (bf16[16,8,8,128], f32[128], f32[128]) {
+  %x = bf16[16,8,8,64]{3,2,1,0} parameter(0)
+  %w = bf16[3,3,64,128]{3,2,1,0} parameter(1)
+  %g = f32[128]{0} parameter(2)
+  %b = f32[128]{0} parameter(3)
+  %conv = bf16[16,8,8,128]{3,2,1,0} convolution(%x, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %cf = f32[16,8,8,128]{3,2,1,0} convert(%conv)
+  %bn = (f32[16,8,8,128]{3,2,1,0}, f32[128]{0}, f32[128]{0}) batch-norm-training(%cf, %g, %b), epsilon=0.001, feature_index=3
+  %yf = f32[16,8,8,128]{3,2,1,0} get-tuple-element(%bn), index=0
+  %y = bf16[16,8,8,128]{3,2,1,0} convert(%yf)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[16,8,8,128]{3,2,1,0} broadcast(%zero), dimensions={}
+  %relu = bf16[16,8,8,128]{3,2,1,0} maximum(%y, %zeros)
+  %mean = f32[128]{0} get-tuple-element(%bn), index=1
+  %var = f32[128]{0} get-tuple-element(%bn), index=2
+  ROOT %t = (bf16[16,8,8,128]{3,2,1,0}, f32[128]{0}, f32[128]{0}) tuple(%relu, %mean, %var)
+})",
+              1e-2);
+}
+
 }  // namespace
 }  // namespace tpusim
