@@ -96,6 +96,93 @@ class Merger {
     return fusion;
   }
 
+  // The fusion computing `sums` (a reduction fusion) with `producer` (a loop fusion it reads)
+  // inside: root tuple(the sums' elements..., the producer's value), built aside.
+  std::unique_ptr<HloInstruction> BuildWithProducer(const HloInstruction& sums,
+                                                    const HloInstruction& producer,
+                                                    std::unique_ptr<HloComputation>& fused) {
+    fused = std::make_unique<HloComputation>(UniqueComputationName(m_, "fused_computation"));
+    std::vector<HloInstruction*> operands;
+    auto param_for = [&](HloInstruction* outside, const hlo::Shape& shape) {
+      auto at = std::find(operands.begin(), operands.end(), outside);
+      if (at != operands.end()) return params_.at(static_cast<size_t>(at - operands.begin()));
+      operands.push_back(outside);
+      auto param = std::make_unique<HloInstruction>("param_" + std::to_string(params_.size()),
+                                                    Opcode::kParameter, shape);
+      param->set_parameter_number(static_cast<int64_t>(params_.size()));
+      params_.push_back(fused->AddInstruction(std::move(param)));
+      return params_.back();
+    };
+    HloInstruction* value = nullptr;  // the producer's root, inside
+    std::vector<HloInstruction*> elements;
+    for (const HloInstruction* f : {&producer, &sums}) {
+      std::unordered_map<const HloInstruction*, HloInstruction*> map;
+      for (const auto& i : f->fused_computation()->instructions()) {
+        if (i->opcode() == Opcode::kParameter) {
+          HloInstruction* outside = f->operand(static_cast<size_t>(i->parameter_number()));
+          map[i.get()] = outside == &producer ? value : param_for(outside, i->shape());
+          continue;
+        }
+        std::vector<HloInstruction*> ops;
+        for (const HloInstruction* o : i->operands()) ops.push_back(map.at(o));
+        map[i.get()] =
+            fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
+      }
+      HloInstruction* root = map.at(f->fused_computation()->root());
+      if (f == &producer) {
+        value = root;
+      } else if (root->opcode() == Opcode::kTuple) {
+        elements = root->operands();
+      } else {
+        elements = {root};
+      }
+    }
+    elements.push_back(value);
+    std::vector<hlo::Shape> shapes;
+    for (const HloInstruction* e : elements) shapes.push_back(e->shape());
+    const hlo::Shape shape = hlo::Shape::Tuple(shapes);
+    auto tuple = std::make_unique<HloInstruction>(UniqueName(*fused, "tuple"), Opcode::kTuple, shape);
+    for (HloInstruction* e : elements) tuple->AddOperand(e);
+    fused->set_root(fused->AddInstruction(std::move(tuple)));
+    auto fusion = std::make_unique<HloInstruction>(UniqueName(c_, "fusion"), Opcode::kFusion, shape);
+    for (HloInstruction* o : operands) fusion->AddOperand(o);
+    fusion->SetAttr("kind", hlo::Word{"kInput"});
+    fusion->SetAttr("calls", hlo::ComputationRefs{{fused->name()}, {fused.get()}, false});
+    params_.clear();
+    return fusion;
+  }
+
+  // Replaces `sums` (its get-tuple-element readers `elements`, or itself when it is one
+  // sum) and `producer` by elements of `fusion`.
+  void CommitWithProducer(HloInstruction& sums, const std::vector<HloInstruction*>& readers,
+                          HloInstruction& producer, std::unique_ptr<HloInstruction> fusion,
+                          std::unique_ptr<HloComputation> fused) {
+    m_.AddComputation(std::move(fused));
+    HloInstruction* f = c_.AddInstruction(std::move(fusion));
+    auto element = [&](const HloInstruction& old, int64_t k) {
+      auto gte =
+          std::make_unique<HloInstruction>(old.name(), Opcode::kGetTupleElement, old.shape());
+      gte->AddOperand(f);
+      HloInstruction* g = c_.AddInstruction(std::move(gte));
+      g->SetAttr("index", k);
+      return g;
+    };
+    if (sums.shape().IsTuple()) {
+      for (HloInstruction* r : readers) {
+        edits_.replace[r] = element(*r, r->GetInt("index").value_or(0));
+        edits_.remove.insert(r);
+      }
+    } else {
+      edits_.replace[&sums] = element(sums, 0);
+    }
+    const int64_t last = static_cast<int64_t>(f->shape().tuple_shapes.size()) - 1;
+    edits_.replace[&producer] = element(producer, last);
+    for (HloInstruction* old : {&sums, &producer}) {
+      edits_.remove.insert(old);
+      edits_.remove_computations.insert(old->fused_computation());
+    }
+  }
+
   // Replaces `a` and `b` by elements of `fusion` (kept in the module with its computation).
   void Commit(HloInstruction& a, HloInstruction& b, std::unique_ptr<HloInstruction> fusion,
               std::unique_ptr<HloComputation> fused) {
@@ -123,36 +210,103 @@ class Merger {
 
 }  // namespace
 
-hlo::Result<bool> MultiOutputFusionPass::Run(hlo::HloModule& module) {
-  ModuleEdits edits;
-  for (HloComputation* c : KernelComputations(module)) {
-    std::unordered_map<const HloInstruction*, size_t> pos;
-    std::vector<HloInstruction*> candidates;
-    for (const auto& i : c->instructions()) {
-      pos[i.get()] = pos.size();
-      if (IsReductionFusion(*i) && i.get() != c->root()) candidates.push_back(i.get());
-    }
-    std::unordered_set<const HloInstruction*> merged;
-    Merger merger(module, *c, edits);
-    for (size_t x = 0; x < candidates.size(); ++x) {
-      HloInstruction& a = *candidates[x];
-      if (merged.count(&a)) continue;
-      for (size_t y = x + 1; y < candidates.size(); ++y) {
-        HloInstruction& b = *candidates[y];
-        if (merged.count(&b) || !ShareAnOperand(a, b) || Reads(b, a, pos)) continue;
-        std::unique_ptr<HloComputation> fused;
-        std::unique_ptr<HloInstruction> fusion = merger.Build(a, b, fused);
-        if (!target_.ExactReductionFusion(*fusion)) continue;
-        merger.Commit(a, b, std::move(fusion), std::move(fused));
-        merged.insert(&a), merged.insert(&b);
-        break;
-      }
+namespace {
+
+// A reduction fusion whose root is a reduce or a tuple of them.
+bool IsSumsFusion(const HloInstruction& i) {
+  if (i.opcode() != Opcode::kFusion || !i.fused_computation() ||
+      i.GetWord("kind").value_or("") != "kInput")
+    return false;
+  const HloInstruction* root = i.fused_computation()->root();
+  if (root->opcode() == Opcode::kReduce) return true;
+  if (root->opcode() != Opcode::kTuple) return false;
+  for (const HloInstruction* o : root->operands())
+    if (o->opcode() != Opcode::kReduce) return false;
+  return true;
+}
+
+bool IsLoopFusion(const HloInstruction& i) {
+  return i.opcode() == Opcode::kFusion && i.fused_computation() &&
+         i.GetWord("kind").value_or("") == "kLoop" && i.shape().IsArray();
+}
+
+// Siblings: pairs of reduction fusions that share an operand.
+void MergeSiblings(hlo::HloModule& module, HloComputation& c,
+                   const target::TargetDescription& target, ModuleEdits& edits) {
+  std::unordered_map<const HloInstruction*, size_t> pos;
+  std::vector<HloInstruction*> candidates;
+  for (const auto& i : c.instructions()) {
+    pos[i.get()] = pos.size();
+    if (IsReductionFusion(*i) && i.get() != c.root()) candidates.push_back(i.get());
+  }
+  std::unordered_set<const HloInstruction*> merged;
+  Merger merger(module, c, edits);
+  for (size_t x = 0; x < candidates.size(); ++x) {
+    HloInstruction& a = *candidates[x];
+    if (merged.count(&a)) continue;
+    for (size_t y = x + 1; y < candidates.size(); ++y) {
+      HloInstruction& b = *candidates[y];
+      if (merged.count(&b) || !ShareAnOperand(a, b) || Reads(b, a, pos)) continue;
+      std::unique_ptr<HloComputation> fused;
+      std::unique_ptr<HloInstruction> fusion = merger.Build(a, b, fused);
+      if (!target.ExactReductionFusion(*fusion)) continue;
+      merger.Commit(a, b, std::move(fusion), std::move(fused));
+      merged.insert(&a), merged.insert(&b);
+      break;
     }
   }
-  if (edits.empty()) return false;
-  hlo::Status s = ApplyEdits(module, edits);
-  if (!s.ok()) return s;
-  return true;
+}
+
+// Producer-consumer: a loop fusion read by a reduction fusion and by others computes inside
+// the reduction fusion, which also outputs its value (read once instead of written and read
+// back). Not when another operand of the sums depends on the producer.
+void MergeProducers(hlo::HloModule& module, HloComputation& c,
+                    const target::TargetDescription& target, ModuleEdits& edits) {
+  std::unordered_map<const HloInstruction*, size_t> pos;
+  for (const auto& i : c.instructions()) pos[i.get()] = pos.size();
+  const UserMap users = ComputeUsers(c);
+  std::unordered_set<const HloInstruction*> merged;
+  Merger merger(module, c, edits);
+  for (const auto& owned : c.instructions()) {
+    HloInstruction& sums = *owned;
+    if (!IsSumsFusion(sums) || &sums == c.root()) continue;
+    std::vector<HloInstruction*> readers = users.count(&sums) ? users.at(&sums) : std::vector<HloInstruction*>{};
+    if (sums.shape().IsTuple() &&
+        !std::all_of(readers.begin(), readers.end(), [](const HloInstruction* r) {
+          return r->opcode() == hlo::Opcode::kGetTupleElement;
+        }))
+      continue;
+    for (HloInstruction* producer : sums.operands()) {
+      if (!IsLoopFusion(*producer) || merged.count(producer) || producer == c.root() ||
+          !users.count(producer) || users.at(producer).size() < 2)
+        continue;  // a producer read only by the sums would have fused into them
+      bool cycle = false;
+      for (const HloInstruction* o : sums.operands())
+        if (o != producer && Reads(*o, *producer, pos)) cycle = true;
+      if (cycle) continue;
+      std::unique_ptr<HloComputation> fused;
+      std::unique_ptr<HloInstruction> fusion = merger.BuildWithProducer(sums, *producer, fused);
+      if (!target.ExactReductionFusion(*fusion)) continue;
+      merger.CommitWithProducer(sums, readers, *producer, std::move(fusion), std::move(fused));
+      merged.insert(producer);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+hlo::Result<bool> MultiOutputFusionPass::Run(hlo::HloModule& module) {
+  bool changed = false;
+  for (auto sweep : {MergeSiblings, MergeProducers}) {
+    ModuleEdits edits;
+    for (HloComputation* c : KernelComputations(module)) sweep(module, *c, target_, edits);
+    if (edits.empty()) continue;
+    hlo::Status s = ApplyEdits(module, edits);
+    if (!s.ok()) return s;
+    changed = true;
+  }
+  return changed;
 }
 
 }  // namespace tpusim::passes

@@ -5,6 +5,12 @@
 // Only pairs the target's kernel computes are merged (TargetDescription::ExactReductionFusion),
 // and never two fusions of which one reads the other's result, directly or not. The readers of
 // each sum read it through a get-tuple-element that keeps the old fusion's name.
+//
+// Then producer-consumer: a loop fusion read by a sums fusion and by other instructions is
+// computed inside the sums fusion, which outputs its value too (its last tuple element), so
+// the sums read its operands instead of reading it back: ReLU's gradient, which batch norm's
+// gradient sums and its dx pass both read. Not when another operand of the sums depends on
+// the producer.
 #pragma once
 
 #include "compiler/passes/pass.h"

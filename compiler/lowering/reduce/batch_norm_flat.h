@@ -90,9 +90,13 @@ class FlatBatchNorm {
   // statistics pass): one read of the matrices (HBM address, bytes per element) into v0..;
   // the f32[features] `vectors` as patterns in v24..; `body` accumulates into v30 (and v31)
   // after `prologue`; each sum goes to its `sums` address (HBM f32[features]), if it has one.
+  // With `output`, the stream also stores register `result` per element there (a producer
+  // fused with the sums that read it; `output_bytes` 4 or 2).
   std::string ColumnSums(const std::vector<std::pair<uint64_t, int>>& matrices,
                          const std::vector<uint64_t>& vectors, std::vector<std::string> prologue,
-                         std::vector<std::string> body, const std::vector<std::optional<uint64_t>>& sums);
+                         std::vector<std::string> body, const std::vector<std::optional<uint64_t>>& sums,
+                         int result = 0, std::optional<uint64_t> output = std::nullopt,
+                         int output_bytes = 4);
   // The same stream storing the body's `result` register per element to `output` (HBM
   // [rows, features], `output_bytes` 4 or 2: f32 or bf16, rounded to nearest even).
   std::string ColumnMap(const std::vector<std::pair<uint64_t, int>>& matrices,

@@ -1,9 +1,11 @@
 #include "compiler/lowering/reduce/feature_fusion_kernel.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "compiler/lowering/buffers/tuple_results.h"
@@ -27,7 +29,8 @@ constexpr int kAccumulators[] = {30, 31};
 struct Plan {
   std::vector<const HloInstruction*> sums;  // none: `map` is the root, stored per element
   const HloInstruction* map = nullptr;
-  int result = 0;  // the map's register
+  size_t map_index = 0;  // its place in a tuple root
+  int result = 0;        // the map's register
   int64_t rows = 0, features = 0;
   std::vector<const HloInstruction*> matrices, vectors;  // fused parameters, in load order
   std::vector<std::pair<const HloInstruction*, double>> scalars;  // fused values, constant
@@ -74,7 +77,21 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
   const HloInstruction* root = f->root();
   std::vector<int64_t> dims;
   if (root->opcode() == Opcode::kTuple) {
-    for (const HloInstruction* o : root->operands()) p.sums.push_back(o);
+    // sums, and at most one value stored per element (a producer the sums read, fused with
+    // them: multi-output-fusion's producer-consumer form)
+    for (size_t k = 0; k < root->operand_count(); ++k) {
+      const HloInstruction* o = root->operand(k);
+      if (o->opcode() == Opcode::kReduce) {
+        p.sums.push_back(o);
+      } else if (!p.map && IsElementwise(*o) && o->shape().IsArray() &&
+                 (o->shape().type == PrimitiveType::kF32 ||
+                  o->shape().type == PrimitiveType::kBF16)) {
+        p.map = o, p.map_index = k, dims = o->shape().dims;
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (p.sums.empty()) return std::nullopt;
   } else if (root->opcode() == Opcode::kReduce) {
     p.sums.push_back(root);
   } else if (root->shape().IsArray() && root->shape().rank() >= 2 &&
@@ -132,10 +149,19 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
       if (const std::optional<double> v = ScalarValue(fusion, q)) p.scalars.emplace_back(q, *v);
   if (static_cast<int>(p.matrices.size()) > kMaxMatrices || p.vectors.size() > 6) return std::nullopt;
   int next = kFirstPattern + static_cast<int>(p.vectors.size());
+  // One register per distinct constant (the sums' zero inits take none).
+  std::map<std::string, int> held;
   for (const auto& [value, v] : p.scalars) {
-    if (next > kLastConst) return std::nullopt;
-    p.prologue.push_back("vmovi v" + std::to_string(next) + ", " + Immediate(v));
-    bound[value] = next++;
+    bool init = false;
+    for (const HloInstruction* r : p.sums) init |= r->operand(1) == value;
+    if (init) continue;
+    const std::string imm = Immediate(v);
+    if (!held.count(imm)) {
+      if (next > kLastConst) return std::nullopt;
+      p.prologue.push_back("vmovi v" + std::to_string(next) + ", " + imm);
+      held[imm] = next++;
+    }
+    bound[value] = held[imm];
   }
   if (p.map) {
     ReducerBody b = BuildExpressionBody(bound, *p.map, kFirstTemp, next, kLastConst);
@@ -143,11 +169,14 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
     p.prologue.insert(p.prologue.end(), b.prologue.begin(), b.prologue.end());
     // (a bf16 result is rounded by its convert in the body; the store keeps its bits)
     p.body = std::move(b.body), p.result = b.results.at(0);
+    next += static_cast<int>(b.prologue.size());
+    bound[p.map] = p.result;  // the sums read it from its register, kept below their temps
   }
+  const int first_temp = p.map ? std::max(kFirstTemp, p.result + 1) : kFirstTemp;
   // Each sum's value, then its accumulation; a later value's constants follow the earlier's.
   for (size_t k = 0; k < p.sums.size(); ++k) {
     ReducerBody b =
-        BuildExpressionBody(bound, *p.sums[k]->operand(0), kFirstTemp, next, kLastConst);
+        BuildExpressionBody(bound, *p.sums[k]->operand(0), first_temp, next, kLastConst);
     if (!b.exact) return std::nullopt;
     next += static_cast<int>(b.prologue.size());
     p.prologue.insert(p.prologue.end(), b.prologue.begin(), b.prologue.end());
@@ -157,7 +186,7 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
   }
   // Every parameter must be a leaf the kernel loads or knows.
   for (const HloInstruction* q : f->parameters()) {
-    bool used = bound.count(q) > 0;
+    bool used = bound.count(q) > 0 || q->shape().IsScalar();  // (a scalar read as a constant)
     for (const HloInstruction* v : p.vectors) used |= v == q;
     for (const HloInstruction* r : p.sums) used |= r->operand(1) == q;
     if (!used) return std::nullopt;
@@ -175,10 +204,17 @@ std::string FeatureFusionKernel(const HloInstruction& instr, const OpContext& c,
   std::optional<Plan> p = Match(instr);
   if (!p) return "";
   std::vector<std::optional<uint64_t>> results;
-  if (p->map || p->sums.size() == 1) {
+  const bool tuple = instr.shape().IsTuple();
+  if (!tuple) {
     results = {c.address(&instr)};
   } else if (!TupleResultAddresses(instr, c, results)) {
     return "";
+  }
+  std::optional<uint64_t> output;  // the map's
+  if (p->map) {
+    output = results.at(tuple ? p->map_index : 0);
+    if (!output) return "";
+    if (tuple) results.erase(results.begin() + static_cast<std::ptrdiff_t>(p->map_index));
   }
   auto address = [&](const HloInstruction* param) {
     return c.address(instr.operand(static_cast<size_t>(param->parameter_number())));
@@ -193,15 +229,16 @@ std::string FeatureFusionKernel(const HloInstruction& instr, const OpContext& c,
   std::vector<uint64_t> vectors;
   for (const HloInstruction* v : p->vectors) vectors.push_back(address(v));
   FlatBatchNorm f(p->rows, p->features, 0.0, instr.name());
-  const int out_bytes = instr.shape().IsArray() && instr.shape().type == PrimitiveType::kBF16 ? 2 : 4;
+  const int out_bytes = p->map && p->map->shape().type == PrimitiveType::kBF16 ? 2 : 4;
   const std::string code =
-      p->map ? f.ColumnMap(matrices, vectors, p->prologue, p->body, p->result, *results[0],
-                           out_bytes)
-             : f.ColumnSums(matrices, vectors, p->prologue, p->body, results);
+      p->sums.empty()
+          ? f.ColumnMap(matrices, vectors, p->prologue, p->body, p->result, *output, out_bytes)
+          : f.ColumnSums(matrices, vectors, p->prologue, p->body, results, p->result, output,
+                         out_bytes);
   if (p->map) bytes += static_cast<uint64_t>(p->rows * p->features * out_bytes);
   op.kind = KernelKind::kVpu;
   op.hbm_bytes = bytes + static_cast<uint64_t>(p->features * 4) *
-                             (vectors.size() + (p->map ? 0 : results.size()));
+                             (vectors.size() + p->sums.size());
   op.exact = true;
   return code;
 }

@@ -93,5 +93,43 @@ TEST(PassMultiOutputFusion, ASumThatReadsAnotherStaysApart) {
   EXPECT_EQ(m.entry()->root()->fused_computation()->root()->opcode(), hlo::Opcode::kReduce);
 }
 
+// ReLU's gradient dy = select(y > 0, g, 0), read by batch norm's gradient sums and by its
+// dx pass: the sums compute it and output it too (producer-consumer multi-output fusion), so
+// dy is written once and not read back by the sums.
+TEST(PassMultiOutputFusion, AProducerTheSumsReadIsComputedInsideThem) {
+  bool changed = false;
+  hlo::HloModule m = FuseSums(R"(ENTRY %e (y: bf16[2,4,4,128], g: bf16[2,4,4,128], x: bf16[2,4,4,128]) -> (f32[128], bf16[2,4,4,128]) {
+  %y = bf16[2,4,4,128] parameter(0)
+  %g = bf16[2,4,4,128] parameter(1)
+  %x = bf16[2,4,4,128] parameter(2)
+  %zero = bf16[] constant(0)
+  %zeros = bf16[2,4,4,128] broadcast(bf16[] %zero), dimensions={}
+  %on = pred[2,4,4,128] compare(bf16[2,4,4,128] %y, bf16[2,4,4,128] %zeros), direction=GT
+  %dy = bf16[2,4,4,128] select(pred[2,4,4,128] %on, bf16[2,4,4,128] %g, bf16[2,4,4,128] %zeros)
+  %wide = f32[2,4,4,128] convert(bf16[2,4,4,128] %dy)
+  %z = f32[] constant(0)
+  %sum = f32[128] reduce(f32[2,4,4,128] %wide, f32[] %z), dimensions={0,1,2}, to_apply=%add
+  %dx = bf16[2,4,4,128] multiply(bf16[2,4,4,128] %dy, bf16[2,4,4,128] %x)
+  ROOT %t = (f32[128], bf16[2,4,4,128]) tuple(f32[128] %sum, bf16[2,4,4,128] %dx)
+})",
+                             &changed);
+  EXPECT_TRUE(changed);
+  const hlo::HloInstruction& root = *m.entry()->root();
+  const hlo::HloInstruction& sum = *root.operand(0);
+  ASSERT_EQ(sum.opcode(), hlo::Opcode::kGetTupleElement);
+  const hlo::HloInstruction& both = *sum.operand(0);
+  EXPECT_EQ(both.GetWord("kind"), "kInput");
+  ASSERT_EQ(both.shape().tuple_shapes.size(), 2u);  // the sum, then dy
+  // dx (a multiply of its own) reads dy from the sums' fusion
+  const hlo::HloInstruction& dx = *root.operand(1);
+  ASSERT_EQ(dx.opcode(), hlo::Opcode::kMultiply);
+  bool reads_dy = false;
+  for (const hlo::HloInstruction* o : dx.operands())
+    reads_dy |= o->opcode() == hlo::Opcode::kGetTupleElement && o->operand(0) == &both &&
+                o->GetInt("index") == 1;
+  EXPECT_TRUE(reads_dy);
+  EXPECT_TRUE(lowering::TensorCoreTarget().ExactReductionFusion(both));
+}
+
 }  // namespace
 }  // namespace tpusim::passes
