@@ -288,8 +288,8 @@ class Rewriter {
       const HloInstruction* r = fc->root()->operand(static_cast<size_t>(k));
       if (r->opcode() != Opcode::kReduce || r->operand_count() != 2) return false;
       const HloInstruction* v = r->operand(0);
-      const bool square = v->opcode() == Opcode::kMultiply && wide(v->operand(0)) &&
-                          wide(v->operand(1));
+      const bool square =
+          v->opcode() == Opcode::kMultiply && wide(v->operand(0)) && wide(v->operand(1));
       if (square != (k == 1) || (k == 0 && !wide(v))) return false;
       const HloInstruction* zero = f.operand(static_cast<size_t>(
           r->operand(1)->opcode() == Opcode::kParameter ? r->operand(1)->parameter_number() : 0));

@@ -9,8 +9,8 @@
 // no work is duplicated, except for cheap producers every group copies: broadcasts, and
 // cheap elementwise ops whose every user fuses and whose copies read no more bytes than the
 // value would take, as a widening convert (XLA duplicates such producers into each consumer
-// fusion, so the value never lives in HBM). Groups of one instruction are left alone. The entry computation and
-// the computations of call, while and conditional are fused; reducers and fused
+// fusion, so the value never lives in HBM). Groups of one instruction are left alone. The entry
+// computation and the computations of call, while and conditional are fused; reducers and fused
 // computations are not.
 #pragma once
 

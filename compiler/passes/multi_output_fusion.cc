@@ -53,159 +53,95 @@ class Merger {
  public:
   Merger(hlo::HloModule& m, HloComputation& c, ModuleEdits& edits) : m_(m), c_(c), edits_(edits) {}
 
-  // The fusion computing both `a`'s and `b`'s reduces (operands shared once), built aside.
-  std::unique_ptr<HloInstruction> Build(const HloInstruction& a, const HloInstruction& b,
+  // One fusion computing `fusions` (operands shared once; a fusion that a later one reads is
+  // computed inside it), built aside: its root is the tuple of `outputs`' results in order
+  // (a tuple-valued fusion's elements one by one).
+  std::unique_ptr<HloInstruction> Build(const std::vector<const HloInstruction*>& fusions,
+                                        const std::vector<const HloInstruction*>& outputs,
                                         std::unique_ptr<HloComputation>& fused) {
     fused = std::make_unique<HloComputation>(UniqueComputationName(m_, "fused_computation"));
-    std::vector<HloInstruction*> operands;
-    std::vector<HloInstruction*> roots;
-    for (const HloInstruction* f : {&a, &b}) {
+    std::vector<HloInstruction*> operands, params;
+    std::unordered_map<const HloInstruction*, HloInstruction*> root_of;  // fusion -> clone
+    for (const HloInstruction* f : fusions) {
       std::unordered_map<const HloInstruction*, HloInstruction*> map;
       for (const auto& i : f->fused_computation()->instructions()) {
-        if (i->opcode() == Opcode::kParameter) {
-          HloInstruction* outside = f->operand(static_cast<size_t>(i->parameter_number()));
-          auto at = std::find(operands.begin(), operands.end(), outside);
-          if (at != operands.end()) {
-            map[i.get()] = params_.at(static_cast<size_t>(at - operands.begin()));
-            continue;
-          }
-          operands.push_back(outside);
-          auto param = std::make_unique<HloInstruction>(
-              "param_" + std::to_string(params_.size()), Opcode::kParameter, i->shape());
-          param->set_parameter_number(static_cast<int64_t>(params_.size()));
-          params_.push_back(fused->AddInstruction(std::move(param)));
-          map[i.get()] = params_.back();
+        if (i->opcode() != Opcode::kParameter) {
+          std::vector<HloInstruction*> ops;
+          for (const HloInstruction* o : i->operands()) ops.push_back(map.at(o));
+          map[i.get()] =
+              fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
           continue;
         }
-        std::vector<HloInstruction*> ops;
-        for (const HloInstruction* o : i->operands()) ops.push_back(map.at(o));
-        map[i.get()] =
-            fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
+        HloInstruction* outside = f->operand(static_cast<size_t>(i->parameter_number()));
+        if (root_of.count(outside)) {
+          map[i.get()] = root_of.at(outside);
+          continue;
+        }
+        auto at = std::find(operands.begin(), operands.end(), outside);
+        if (at != operands.end()) {
+          map[i.get()] = params.at(static_cast<size_t>(at - operands.begin()));
+          continue;
+        }
+        operands.push_back(outside);
+        auto param = std::make_unique<HloInstruction>("param_" + std::to_string(params.size()),
+                                                      Opcode::kParameter, i->shape());
+        param->set_parameter_number(static_cast<int64_t>(params.size()));
+        params.push_back(fused->AddInstruction(std::move(param)));
+        map[i.get()] = params.back();
       }
-      roots.push_back(map.at(f->fused_computation()->root()));
+      root_of[f] = map.at(f->fused_computation()->root());
     }
-    const hlo::Shape shape = hlo::Shape::Tuple({a.shape(), b.shape()});
-    auto tuple = std::make_unique<HloInstruction>("tuple", Opcode::kTuple, shape);
-    for (HloInstruction* r : roots) tuple->AddOperand(r);
-    fused->set_root(fused->AddInstruction(std::move(tuple)));
-    auto fusion = std::make_unique<HloInstruction>(UniqueName(c_, "fusion"), Opcode::kFusion, shape);
-    for (HloInstruction* o : operands) fusion->AddOperand(o);
-    fusion->SetAttr("kind", hlo::Word{"kInput"});
-    fusion->SetAttr("calls", hlo::ComputationRefs{{fused->name()}, {fused.get()}, false});
-    params_.clear();
-    return fusion;
-  }
-
-  // The fusion computing `sums` (a reduction fusion) with `producer` (a loop fusion it reads)
-  // inside: root tuple(the sums' elements..., the producer's value), built aside.
-  std::unique_ptr<HloInstruction> BuildWithProducer(const HloInstruction& sums,
-                                                    const HloInstruction& producer,
-                                                    std::unique_ptr<HloComputation>& fused) {
-    fused = std::make_unique<HloComputation>(UniqueComputationName(m_, "fused_computation"));
-    std::vector<HloInstruction*> operands;
-    auto param_for = [&](HloInstruction* outside, const hlo::Shape& shape) {
-      auto at = std::find(operands.begin(), operands.end(), outside);
-      if (at != operands.end()) return params_.at(static_cast<size_t>(at - operands.begin()));
-      operands.push_back(outside);
-      auto param = std::make_unique<HloInstruction>("param_" + std::to_string(params_.size()),
-                                                    Opcode::kParameter, shape);
-      param->set_parameter_number(static_cast<int64_t>(params_.size()));
-      params_.push_back(fused->AddInstruction(std::move(param)));
-      return params_.back();
-    };
-    HloInstruction* value = nullptr;  // the producer's root, inside
     std::vector<HloInstruction*> elements;
-    for (const HloInstruction* f : {&producer, &sums}) {
-      std::unordered_map<const HloInstruction*, HloInstruction*> map;
-      for (const auto& i : f->fused_computation()->instructions()) {
-        if (i->opcode() == Opcode::kParameter) {
-          HloInstruction* outside = f->operand(static_cast<size_t>(i->parameter_number()));
-          map[i.get()] = outside == &producer ? value : param_for(outside, i->shape());
-          continue;
-        }
-        std::vector<HloInstruction*> ops;
-        for (const HloInstruction* o : i->operands()) ops.push_back(map.at(o));
-        map[i.get()] =
-            fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
-      }
-      HloInstruction* root = map.at(f->fused_computation()->root());
-      if (f == &producer) {
-        value = root;
-      } else if (root->opcode() == Opcode::kTuple) {
-        elements = root->operands();
+    for (const HloInstruction* f : outputs) {
+      HloInstruction* r = root_of.at(f);
+      if (r->opcode() == Opcode::kTuple) {
+        elements.insert(elements.end(), r->operands().begin(), r->operands().end());
       } else {
-        elements = {root};
+        elements.push_back(r);
       }
     }
-    elements.push_back(value);
     std::vector<hlo::Shape> shapes;
     for (const HloInstruction* e : elements) shapes.push_back(e->shape());
     const hlo::Shape shape = hlo::Shape::Tuple(shapes);
-    auto tuple = std::make_unique<HloInstruction>(UniqueName(*fused, "tuple"), Opcode::kTuple, shape);
+    auto tuple =
+        std::make_unique<HloInstruction>(UniqueName(*fused, "tuple"), Opcode::kTuple, shape);
     for (HloInstruction* e : elements) tuple->AddOperand(e);
     fused->set_root(fused->AddInstruction(std::move(tuple)));
-    auto fusion = std::make_unique<HloInstruction>(UniqueName(c_, "fusion"), Opcode::kFusion, shape);
+    auto fusion =
+        std::make_unique<HloInstruction>(UniqueName(c_, "fusion"), Opcode::kFusion, shape);
     for (HloInstruction* o : operands) fusion->AddOperand(o);
     fusion->SetAttr("kind", hlo::Word{"kInput"});
     fusion->SetAttr("calls", hlo::ComputationRefs{{fused->name()}, {fused.get()}, false});
-    params_.clear();
     return fusion;
   }
 
-  // Replaces `sums` (its get-tuple-element readers `elements`, or itself when it is one
-  // sum) and `producer` by elements of `fusion`.
-  void CommitWithProducer(HloInstruction& sums, const std::vector<HloInstruction*>& readers,
-                          HloInstruction& producer, std::unique_ptr<HloInstruction> fusion,
-                          std::unique_ptr<HloComputation> fused) {
+  // Adds `fusion` (and its computation) to the computation.
+  HloInstruction* Add(std::unique_ptr<HloInstruction> fusion,
+                      std::unique_ptr<HloComputation> fused) {
     m_.AddComputation(std::move(fused));
-    HloInstruction* f = c_.AddInstruction(std::move(fusion));
-    auto element = [&](const HloInstruction& old, int64_t k) {
-      auto gte =
-          std::make_unique<HloInstruction>(old.name(), Opcode::kGetTupleElement, old.shape());
-      gte->AddOperand(f);
-      HloInstruction* g = c_.AddInstruction(std::move(gte));
-      g->SetAttr("index", k);
-      return g;
-    };
-    if (sums.shape().IsTuple()) {
-      for (HloInstruction* r : readers) {
-        edits_.replace[r] = element(*r, r->GetInt("index").value_or(0));
-        edits_.remove.insert(r);
-      }
-    } else {
-      edits_.replace[&sums] = element(sums, 0);
-    }
-    const int64_t last = static_cast<int64_t>(f->shape().tuple_shapes.size()) - 1;
-    edits_.replace[&producer] = element(producer, last);
-    for (HloInstruction* old : {&sums, &producer}) {
-      edits_.remove.insert(old);
-      edits_.remove_computations.insert(old->fused_computation());
-    }
+    return c_.AddInstruction(std::move(fusion));
   }
 
-  // Replaces `a` and `b` by elements of `fusion` (kept in the module with its computation).
-  void Commit(HloInstruction& a, HloInstruction& b, std::unique_ptr<HloInstruction> fusion,
-              std::unique_ptr<HloComputation> fused) {
-    m_.AddComputation(std::move(fused));
-    HloInstruction* f = c_.AddInstruction(std::move(fusion));
-    int64_t k = 0;
-    for (HloInstruction* old : {&a, &b}) {
-      // the sum keeps its name (buffers, reports); the old fusion goes
-      auto gte = std::make_unique<HloInstruction>(old->name(), Opcode::kGetTupleElement, old->shape());
-      gte->AddOperand(f);
-      HloInstruction* g = c_.AddInstruction(std::move(gte));
-      g->SetAttr("index", k++);
-      edits_.replace[old] = g;
-      edits_.remove.insert(old);
-      edits_.remove_computations.insert(old->fused_computation());
-    }
+  // `old` replaced by element `k` of `f`, read under old's name (buffers, reports).
+  void Replace(HloInstruction& old, HloInstruction* f, int64_t k) {
+    auto gte = std::make_unique<HloInstruction>(old.name(), Opcode::kGetTupleElement, old.shape());
+    gte->AddOperand(f);
+    HloInstruction* g = c_.AddInstruction(std::move(gte));
+    g->SetAttr("index", k);
+    edits_.replace[&old] = g;
+    edits_.remove.insert(&old);
+  }
+
+  // `old`, a fusion now computed inside another, goes with its computation.
+  void Drop(HloInstruction& old) {
+    edits_.remove.insert(&old);
+    edits_.remove_computations.insert(old.fused_computation());
   }
 
  private:
   hlo::HloModule& m_;
   HloComputation& c_;
   ModuleEdits& edits_;
-  std::vector<HloInstruction*> params_;
 };
 
 }  // namespace
@@ -248,9 +184,11 @@ void MergeSiblings(hlo::HloModule& module, HloComputation& c,
       HloInstruction& b = *candidates[y];
       if (merged.count(&b) || !ShareAnOperand(a, b) || Reads(b, a, pos)) continue;
       std::unique_ptr<HloComputation> fused;
-      std::unique_ptr<HloInstruction> fusion = merger.Build(a, b, fused);
+      std::unique_ptr<HloInstruction> fusion = merger.Build({&a, &b}, {&a, &b}, fused);
       if (!target.ExactReductionFusion(*fusion)) continue;
-      merger.Commit(a, b, std::move(fusion), std::move(fused));
+      HloInstruction* f = merger.Add(std::move(fusion), std::move(fused));
+      merger.Replace(a, f, 0), merger.Replace(b, f, 1);
+      merger.Drop(a), merger.Drop(b);
       merged.insert(&a), merged.insert(&b);
       break;
     }
@@ -270,7 +208,8 @@ void MergeProducers(hlo::HloModule& module, HloComputation& c,
   for (const auto& owned : c.instructions()) {
     HloInstruction& sums = *owned;
     if (!IsSumsFusion(sums) || &sums == c.root()) continue;
-    std::vector<HloInstruction*> readers = users.count(&sums) ? users.at(&sums) : std::vector<HloInstruction*>{};
+    std::vector<HloInstruction*> readers =
+        users.count(&sums) ? users.at(&sums) : std::vector<HloInstruction*>{};
     if (sums.shape().IsTuple() &&
         !std::all_of(readers.begin(), readers.end(), [](const HloInstruction* r) {
           return r->opcode() == hlo::Opcode::kGetTupleElement;
@@ -285,9 +224,17 @@ void MergeProducers(hlo::HloModule& module, HloComputation& c,
         if (o != producer && Reads(*o, *producer, pos)) cycle = true;
       if (cycle) continue;
       std::unique_ptr<HloComputation> fused;
-      std::unique_ptr<HloInstruction> fusion = merger.BuildWithProducer(sums, *producer, fused);
+      std::unique_ptr<HloInstruction> fusion =
+          merger.Build({producer, &sums}, {&sums, producer}, fused);
       if (!target.ExactReductionFusion(*fusion)) continue;
-      merger.CommitWithProducer(sums, readers, *producer, std::move(fusion), std::move(fused));
+      HloInstruction* f = merger.Add(std::move(fusion), std::move(fused));
+      if (sums.shape().IsTuple()) {  // each reader keeps its element's index
+        for (HloInstruction* r : readers) merger.Replace(*r, f, r->GetInt("index").value_or(0));
+      } else {
+        merger.Replace(sums, f, 0);
+      }
+      merger.Replace(*producer, f, static_cast<int64_t>(f->shape().tuple_shapes.size()) - 1);
+      merger.Drop(sums), merger.Drop(*producer);
       merged.insert(producer);
       break;
     }

@@ -219,18 +219,17 @@ std::string FlatBatchNorm::ColumnSums(const std::vector<std::pair<uint64_t, int>
                                       const std::vector<uint64_t>& vectors,
                                       std::vector<std::string> prologue,
                                       std::vector<std::string> body,
-                                      const std::vector<std::optional<uint64_t>>& sums,
-                                      int result, std::optional<uint64_t> output,
-                                      int output_bytes) {
+                                      const std::vector<std::optional<uint64_t>>& sums, int result,
+                                      std::optional<uint64_t> output, int output_bytes) {
   std::vector<int> patterns;
   for (size_t k = 0; k < vectors.size(); ++k) {
     patterns.push_back(2 + static_cast<int>(k));
     Expand(vectors[k], patterns.back());
   }
-  Stream(matrices, patterns, true, std::move(body), result, output.value_or(0),
-         std::move(prologue), output ? output_bytes : 0);
+  Stream(matrices, patterns, true, std::move(body), result, output.value_or(0), std::move(prologue),
+         output ? output_bytes : 0);
   for (size_t k = 0; k < sums.size(); ++k) {
-    if (!sums[k]) continue;                 // nothing reads it
+    if (!sums[k]) continue;                // nothing reads it
     const int area = static_cast<int>(k);  // the accumulators hold patterns from 1024 features
     if (features_ < 1024) Fold(area, 8 + area);
     Store(features_ < 1024 ? 8 + area : area, *sums[k]);

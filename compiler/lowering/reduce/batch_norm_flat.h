@@ -94,9 +94,9 @@ class FlatBatchNorm {
   // fused with the sums that read it; `output_bytes` 4 or 2).
   std::string ColumnSums(const std::vector<std::pair<uint64_t, int>>& matrices,
                          const std::vector<uint64_t>& vectors, std::vector<std::string> prologue,
-                         std::vector<std::string> body, const std::vector<std::optional<uint64_t>>& sums,
-                         int result = 0, std::optional<uint64_t> output = std::nullopt,
-                         int output_bytes = 4);
+                         std::vector<std::string> body,
+                         const std::vector<std::optional<uint64_t>>& sums, int result = 0,
+                         std::optional<uint64_t> output = std::nullopt, int output_bytes = 4);
   // The same stream storing the body's `result` register per element to `output` (HBM
   // [rows, features], `output_bytes` 4 or 2: f32 or bf16, rounded to nearest even).
   std::string ColumnMap(const std::vector<std::pair<uint64_t, int>>& matrices,

@@ -19,10 +19,10 @@ using hlo::HloInstruction;
 using hlo::Opcode;
 using hlo::PrimitiveType;
 
-constexpr int kMaxMatrices = 4;              // loaded into v0 .. v3 (FeatureStream)
-constexpr int kFirstPattern = 24;            // vectors' patterns, then the scalars, to v29
-constexpr int kLastConst = 29;               // v30, v31 accumulate
-constexpr int kFirstTemp = 6;                // v6 .. v23
+constexpr int kMaxMatrices = 4;    // loaded into v0 .. v3 (FeatureStream)
+constexpr int kFirstPattern = 24;  // vectors' patterns, then the scalars, to v29
+constexpr int kLastConst = 29;     // v30, v31 accumulate
+constexpr int kFirstTemp = 6;      // v6 .. v23
 constexpr int kAccumulators[] = {30, 31};
 
 // The fusion's parts: the sums (reduces inside it) and the leaves their values read.
@@ -32,7 +32,7 @@ struct Plan {
   size_t map_index = 0;  // its place in a tuple root
   int result = 0;        // the map's register
   int64_t rows = 0, features = 0;
-  std::vector<const HloInstruction*> matrices, vectors;  // fused parameters, in load order
+  std::vector<const HloInstruction*> matrices, vectors;           // fused parameters, in load order
   std::vector<std::pair<const HloInstruction*, double>> scalars;  // fused values, constant
   std::vector<std::string> prologue, body;
 };
@@ -141,13 +141,15 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
       bound[i.get()] = kFirstPattern + static_cast<int>(p.vectors.size());
       p.vectors.push_back(o);
     } else if (o->opcode() == Opcode::kParameter && o->shape().IsScalar()) {
-      if (const std::optional<double> v = ScalarValue(fusion, o)) p.scalars.emplace_back(i.get(), *v);
+      if (const std::optional<double> v = ScalarValue(fusion, o))
+        p.scalars.emplace_back(i.get(), *v);
     }
   }
   for (const HloInstruction* q : f->parameters())
     if (q->shape().IsScalar())
       if (const std::optional<double> v = ScalarValue(fusion, q)) p.scalars.emplace_back(q, *v);
-  if (static_cast<int>(p.matrices.size()) > kMaxMatrices || p.vectors.size() > 6) return std::nullopt;
+  if (static_cast<int>(p.matrices.size()) > kMaxMatrices || p.vectors.size() > 6)
+    return std::nullopt;
   int next = kFirstPattern + static_cast<int>(p.vectors.size());
   // One register per distinct constant (the sums' zero inits take none).
   std::map<std::string, int> held;
@@ -196,9 +198,7 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
 
 }  // namespace
 
-bool FeatureFusionOnExactKernel(const HloInstruction& fusion) {
-  return Match(fusion).has_value();
-}
+bool FeatureFusionOnExactKernel(const HloInstruction& fusion) { return Match(fusion).has_value(); }
 
 std::string FeatureFusionKernel(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
   std::optional<Plan> p = Match(instr);
@@ -230,15 +230,13 @@ std::string FeatureFusionKernel(const HloInstruction& instr, const OpContext& c,
   for (const HloInstruction* v : p->vectors) vectors.push_back(address(v));
   FlatBatchNorm f(p->rows, p->features, 0.0, instr.name());
   const int out_bytes = p->map && p->map->shape().type == PrimitiveType::kBF16 ? 2 : 4;
-  const std::string code =
-      p->sums.empty()
-          ? f.ColumnMap(matrices, vectors, p->prologue, p->body, p->result, *output, out_bytes)
-          : f.ColumnSums(matrices, vectors, p->prologue, p->body, results, p->result, output,
-                         out_bytes);
+  const std::string code = p->sums.empty() ? f.ColumnMap(matrices, vectors, p->prologue, p->body,
+                                                         p->result, *output, out_bytes)
+                                           : f.ColumnSums(matrices, vectors, p->prologue, p->body,
+                                                          results, p->result, output, out_bytes);
   if (p->map) bytes += static_cast<uint64_t>(p->rows * p->features * out_bytes);
   op.kind = KernelKind::kVpu;
-  op.hbm_bytes = bytes + static_cast<uint64_t>(p->features * 4) *
-                             (vectors.size() + p->sums.size());
+  op.hbm_bytes = bytes + static_cast<uint64_t>(p->features * 4) * (vectors.size() + p->sums.size());
   op.exact = true;
   return code;
 }

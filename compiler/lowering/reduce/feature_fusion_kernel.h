@@ -16,12 +16,12 @@
 namespace tpusim::lowering {
 
 // Whether the kernel takes `fusion` and computes its values: at most four matrices, six
-// vectors, two sums (or one result matrix), every element op with an exact VPU form, and features that stream
-// flat (FlatBatchNorm::Takes).
+// vectors, two sums (or one result matrix), every element op with an exact VPU form, and features
+// that stream flat (FlatBatchNorm::Takes).
 bool FeatureFusionOnExactKernel(const hlo::HloInstruction& fusion);
 
 // The kernel with `op` filled (exact), or empty when it does not take `instr`.
 std::string FeatureFusionKernel(const hlo::HloInstruction& instr, const OpContext& ctx,
-                             LoweredOp& op);
+                                LoweredOp& op);
 
 }  // namespace tpusim::lowering

@@ -103,8 +103,8 @@ std::string EmitFusion(const HloInstruction& instr, const OpContext& c, LoweredO
   // XLA's kInput fusion: per-feature sums of elementwise producers, or a reduce of them
   // over the last dimension.
   const bool loop = instr.fused_computation() &&
-                     instr.fused_computation()->root()->opcode() != Opcode::kReduce &&
-                     instr.fused_computation()->root()->opcode() != Opcode::kTuple;
+                    instr.fused_computation()->root()->opcode() != Opcode::kReduce &&
+                    instr.fused_computation()->root()->opcode() != Opcode::kTuple;
   if (!loop) {
     if (std::string r = FeatureFusionKernel(instr, c, op); !r.empty()) return r;
   }

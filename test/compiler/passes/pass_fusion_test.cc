@@ -261,7 +261,7 @@ ENTRY %e (x: bf16[4,256], mean: f32[256], p: f32[4,256], q: f32[4,256]) -> (f32[
   const hlo::HloComputation& e = *m.entry();
   EXPECT_EQ(e.Find("centred"), nullptr);  // in both of its readers' fusions
   EXPECT_EQ(e.Find("wide"), nullptr);
-  EXPECT_NE(e.Find("s"), nullptr);        // copies would read more than it holds
+  EXPECT_NE(e.Find("s"), nullptr);  // copies would read more than it holds
   const hlo::HloInstruction& root = *e.root();
   for (int k : {0, 1}) {
     const hlo::HloInstruction& f = *root.operand(k);

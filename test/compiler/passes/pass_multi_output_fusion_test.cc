@@ -56,7 +56,7 @@ TEST(PassMultiOutputFusion, SiblingSumsOfOneValueBecomeOneFusion) {
   %squares = f32[256] reduce(f32[2,4,4,256] %sq, f32[] %z), dimensions={0,1,2}, to_apply=%add
   ROOT %t = (f32[256], f32[256]) tuple(f32[256] %sum, f32[256] %squares)
 })",
-                         &changed);
+                              &changed);
   EXPECT_TRUE(changed);
   const hlo::HloComputation& e = *m.entry();
   ASSERT_EQ(Fusions(e), 1);
@@ -87,7 +87,7 @@ TEST(PassMultiOutputFusion, ASumThatReadsAnotherStaysApart) {
   %d = f32[2,4,4,128] subtract(f32[2,4,4,128] %x, f32[2,4,4,128] %b)
   ROOT %again = f32[128] reduce(f32[2,4,4,128] %d, f32[] %z), dimensions={0,1,2}, to_apply=%add
 })",
-                         &changed);
+                              &changed);
   EXPECT_FALSE(changed);
   EXPECT_EQ(m.entry()->root()->opcode(), hlo::Opcode::kFusion);
   EXPECT_EQ(m.entry()->root()->fused_computation()->root()->opcode(), hlo::Opcode::kReduce);
@@ -98,7 +98,8 @@ TEST(PassMultiOutputFusion, ASumThatReadsAnotherStaysApart) {
 // dy is written once and not read back by the sums.
 TEST(PassMultiOutputFusion, AProducerTheSumsReadIsComputedInsideThem) {
   bool changed = false;
-  hlo::HloModule m = FuseSums(R"(ENTRY %e (y: bf16[2,4,4,128], g: bf16[2,4,4,128], x: bf16[2,4,4,128]) -> (f32[128], bf16[2,4,4,128]) {
+  hlo::HloModule m = FuseSums(
+      R"(ENTRY %e (y: bf16[2,4,4,128], g: bf16[2,4,4,128], x: bf16[2,4,4,128]) -> (f32[128], bf16[2,4,4,128]) {
   %y = bf16[2,4,4,128] parameter(0)
   %g = bf16[2,4,4,128] parameter(1)
   %x = bf16[2,4,4,128] parameter(2)
@@ -112,7 +113,7 @@ TEST(PassMultiOutputFusion, AProducerTheSumsReadIsComputedInsideThem) {
   %dx = bf16[2,4,4,128] multiply(bf16[2,4,4,128] %dy, bf16[2,4,4,128] %x)
   ROOT %t = (f32[128], bf16[2,4,4,128]) tuple(f32[128] %sum, bf16[2,4,4,128] %dx)
 })",
-                             &changed);
+      &changed);
   EXPECT_TRUE(changed);
   const hlo::HloInstruction& root = *m.entry()->root();
   const hlo::HloInstruction& sum = *root.operand(0);

@@ -91,16 +91,26 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(
-      files,
-      (std::vector<std::string>{
-          "00-input.hlo", "01-batch-sharding.hlo", "02-spmd-partitioner.hlo",
-          "03-async-conversion.hlo", "04-all-reduce-combiner.hlo", "05-contraction-defusion.hlo",
-          "06-dce.hlo", "07-algsimp.hlo", "08-dce.hlo", "09-space-to-depth.hlo",
-          "10-conv-canonicalization.hlo", "11-bf16-conversion-folding.hlo", "12-dce.hlo",
-          "13-layout-assignment.hlo", "14-elementwise-fusion.hlo", "15-multi-output-fusion.hlo",
-          "16-batch-norm-fusion.hlo", "17-convolution-statistics-fusion.hlo", "18-dce.hlo",
-          "19-memory-planning.hlo"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"00-input.hlo",
+                                             "01-batch-sharding.hlo",
+                                             "02-spmd-partitioner.hlo",
+                                             "03-async-conversion.hlo",
+                                             "04-all-reduce-combiner.hlo",
+                                             "05-contraction-defusion.hlo",
+                                             "06-dce.hlo",
+                                             "07-algsimp.hlo",
+                                             "08-dce.hlo",
+                                             "09-space-to-depth.hlo",
+                                             "10-conv-canonicalization.hlo",
+                                             "11-bf16-conversion-folding.hlo",
+                                             "12-dce.hlo",
+                                             "13-layout-assignment.hlo",
+                                             "14-elementwise-fusion.hlo",
+                                             "15-multi-output-fusion.hlo",
+                                             "16-batch-norm-fusion.hlo",
+                                             "17-convolution-statistics-fusion.hlo",
+                                             "18-dce.hlo",
+                                             "19-memory-planning.hlo"}));
   std::ifstream in(dir / "19-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
@@ -115,12 +125,13 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const tpusim::CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "batch-sharding", "spmd-partitioner", "async-conversion",
-                       "all-reduce-combiner", "contraction-defusion", "dce", "algsimp", "dce",
-                       "space-to-depth", "conv-canonicalization", "bf16-conversion-folding", "dce",
-                       "layout-assignment", "elementwise-fusion", "multi-output-fusion", "batch-norm-fusion",
-                       "convolution-statistics-fusion", "dce", "memory-planning"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                "batch-sharding", "spmd-partitioner", "async-conversion", "all-reduce-combiner",
+                "contraction-defusion", "dce", "algsimp", "dce", "space-to-depth",
+                "conv-canonicalization", "bf16-conversion-folding", "dce", "layout-assignment",
+                "elementwise-fusion", "multi-output-fusion", "batch-norm-fusion",
+                "convolution-statistics-fusion", "dce", "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
   EXPECT_FALSE(rep.passes[2].changed);   // no async pair

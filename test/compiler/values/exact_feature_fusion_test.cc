@@ -48,7 +48,9 @@ TEST(ExactFeatureFusion, SumsOfABf16ValueAndItsSquaresOverTwoVregsPerRow) {
 // bf16, and the gradient of both, expanded by the partitioner (sums all-reduced); the
 // normalize and ReLU, the gradient's dx and its sums are fusions on the feature stream.
 TEST(ExactFeatureFusion, ExpandedBatchNormTrainingAndGradientWithRelu) {
-  ExpectMatch(std::string(kAdd) + R"(ENTRY %main (x: bf16[16,4,4,256], g: f32[256], b: f32[256], dz: bf16[16,4,4,256]) -> (bf16[16,4,4,256], bf16[16,4,4,256], f32[256], f32[256]) {
+  ExpectMatch(
+      std::string(kAdd) +
+          R"(ENTRY %main (x: bf16[16,4,4,256], g: f32[256], b: f32[256], dz: bf16[16,4,4,256]) -> (bf16[16,4,4,256], bf16[16,4,4,256], f32[256], f32[256]) {
   %x = bf16[16,4,4,256]{3,2,1,0} parameter(0)
   %g = f32[256]{0} parameter(1)
   %b = f32[256]{0} parameter(2)
@@ -72,14 +74,16 @@ TEST(ExactFeatureFusion, ExpandedBatchNormTrainingAndGradientWithRelu) {
   %db = f32[256]{0} get-tuple-element(%grad), index=2
   ROOT %t = (bf16[16,4,4,256]{3,2,1,0}, bf16[16,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) tuple(%relu, %dx, %dg, %db)
 })",
-              1e-2);
+      1e-2);
 }
 
 // The same batch norm over a bf16 convolution's output: the convolution sums its output as
 // it drains (convolution-statistics-fusion on the expanded sums), the sums are all-reduced,
 // the normalize and ReLU stream flat.
 TEST(ExactFeatureFusion, ConvolutionSumsItsOutputForAnExpandedBatchNorm) {
-  ExpectMatch(std::string(kAdd) + R"(ENTRY %main (x: bf16[16,8,8,64], w: bf16[3,3,64,128], g: f32[128], b: f32[128]) -> (bf16[16,8,8,128], f32[128], f32[128]) {
+  ExpectMatch(
+      std::string(kAdd) +
+          R"(ENTRY %main (x: bf16[16,8,8,64], w: bf16[3,3,64,128], g: f32[128], b: f32[128]) -> (bf16[16,8,8,128], f32[128], f32[128]) {
   %x = bf16[16,8,8,64]{3,2,1,0} parameter(0)
   %w = bf16[3,3,64,128]{3,2,1,0} parameter(1)
   %g = f32[128]{0} parameter(2)
@@ -96,7 +100,7 @@ TEST(ExactFeatureFusion, ConvolutionSumsItsOutputForAnExpandedBatchNorm) {
   %var = f32[128]{0} get-tuple-element(%bn), index=2
   ROOT %t = (bf16[16,8,8,128]{3,2,1,0}, f32[128]{0}, f32[128]{0}) tuple(%relu, %mean, %var)
 })",
-              1e-2);
+      1e-2);
 }
 
 }  // namespace
