@@ -10,17 +10,15 @@
 namespace tpusim::collectives {
 
 std::string AllToAllProgram(const std::vector<ChunkSend>& sends, uint64_t chunk_bytes, int incoming,
-                            const std::vector<int>& writers, int core, const std::string& tag,
-                            int fb, std::optional<uint64_t> mailbox) {
+                            int core, const std::string& tag, int fb,
+                            std::optional<Mailbox> mailbox) {
   if (chunk_bytes == 0 || chunk_bytes % 4) {
     throw std::invalid_argument("all-to-all chunks must be whole 4-byte words");
   }
   std::ostringstream s;
   s << "# all-to-all\n.desc chunk rows=1 row_bytes=" << chunk_bytes
     << " src_stride=0 dst_stride=0\n.tag \"" << tag << "\"\n";
-  int targets = 0;
-  for (const ChunkSend& c : sends) targets += c.target != core;
-  if (mailbox) EmitEntryHandshake(s, core, *mailbox, writers, targets);
+  if (mailbox) EmitEntryBarrier(s, core, *mailbox);
   for (const ChunkSend& c : sends) {
     s << "    li r1, " << c.target << "\n    shli r1, r1, 56\n"
       << assembly::LoadAddress(2, c.dest, 5) << "    or r1, r1, r2\n    li r3, " << core

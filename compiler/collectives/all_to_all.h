@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/collectives/ring_emitter.h"
+
 namespace tpusim::collectives {
 
 struct ChunkSend {
@@ -16,11 +18,11 @@ struct ChunkSend {
   uint64_t dest = 0;    // the target's HBM address it lands at
 };
 
-// One core's program: `sends` (all of `chunk_bytes`), then a wait for `incoming` chunks.
-// `writers` are the other cores that send to this one (for the mailbox handshake). Throws
-// std::invalid_argument for chunks that are not whole 4-byte words.
+// One core's program: `sends` (all of `chunk_bytes`), then a wait for `incoming` chunks;
+// with a mailbox, the entry barrier first. Throws std::invalid_argument for chunks that are
+// not whole 4-byte words.
 std::string AllToAllProgram(const std::vector<ChunkSend>& sends, uint64_t chunk_bytes, int incoming,
-                            const std::vector<int>& writers, int core, const std::string& tag,
-                            int flag_base, std::optional<uint64_t> mailbox);
+                            int core, const std::string& tag, int flag_base,
+                            std::optional<Mailbox> mailbox);
 
 }  // namespace tpusim::collectives

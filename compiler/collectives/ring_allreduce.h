@@ -54,7 +54,7 @@ struct RingAllReduceSpec {
   int flag_base = 0;  // the program uses flags flag_base.. (+8 more when bidirectional)
   // Inside a compiled program: the HBM word of the entry handshake (EmitEntryHandshake).
   // Unset for a program that starts on idle cores.
-  std::optional<uint64_t> mailbox;
+  std::optional<Mailbox> mailbox;
 };
 
 // The assembly of the program of ring position `position`. Throws std::invalid_argument

@@ -75,7 +75,7 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   Header(s, "reduce-scatter", part, spec.input_bytes, spec.tag);
   const int fb = spec.flag_base;
   RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
-  if (spec.mailbox) EmitEntryHandshake(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
+  if (spec.mailbox) EmitEntryBarrier(s, core, *spec.mailbox);
   e.EmitRingRegisters();
   // VMEM: chunk k (ring order) holds group part index_of(ring[k]); gather them from HBM.
   const uint64_t data = 0, slots = spec.input_bytes;
@@ -119,7 +119,7 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
     << " dst_stride=" << row * n << "\n";
   const int fb = spec.flag_base;
   RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
-  if (spec.mailbox) EmitEntryHandshake(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
+  if (spec.mailbox) EmitEntryBarrier(s, core, *spec.mailbox);
   e.EmitRingRegisters();
   // Chunks in ring order in VMEM; the output is written part by part in group order.
   const uint64_t data = 0, out = part * n;
@@ -142,21 +142,13 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
 std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pairs,
                                      uint64_t input_address, uint64_t output_address,
                                      uint64_t bytes, int core, const std::string& tag, int fb,
-                                     std::optional<uint64_t> mailbox) {
+                                     std::optional<Mailbox> mailbox) {
   if (bytes == 0 || bytes % 4)
     throw std::invalid_argument("collective-permute buffers must be whole f32 words");
   std::ostringstream s;
   s << "# collective-permute\n.desc whole rows=1 row_bytes=" << bytes
     << " src_stride=0 dst_stride=0\n.tag \"" << tag << "\"\n";
-  if (mailbox) {  // sources write into this core's output, this core into its targets'
-    std::vector<int> writers;
-    int targets = 0;
-    for (auto [src, dst] : pairs) {
-      if (dst == core && src != core) writers.push_back(src);
-      if (src == core && dst != core) ++targets;
-    }
-    EmitEntryHandshake(s, core, *mailbox, writers, targets);
-  }
+  if (mailbox) EmitEntryBarrier(s, core, *mailbox);  // sources write into this core's output
   int incoming = 0;
   for (auto [src, dst] : pairs) {
     if (dst == core) ++incoming;

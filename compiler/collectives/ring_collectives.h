@@ -34,7 +34,7 @@ struct RingCollectiveSpec {
   ReduceOp op = ReduceOp::kSum;
   std::string tag;
   int flag_base = 0;                // the programs use flags flag_base..flag_base+5
-  std::optional<uint64_t> mailbox;  // the entry handshake's HBM word (RingAllReduceSpec)
+  std::optional<Mailbox> mailbox;  // the entry handshake's HBM word (RingAllReduceSpec)
 };
 
 // The program of `core`. Throws std::invalid_argument when the core is in no group, the
@@ -51,7 +51,7 @@ std::string CollectivePermuteProgram(const std::vector<std::pair<int, int>>& pai
                                      uint64_t input_address, uint64_t output_address,
                                      uint64_t bytes, int core, const std::string& tag = "",
                                      int flag_base = 0,
-                                     std::optional<uint64_t> mailbox = std::nullopt);
+                                     std::optional<Mailbox> mailbox = std::nullopt);
 
 // The members of the group holding `core`, in board-ring order, and core's position.
 std::pair<std::vector<int>, int> GroupRing(const RingCollectiveSpec& spec, int core);

@@ -22,16 +22,19 @@ RingEmitter::RingEmitter(std::ostringstream& out, const std::vector<int>& ring, 
       c_(chunk_bytes),
       r_(regs) {}
 
-void EmitEntryHandshake(std::ostringstream& s, int self, uint64_t mailbox,
-                        const std::vector<int>& writers, int targets) {
-  if (writers.empty() && targets == 0) return;
+void EmitEntryBarrier(std::ostringstream& s, int self, const Mailbox& mailbox) {
+  if (mailbox.cores < 2) return;
   s << ".desc token rows=1 row_bytes=4 src_stride=0 dst_stride=0\n"
-    << assembly::LoadAddress(5, mailbox, 6)  // r5: the mailbox, HBM space 0
+    << assembly::LoadAddress(5, mailbox.address, 6)  // r5: the mailbox, HBM space 0
     << "    li r6, " << self << "\n    shli r6, r6, 56\n    or r6, r6, r5\n";
-  for (int w : writers)
-    s << "    li r7, " << w << "\n    shli r7, r7, 56\n    or r7, r7, r5\n"
-      << "    dma.g r7, r6, token, f" << kReadyFlag << "\n";
-  if (targets > 0) s << "    wait seq, f" << kReadyFlag << ", " << targets << "\n";
+  for (int flag : {kArrivedFlag, kReadyFlag}) {
+    for (int peer = 0; peer < mailbox.cores; ++peer) {
+      if (peer == self) continue;
+      s << "    li r7, " << peer << "\n    shli r7, r7, 56\n    or r7, r7, r5\n"
+        << "    dma.g r7, r6, token, f" << flag << "\n";
+    }
+    s << "    wait seq, f" << flag << ", " << mailbox.cores - 1 << "\n";
+  }
 }
 
 void RingEmitter::EmitRingRegisters() {

@@ -26,18 +26,28 @@ inline constexpr int kFlagGathered = 3;   // an all-gather chunk arrived
 inline constexpr int kFlagLocalCopy = 4;  // this core's own chunk is in the output
 inline constexpr int kFlagStored = 5;     // the result is back in HBM
 
-// The entry handshake's flag: absolute, one per program (collective kernels use f16..f29;
-// rings take flag_base + 0..5, a second ring flag_base + 8..13).
-inline constexpr int kReadyFlag = 23;
+// The entry barrier's two flags, one per phase: absolute (collective kernels use f16..f29;
+// rings take flag_base + 0..5, a second ring flag_base + 8..13; these two are not theirs).
+inline constexpr int kArrivedFlag = 22, kReadyFlag = 23;
 
-// Entry handshake of a collective inside a compiled program, where a peer may still run
-// the kernels before it, which use the memory this collective is about to write into: the
-// core sends a token (a 4-byte copy into the peer's `mailbox`, an HBM word no kernel uses)
-// to each core in `writers` (the cores that write into this one; one token per entry),
-// then waits for `targets` tokens, one from each core it writes into. Tokens are counted
-// on kReadyFlag; every core of a collective sends and consumes the same number per entry.
-void EmitEntryHandshake(std::ostringstream& s, int self, uint64_t mailbox,
-                        const std::vector<int>& writers, int targets);
+// Where a compiled program's collectives meet: an HBM word no kernel uses, at the same
+// address on every core, and the board's core count.
+struct Mailbox {
+  uint64_t address = 0;
+  int cores = 0;
+};
+
+// Entry of a collective (or of one round of it) inside a compiled program, where a peer may
+// still run the kernels before it, which use the memory this collective is about to write
+// into: a two-phase barrier of every core on the board. In each phase a core sends a token
+// (a 4-byte copy into each other core's mailbox word) and waits for one from each of them,
+// the first phase counted on kArrivedFlag, the second on kReadyFlag. No token can count for
+// another barrier: a core sends the next barrier's first-phase tokens only after every core
+// has sent this one's second-phase tokens, which each sends after its own first-phase wait,
+// and likewise for the second phase. (Tokens sent only to a collective's writers, on one
+// flag, let a core that is ahead release a wait of the previous collective: difftest seed
+// 102755, docs/testing.md.) Every core calls it for every collective with a mailbox.
+void EmitEntryBarrier(std::ostringstream& s, int self, const Mailbox& mailbox);
 
 // Two rings can share one program (a bidirectional all-reduce): each gets its own
 // registers and flags (flag + flag_base).

@@ -1,9 +1,9 @@
-// The entry handshake of collectives inside compiled programs (EmitEntryHandshake): a core
-// may still run the kernel before the collective, in memory its ring predecessor is about
-// to write into. Here core ring[1] first fills all its VMEM with a constant (a long VPU
-// kernel) while ring[0] enters the all-reduce at once. Without the handshake ring[0]'s
-// first chunk lands in ring[1]'s receive slot and is then overwritten: the sums are wrong
-// (the control). With it, ring[1] tells ring[0] when it has entered: the sums are exact.
+// The entry barrier of collectives inside compiled programs (EmitEntryBarrier): a core may
+// still run the kernel before the collective, in memory its ring predecessor is about to
+// write into. Here core ring[1] first fills all its VMEM with a constant (a long VPU kernel)
+// while ring[0] enters the all-reduce at once. Without the barrier ring[0]'s first chunk
+// lands in ring[1]'s receive slot and is then overwritten: the sums are wrong (the
+// control). With it, no core writes before every core has entered: the sums are exact.
 #include <gmock/gmock.h>
 
 #include "board_test_util.h"
@@ -20,13 +20,13 @@ constexpr uint64_t kMailbox = 1ull << 30;
 float Input(int core, uint64_t i) { return static_cast<float>((i * 7 + core * 13) % 101) - 50; }
 
 // Sums wrong on core ring[0] after the all-reduce, with a busy core ring[1].
-int WrongSums(bool handshake) {
+int WrongSums(bool barrier) {
   const BoardConfig board = LoadConfig("v3-8");
   collectives::RingAllReduceSpec spec;
   spec.ring = collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, board.cores_per_chip);
   spec.bytes = kElems * 4;
   spec.flag_base = assembly::kCollectiveFlagBase;  // as lowered: the barrier resets f0..f15
-  if (handshake) spec.mailbox = kMailbox;
+  if (barrier) spec.mailbox = collectives::Mailbox{kMailbox, 8};
   std::vector<std::string> programs(spec.ring.size());
   for (size_t p = 0; p < spec.ring.size(); ++p)
     programs[spec.ring[p]] = collectives::RingAllReduceProgram(spec, static_cast<int>(p));

@@ -25,7 +25,7 @@ struct CollectiveContext {
   std::function<uint64_t(const hlo::HloInstruction*)> address;
   std::vector<int> ring;  // every core in torus ring order
   int cores = 8;
-  std::optional<uint64_t> mailbox;  // CollectiveMailbox: the entry handshake
+  std::optional<collectives::Mailbox> mailbox;  // CollectiveMailbox: the entry handshake
   int mxus = 2;                     // per core: drain barriers between a collective's rounds
 };
 
@@ -69,7 +69,7 @@ std::vector<int> RingOf(const std::vector<std::vector<int>>& groups, const std::
 std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
                                    uint64_t bytes, const std::string& tag,
                                    const std::vector<int>& ring, int cores,
-                                   collectives::ReduceOp reduce, std::optional<uint64_t> mailbox,
+                                   collectives::ReduceOp reduce, std::optional<collectives::Mailbox> mailbox,
                                    LoweredOp& op) {
   std::vector<std::string> programs;
   for (int c = 0; c < cores; ++c) {
@@ -288,10 +288,7 @@ std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const Coll
       for (size_t j = 0; j < n; ++j) sends.push_back({group[j], src + j * chunk, out + p * chunk});
       incoming = static_cast<int>(n);
     }
-    std::vector<int> writers;
-    for (int m : group)
-      if (m != c) writers.push_back(m);
-    programs.push_back(collectives::AllToAllProgram(sends, chunk, incoming, writers, c,
+    programs.push_back(collectives::AllToAllProgram(sends, chunk, incoming, c,
                                                     instr.name(), assembly::kCollectiveFlagBase,
                                                     ctx.mailbox));
   }

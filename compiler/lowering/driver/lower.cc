@@ -63,7 +63,8 @@ LoweredModule Lowerer::Run() {
   ctx_.mxus = opt_.mxus_per_core;
   ctx_.rng_seed = opt_.rng_seed;
   ctx_.ring = opt_.ring;
-  ctx_.mailbox = CollectiveMailbox(opt_);
+  if (const std::optional<uint64_t> word = CollectiveMailbox(opt_))
+    ctx_.mailbox = collectives::Mailbox{*word, opt_.cores};
   ctx_.per_device = out_.replicas > 1;
   ctx_.partitions = module_.num_partitions;
   for (const HloInstruction* in : inputs_) out_.batch_parameters.push_back(in->name());

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "compiler/collectives/ring_emitter.h"
 #include "compiler/hlo/ir.h"
 #include "compiler/lowering/driver/lower.h"
 
@@ -23,7 +24,7 @@ struct OpContext {
   // num_partitions = cores; else every core runs the whole module) and the module's
   // num_partitions.
   std::vector<int> ring;
-  std::optional<uint64_t> mailbox;
+  std::optional<collectives::Mailbox> mailbox;
   bool per_device = false;
   int64_t partitions = 1;
 };

@@ -143,6 +143,29 @@ ENTRY %main (a: f32[8,2,2,1024]) -> f32[8,2,2,256] {
                        1e-6);
 }
 
+// difftest seed 102755, minimized: core 2, ahead, enters the permute and signals its writer
+// while that writer still waits in the all-gather for another core; with readiness tokens
+// on one flag the early token released that wait, and a core wrote the permute's result
+// (in the all-gather's reused buffer) into a core still reading it: 0.42 of the largest
+// value wrong. Each collective now starts with a two-phase barrier of every core.
+TEST(ExactCollectives, AnEarlyCoreCannotReleaseAnEarlierCollectivesWait) {
+  testing::ExpectMatch(R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (v0: f32[130]) -> (f32[260]) {
+  %v0 = f32[130]{0} parameter(0)
+  %v1 = f32[260]{0} all-gather(%v0), replica_groups={{0,7},{1,3},{4,5},{2,6}}, dimensions={0}
+  %v2 = f32[260]{0} reverse(%v1), dimensions={0}
+  %v5 = f32[260]{0} collective-permute(%v2), source_target_pairs={{0,2},{1,6},{2,1},{3,4},{4,7},{6,0}}
+  %v10 = f32[260]{0} all-reduce(%v5), replica_groups={{1,3,4,5},{0,2,6,7}}, to_apply=%add
+  ROOT %out = (f32[260]{0}) tuple(%v10)
+})",
+                       1e-6);
+}
+
 // Collective buffers above 2 GiB (a 3 GiB parameter first in HBM): their addresses are built
 // in registers, as other kernels' are (they were refused: "collective buffers must lie in the
 // first 2 GiB of HBM", which stopped ResNet-50 at global batch 1024 split by the partitioner).
