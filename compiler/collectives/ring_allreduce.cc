@@ -48,7 +48,8 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
     << ".desc half rows=1 row_bytes=" << half << " src_stride=0 dst_stride=0\n"
     << ".tag \"" << spec.tag << "\"\n";
   if (spec.mailbox)  // both neighbours write into this core, and it into both
-    EmitEntryBarrier(s, spec.ring[position], *spec.mailbox);
+    EmitEntry(s, spec.ring[position], *spec.mailbox,
+              {spec.ring[(position + n - 1) % n], spec.ring[(position + 1) % n]}, 2);
   fwd.EmitRingRegisters();
   bwd.EmitRingRegisters();
   s << "    li r26, " << kSetBytes << "\n";  // the backward ring's buffers
@@ -127,7 +128,7 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   // r30: the array in HBM; the result goes to r26 (r30 unless hbm_output is given).
   const char* result = spec.hbm_output ? "r26" : "r30";
   if (spec.mailbox)  // the previous core writes into this one, this one into the next
-    EmitEntryBarrier(s, spec.ring[position], *spec.mailbox);
+    EmitEntry(s, spec.ring[position], *spec.mailbox, {spec.ring[(position + n - 1) % n]}, 1);
   ring.EmitRingRegisters();
   s << assembly::LoadAddress(30, spec.hbm_address, 18);
   if (spec.hbm_output) s << assembly::LoadAddress(26, *spec.hbm_output, 18);

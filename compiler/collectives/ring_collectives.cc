@@ -75,7 +75,7 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   Header(s, "reduce-scatter", part, spec.input_bytes, spec.tag);
   const int fb = spec.flag_base;
   RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
-  if (spec.mailbox) EmitEntryBarrier(s, core, *spec.mailbox);
+  if (spec.mailbox) EmitEntry(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
   e.EmitRingRegisters();
   // VMEM: chunk k (ring order) holds group part index_of(ring[k]); gather them from HBM.
   const uint64_t data = 0, slots = spec.input_bytes;
@@ -119,7 +119,7 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
     << " dst_stride=" << row * n << "\n";
   const int fb = spec.flag_base;
   RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
-  if (spec.mailbox) EmitEntryBarrier(s, core, *spec.mailbox);
+  if (spec.mailbox) EmitEntry(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
   e.EmitRingRegisters();
   // Chunks in ring order in VMEM; the output is written part by part in group order.
   const uint64_t data = 0, out = part * n;

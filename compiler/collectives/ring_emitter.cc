@@ -37,6 +37,19 @@ void EmitEntryBarrier(std::ostringstream& s, int self, const Mailbox& mailbox) {
   }
 }
 
+void EmitEntry(std::ostringstream& s, int self, const Mailbox& mailbox,
+               const std::vector<int>& writers, int targets) {
+  if (mailbox.barrier) return EmitEntryBarrier(s, self, mailbox);
+  if (writers.empty() && targets == 0) return;
+  s << ".desc token rows=1 row_bytes=4 src_stride=0 dst_stride=0\n"
+    << assembly::LoadAddress(5, mailbox.address, 6)
+    << "    li r6, " << self << "\n    shli r6, r6, 56\n    or r6, r6, r5\n";
+  for (int w : writers)
+    s << "    li r7, " << w << "\n    shli r7, r7, 56\n    or r7, r7, r5\n"
+      << "    dma.g r7, r6, token, f" << kReadyFlag << "\n";
+  if (targets > 0) s << "    wait seq, f" << kReadyFlag << ", " << targets << "\n";
+}
+
 void RingEmitter::EmitRingRegisters() {
   s_ << "    li r21, " << kVmemSpace << "\n    shli r21, r21, 48\n"
      << "    li " << r_.next << ", " << ring_[Chunk(p_ + 1)] << "\n    shli " << r_.next << ", "

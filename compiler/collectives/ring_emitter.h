@@ -35,6 +35,10 @@ inline constexpr int kArrivedFlag = 22, kReadyFlag = 23;
 struct Mailbox {
   uint64_t address = 0;
   int cores = 0;
+  // The two-phase barrier (EmitEntryBarrier) at every entry, or, where the program has one
+  // collective (data parallelism's gradient all-reduce, run once per step or per trip of a
+  // loop, with the same tokens every time), the targeted handshake.
+  bool barrier = true;
 };
 
 // Entry of a collective (or of one round of it) inside a compiled program, where a peer may
@@ -48,6 +52,14 @@ struct Mailbox {
 // flag, let a core that is ahead release a wait of the previous collective: difftest seed
 // 102755, docs/testing.md.) Every core calls it for every collective with a mailbox.
 void EmitEntryBarrier(std::ostringstream& s, int self, const Mailbox& mailbox);
+
+// A ring's entry: the barrier, or, when the mailbox allows it, the targeted handshake: a
+// token to each core in `writers` (the cores that write into this one) on kReadyFlag, then
+// a wait for `targets` tokens, one from each core this one writes into. Safe only when
+// every entry of the program sends and expects the same tokens: a core ahead in the next
+// collective could otherwise release a wait of the previous one.
+void EmitEntry(std::ostringstream& s, int self, const Mailbox& mailbox,
+               const std::vector<int>& writers, int targets);
 
 // Two rings can share one program (a bidirectional all-reduce): each gets its own
 // registers and flags (flag + flag_base).

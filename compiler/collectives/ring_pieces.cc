@@ -70,7 +70,8 @@ std::string PairedProgram(const RingAllReduceSpec& spec, int position, uint64_t 
        {}}};
   const int mine[2] = {position, back_pos};
   if (spec.mailbox)  // both neighbours write into this core, and it into both
-    EmitEntryBarrier(s, spec.ring[position], *spec.mailbox);
+    EmitEntry(s, spec.ring[position], *spec.mailbox,
+              {spec.ring[(position + n - 1) % n], spec.ring[(position + 1) % n]}, 2);
   for (Lane& l : lanes) {
     l.ring.EmitRingRegisters();
     l.ring.GatherFromOut();
@@ -160,7 +161,7 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
   s << ".tag \"" << spec.tag << "\"\n";
   if (segments > 1) return PairedProgram(spec, position, seg, descs, s);
   if (spec.mailbox)
-    EmitEntryBarrier(s, spec.ring[position], *spec.mailbox);
+    EmitEntry(s, spec.ring[position], *spec.mailbox, {spec.ring[(position + n - 1) % n]}, 1);
   ring.EmitRingRegisters();
   // One segment.
   const std::vector<Part> parts = PartsOf(spec.pieces, 0, seg);

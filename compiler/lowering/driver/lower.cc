@@ -37,6 +37,22 @@ std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int
   return {};
 }
 
+// Whether the module has one collective, a ring one (all-reduce, all-gather, reduce-scatter):
+// its every entry sends and expects the same tokens, so the targeted handshake is safe
+// (collectives::Mailbox::barrier).
+bool HasOneRingCollective(const hlo::HloModule& m) {
+  int rings = 0, others = 0;
+  for (const auto& c : m.computations())
+    for (const auto& i : c->instructions()) {
+      const Opcode op = i->opcode();
+      if (op == Opcode::kAllReduce || op == Opcode::kAllGather || op == Opcode::kReduceScatter)
+        ++rings;
+      else if (hlo::GetOpcodeInfo(op).category == hlo::OpCategory::kCollective)
+        ++others;
+    }
+  return rings == 1 && others == 0;
+}
+
 }  // namespace
 
 Lowerer::Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o)
@@ -64,7 +80,7 @@ LoweredModule Lowerer::Run() {
   ctx_.rng_seed = opt_.rng_seed;
   ctx_.ring = opt_.ring;
   if (const std::optional<uint64_t> word = CollectiveMailbox(opt_))
-    ctx_.mailbox = collectives::Mailbox{*word, opt_.cores};
+    ctx_.mailbox = collectives::Mailbox{*word, opt_.cores, !HasOneRingCollective(module_)};
   ctx_.per_device = out_.replicas > 1;
   ctx_.partitions = module_.num_partitions;
   for (const HloInstruction* in : inputs_) out_.batch_parameters.push_back(in->name());
