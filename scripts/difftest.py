@@ -492,12 +492,15 @@ def main():
     tally = collections.Counter()
     reasons = collections.Counter()
     bugs = []
+    refusals = []  # a valid module refused is a defect too: its seed is printed
     for seed in range(args.seed, args.seed + args.count):
         m, outs = generate(seed)
         verdict, why = run(args.tpusim, text(m, outs, "difftest_%d" % seed), args.timeout)
         tally[verdict] += 1
         if verdict in ("refused", "timing-only"):
             reasons[(verdict, why)] += 1
+        if verdict == "refused":
+            refusals.append((seed, why))
         if verdict in ("MISMATCH", "CRASH", "HANG"):
             small = minimize(args.tpusim, m, outs, verdict, args.timeout)
             bugs.append((seed, verdict, why))
@@ -509,6 +512,8 @@ def main():
                                          ", ".join("%s %d" % kv for kv in sorted(tally.items()))))
     for (verdict, why), n in reasons.most_common(8):
         print("  %-11s x%-4d %s" % (verdict, n, why))
+    for seed, why in refusals[:20]:
+        print("  refused seed %d: %s" % (seed, why))
     for seed, verdict, why in bugs:
         print("  %s seed %d: %s" % (verdict, seed, why))
     return 1 if bugs else 0

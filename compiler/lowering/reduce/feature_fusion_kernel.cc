@@ -148,7 +148,9 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
   for (const HloInstruction* q : f->parameters())
     if (q->shape().IsScalar())
       if (const std::optional<double> v = ScalarValue(fusion, q)) p.scalars.emplace_back(q, *v);
-  if (static_cast<int>(p.matrices.size()) > kMaxMatrices || p.vectors.size() > 6)
+  // (a stream needs a matrix to read: a sum of broadcast constants has none)
+  if (p.matrices.empty() || static_cast<int>(p.matrices.size()) > kMaxMatrices ||
+      p.vectors.size() > 6)
     return std::nullopt;
   int next = kFirstPattern + static_cast<int>(p.vectors.size());
   // One register per distinct constant (the sums' zero inits take none).
