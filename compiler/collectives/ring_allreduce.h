@@ -52,7 +52,7 @@ struct RingAllReduceSpec {
   std::vector<RingPiece> pieces;
   std::string tag = "all-reduce";  // provenance tag of the emitted instructions
   int flag_base = 0;  // the program uses flags flag_base.. (+8 more when bidirectional)
-  // Inside a compiled program: the HBM word of the entry handshake (EmitEntryHandshake).
+  // Inside a compiled program: the mailbox of the entry barrier or handshake (EmitEntry).
   // Unset for a program that starts on idle cores.
   std::optional<Mailbox> mailbox;
 };

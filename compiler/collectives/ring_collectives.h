@@ -34,7 +34,7 @@ struct RingCollectiveSpec {
   ReduceOp op = ReduceOp::kSum;
   std::string tag;
   int flag_base = 0;                // the programs use flags flag_base..flag_base+5
-  std::optional<Mailbox> mailbox;  // the entry handshake's HBM word (RingAllReduceSpec)
+  std::optional<Mailbox> mailbox;   // the entry barrier's mailbox (RingAllReduceSpec)
 };
 
 // The program of `core`. Throws std::invalid_argument when the core is in no group, the

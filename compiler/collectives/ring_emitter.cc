@@ -42,8 +42,8 @@ void EmitEntry(std::ostringstream& s, int self, const Mailbox& mailbox,
   if (mailbox.barrier) return EmitEntryBarrier(s, self, mailbox);
   if (writers.empty() && targets == 0) return;
   s << ".desc token rows=1 row_bytes=4 src_stride=0 dst_stride=0\n"
-    << assembly::LoadAddress(5, mailbox.address, 6)
-    << "    li r6, " << self << "\n    shli r6, r6, 56\n    or r6, r6, r5\n";
+    << assembly::LoadAddress(5, mailbox.address, 6) << "    li r6, " << self
+    << "\n    shli r6, r6, 56\n    or r6, r6, r5\n";
   for (int w : writers)
     s << "    li r7, " << w << "\n    shli r7, r7, 56\n    or r7, r7, r5\n"
       << "    dma.g r7, r6, token, f" << kReadyFlag << "\n";

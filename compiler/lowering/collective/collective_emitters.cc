@@ -69,8 +69,8 @@ std::vector<int> RingOf(const std::vector<std::vector<int>>& groups, const std::
 std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
                                    uint64_t bytes, const std::string& tag,
                                    const std::vector<int>& ring, int cores,
-                                   collectives::ReduceOp reduce, std::optional<collectives::Mailbox> mailbox,
-                                   LoweredOp& op) {
+                                   collectives::ReduceOp reduce,
+                                   std::optional<collectives::Mailbox> mailbox, LoweredOp& op) {
   std::vector<std::string> programs;
   for (int c = 0; c < cores; ++c) {
     const std::vector<int> members = RingOf(groups, ring, c);
@@ -288,9 +288,8 @@ std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const Coll
       for (size_t j = 0; j < n; ++j) sends.push_back({group[j], src + j * chunk, out + p * chunk});
       incoming = static_cast<int>(n);
     }
-    programs.push_back(collectives::AllToAllProgram(sends, chunk, incoming, c,
-                                                    instr.name(), assembly::kCollectiveFlagBase,
-                                                    ctx.mailbox));
+    programs.push_back(collectives::AllToAllProgram(sends, chunk, incoming, c, instr.name(),
+                                                    assembly::kCollectiveFlagBase, ctx.mailbox));
   }
   if (!op.exact) op.note = "chunks strided along the split dimension: timed by their bytes";
   op.hbm_bytes = 2 * ByteSize(instr.shape().IsTuple() ? in : instr.shape());
