@@ -33,8 +33,8 @@ struct RingCollectiveSpec {
   uint64_t member_stride = 0;
   ReduceOp op = ReduceOp::kSum;
   std::string tag;
-  int flag_base = 0;                // the programs use flags flag_base..flag_base+5
-  std::optional<Mailbox> mailbox;   // the entry barrier's mailbox (RingAllReduceSpec)
+  int flag_base = 0;               // the programs use flags flag_base..flag_base+5
+  std::optional<Mailbox> mailbox;  // the entry barrier's mailbox (RingAllReduceSpec)
 };
 
 // The program of `core`. Throws std::invalid_argument when the core is in no group, the

@@ -25,8 +25,8 @@ struct CollectiveContext {
   std::function<uint64_t(const hlo::HloInstruction*)> address;
   std::vector<int> ring;  // every core in torus ring order
   int cores = 8;
-  std::optional<collectives::Mailbox> mailbox;  // CollectiveMailbox: the entry handshake
-  int mxus = 2;                     // per core: drain barriers between a collective's rounds
+  std::optional<collectives::Mailbox> mailbox;  // CollectiveMailbox: the entry barrier
+  int mxus = 2;  // per core: drain barriers between a collective's rounds
 };
 
 constexpr uint64_t kVreg = 4096, kSegment = 2 << 20, kSingleSegment = 4 << 20;
