@@ -291,10 +291,10 @@ class Rewriter {
       const bool square =
           v->opcode() == Opcode::kMultiply && wide(v->operand(0)) && wide(v->operand(1));
       if (square != (k == 1) || (k == 0 && !wide(v))) return false;
-      const HloInstruction* zero = f.operand(static_cast<size_t>(
-          r->operand(1)->opcode() == Opcode::kParameter ? r->operand(1)->parameter_number() : 0));
-      if (r->operand(1)->opcode() != Opcode::kParameter || zero->opcode() != Opcode::kConstant ||
-          zero->literal().floats != std::vector<double>{0.0})
+      if (r->operand(1)->opcode() != Opcode::kParameter) return false;
+      const HloInstruction* zero =
+          f.operand(static_cast<size_t>(r->operand(1)->parameter_number()));
+      if (zero->opcode() != Opcode::kConstant || zero->literal().floats != std::vector<double>{0.0})
         return false;
       const int64_t rank = v->shape().rank();
       hlo::IntList leading;

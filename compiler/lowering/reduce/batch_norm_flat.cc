@@ -215,17 +215,23 @@ std::string FlatBatchNorm::Normalize(uint64_t x, uint64_t y, std::optional<uint6
   return code_;
 }
 
+// The vectors into pattern areas 2, 3, ...
+std::vector<int> FlatBatchNorm::ExpandAll(const std::vector<uint64_t>& vectors) {
+  std::vector<int> areas;
+  for (uint64_t v : vectors) {
+    areas.push_back(2 + static_cast<int>(areas.size()));
+    Expand(v, areas.back());
+  }
+  return areas;
+}
+
 std::string FlatBatchNorm::ColumnSums(const std::vector<std::pair<uint64_t, int>>& matrices,
                                       const std::vector<uint64_t>& vectors,
                                       std::vector<std::string> prologue,
                                       std::vector<std::string> body,
                                       const std::vector<std::optional<uint64_t>>& sums, int result,
                                       std::optional<uint64_t> output, int output_bytes) {
-  std::vector<int> patterns;
-  for (size_t k = 0; k < vectors.size(); ++k) {
-    patterns.push_back(2 + static_cast<int>(k));
-    Expand(vectors[k], patterns.back());
-  }
+  const std::vector<int> patterns = ExpandAll(vectors);
   Stream(matrices, patterns, true, std::move(body), result, output.value_or(0), std::move(prologue),
          output ? output_bytes : 0);
   for (size_t k = 0; k < sums.size(); ++k) {
@@ -243,11 +249,7 @@ std::string FlatBatchNorm::ColumnMap(const std::vector<std::pair<uint64_t, int>>
                                      std::vector<std::string> prologue,
                                      std::vector<std::string> body, int result, uint64_t output,
                                      int output_bytes) {
-  std::vector<int> patterns;
-  for (size_t k = 0; k < vectors.size(); ++k) {
-    patterns.push_back(2 + static_cast<int>(k));
-    Expand(vectors[k], patterns.back());
-  }
+  const std::vector<int> patterns = ExpandAll(vectors);
   Stream(matrices, patterns, false, std::move(body), result, output, std::move(prologue),
          output_bytes);
   return code_;

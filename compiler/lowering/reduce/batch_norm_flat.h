@@ -113,7 +113,8 @@ class FlatBatchNorm {
 
  private:
   int64_t Period() const;
-  void Expand(uint64_t hbm, int area);   // a [features] vector from HBM into a pattern
+  void Expand(uint64_t hbm, int area);  // a [features] vector from HBM into a pattern
+  std::vector<int> ExpandAll(const std::vector<uint64_t>& vectors);  // into areas 2, 3, ...
   void Fold(int accumulator, int area);  // an accumulator's per-feature totals
   void Math(const std::vector<int>& in, const std::vector<std::string>& body,
             const std::vector<std::pair<int, int>>& out);  // (register, area) results

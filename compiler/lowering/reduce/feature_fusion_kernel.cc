@@ -190,7 +190,7 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
   }
   // Every parameter must be a leaf the kernel loads or knows.
   for (const HloInstruction* q : f->parameters()) {
-    bool used = bound.count(q) > 0 || q->shape().IsScalar();  // (a scalar read as a constant)
+    bool used = bound.count(q) > 0;
     for (const HloInstruction* v : p.vectors) used |= v == q;
     for (const HloInstruction* r : p.sums) used |= r->operand(1) == q;
     if (!used) return std::nullopt;
