@@ -23,6 +23,20 @@ constexpr const char* kAdd = R"(HloModule m
 }
 )";
 
+// Whether core 0's program (the feature stream's kernels say "# feature stream") or an op's
+// note (the convolution that sums its output says so) holds `what`: the values would
+// match on other kernels too.
+bool Uses(const std::string& hlo, const std::string& what) {
+  bool exact = false;
+  std::string inexact;
+  auto c = testing::CompileForValues(hlo, sim::LoadConfig("v3-8"), exact, inexact);
+  if (!c) return false;
+  if (c->lowered.programs.at(0).find(what) != std::string::npos) return true;
+  for (const lowering::LoweredOp& op : c->lowered.ops)
+    if (op.note.find(what) != std::string::npos) return true;
+  return false;
+}
+
 // The module's batch splits over the 8 cores; each sums its rows and the sums are
 // all-reduced.
 std::string Sums(const std::string& shape, const std::string& features) {
@@ -38,19 +52,16 @@ std::string Sums(const std::string& shape, const std::string& features) {
 
 TEST(ExactFeatureFusion, SumsOfABf16ValueAndItsSquaresFoldedRows) {
   ExpectMatch(Sums("16,8,8,64", "64"));
+  EXPECT_TRUE(Uses(Sums("16,8,8,64", "64"), "# feature stream"));
 }
 
 TEST(ExactFeatureFusion, SumsOfABf16ValueAndItsSquaresOverTwoVregsPerRow) {
   ExpectMatch(Sums("8,2,2,2048", "2048"));
+  EXPECT_TRUE(Uses(Sums("8,2,2,2048", "2048"), "# feature stream: 8 vregs, period 2"));
 }
 
-// conv-free ResNet block pieces at global batch: batch norm on a widened bf16 x, ReLU in
-// bf16, and the gradient of both, expanded by the partitioner (sums all-reduced); the
-// normalize and ReLU, the gradient's dx and its sums are fusions on the feature stream.
-TEST(ExactFeatureFusion, ExpandedBatchNormTrainingAndGradientWithRelu) {
-  ExpectMatch(
-      std::string(kAdd) +
-          R"(ENTRY %main (x: bf16[16,4,4,256], g: f32[256], b: f32[256], dz: bf16[16,4,4,256]) -> (bf16[16,4,4,256], bf16[16,4,4,256], f32[256], f32[256]) {
+constexpr const char* kTrainingBlock =
+    R"(ENTRY %main (x: bf16[16,4,4,256], g: f32[256], b: f32[256], dz: bf16[16,4,4,256]) -> (bf16[16,4,4,256], bf16[16,4,4,256], f32[256], f32[256]) {
   %x = bf16[16,4,4,256]{3,2,1,0} parameter(0)
   %g = f32[256]{0} parameter(1)
   %b = f32[256]{0} parameter(2)
@@ -73,17 +84,18 @@ TEST(ExactFeatureFusion, ExpandedBatchNormTrainingAndGradientWithRelu) {
   %dg = f32[256]{0} get-tuple-element(%grad), index=1
   %db = f32[256]{0} get-tuple-element(%grad), index=2
   ROOT %t = (bf16[16,4,4,256]{3,2,1,0}, bf16[16,4,4,256]{3,2,1,0}, f32[256]{0}, f32[256]{0}) tuple(%relu, %dx, %dg, %db)
-})",
-      1e-2);
+})";
+
+// conv-free ResNet block pieces at global batch: batch norm on a widened bf16 x, ReLU in
+// bf16, and the gradient of both, expanded by the partitioner (sums all-reduced); the
+// normalize and ReLU, the gradient's dx and its sums are fusions on the feature stream.
+TEST(ExactFeatureFusion, ExpandedBatchNormTrainingAndGradientWithRelu) {
+  ExpectMatch(std::string(kAdd) + kTrainingBlock, 1e-2);
+  EXPECT_TRUE(Uses(std::string(kAdd) + kTrainingBlock, "# feature stream"));
 }
 
-// The same batch norm over a bf16 convolution's output: the convolution sums its output as
-// it drains (convolution-statistics-fusion on the expanded sums), the sums are all-reduced,
-// the normalize and ReLU stream flat.
-TEST(ExactFeatureFusion, ConvolutionSumsItsOutputForAnExpandedBatchNorm) {
-  ExpectMatch(
-      std::string(kAdd) +
-          R"(ENTRY %main (x: bf16[16,8,8,64], w: bf16[3,3,64,128], g: f32[128], b: f32[128]) -> (bf16[16,8,8,128], f32[128], f32[128]) {
+constexpr const char* kConvBlock =
+    R"(ENTRY %main (x: bf16[16,8,8,64], w: bf16[3,3,64,128], g: f32[128], b: f32[128]) -> (bf16[16,8,8,128], f32[128], f32[128]) {
   %x = bf16[16,8,8,64]{3,2,1,0} parameter(0)
   %w = bf16[3,3,64,128]{3,2,1,0} parameter(1)
   %g = f32[128]{0} parameter(2)
@@ -99,8 +111,14 @@ TEST(ExactFeatureFusion, ConvolutionSumsItsOutputForAnExpandedBatchNorm) {
   %mean = f32[128]{0} get-tuple-element(%bn), index=1
   %var = f32[128]{0} get-tuple-element(%bn), index=2
   ROOT %t = (bf16[16,8,8,128]{3,2,1,0}, f32[128]{0}, f32[128]{0}) tuple(%relu, %mean, %var)
-})",
-      1e-2);
+})";
+
+// The same batch norm over a bf16 convolution's output: the convolution sums its output as
+// it drains (convolution-statistics-fusion on the expanded sums), the sums are all-reduced,
+// the normalize and ReLU stream flat.
+TEST(ExactFeatureFusion, ConvolutionSumsItsOutputForAnExpandedBatchNorm) {
+  ExpectMatch(std::string(kAdd) + kConvBlock, 1e-2);
+  EXPECT_TRUE(Uses(std::string(kAdd) + kConvBlock, "summed as it drains"));
 }
 
 }  // namespace
