@@ -12,6 +12,7 @@
 #include "compiler/passes/conv_stats_fusion.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion.h"
+#include "compiler/passes/fusion_merger.h"
 #include "compiler/passes/multi_output_fusion.h"
 #include "compiler/spmd/batch_sharding.h"
 #include "compiler/spmd/spmd_partitioner.h"
@@ -36,8 +37,11 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::DcePass>();  // the converts the folding bypassed: fusion counts users
   p.AddPass<passes::LayoutAssignmentPass>();
   p.AddPass<passes::ElementwiseFusionPass>(&kernels);
-  p.AddPass<passes::MultiOutputFusionPass>(kernels);
   p.AddPass<passes::BatchNormFusionPass>(kernels);
+  p.AddPass<passes::FusionMergerPass>(kernels);
+  p.AddPass<passes::MultiOutputFusionPass>(kernels);
+  // again: a multi-output fusion reads its siblings' operands, so more producers copy in
+  p.AddPass<passes::FusionMergerPass>(kernels);
   p.AddPass<passes::ConvStatisticsFusionPass>(kernels);
   p.AddPass<passes::DcePass>();
   p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);

@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "compiler/passes/fusion_ops.h"
 #include "compiler/passes/ir_edit.h"
 
 namespace tpusim::passes {
@@ -19,13 +20,6 @@ using hlo::Opcode;
 
 using Set = std::unordered_set<const HloInstruction*>;
 
-bool IsElementwise(const HloInstruction& i) {
-  OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
-  return i.shape().IsArray() &&
-         (c == OpCategory::kElementwiseUnary || c == OpCategory::kElementwiseBinary ||
-          c == OpCategory::kElementwiseTernary);
-}
-
 bool IsFusibleProducer(const HloInstruction& i) {
   return IsElementwise(i) || (i.opcode() == Opcode::kBroadcast && i.shape().IsArray());
 }
@@ -34,28 +28,6 @@ bool IsFusibleProducer(const HloInstruction& i) {
 // duplicates broadcasts into each consumer fusion), so the full-size value never lives in HBM.
 bool IsDuplicable(const HloInstruction& i) {
   return i.opcode() == Opcode::kBroadcast && i.shape().IsArray();
-}
-
-// Cheap elementwise ops: not XLA's IsExpensive ones (divisions, roots, transcendentals).
-bool IsCheap(const HloInstruction& i) {
-  switch (i.opcode()) {
-    case Opcode::kAdd:
-    case Opcode::kSubtract:
-    case Opcode::kMultiply:
-    case Opcode::kMaximum:
-    case Opcode::kMinimum:
-    case Opcode::kNegate:
-    case Opcode::kAbs:
-    case Opcode::kConvert:
-    case Opcode::kCompare:
-    case Opcode::kSelect:
-    case Opcode::kAnd:
-    case Opcode::kOr:
-    case Opcode::kNot:
-      return IsElementwise(i);
-    default:
-      return false;
-  }
 }
 
 int64_t ElementBytes(const HloInstruction& i) {

@@ -32,6 +32,10 @@ class TargetDescription {
   // elementwise-fusion pass builds them; the multi-output-fusion pass pairs them), lowers to
   // one kernel that computes its values. A target without such a kernel keeps the default.
   virtual bool ExactReductionFusion(const hlo::HloInstruction& /*fusion*/) const { return false; }
+  // `fusion`, a loop fusion over matrices and per-feature vectors (the fusion-merger pass
+  // builds them by merging or copying producers into it), lowers to a kernel that computes its
+  // values. A target without such a kernel keeps the default.
+  virtual bool ExactLoopFusion(const hlo::HloInstruction& /*fusion*/) const { return false; }
   // Input channels below which the convolution kernel folds a window's taps into the MXU's
   // contraction (each staged pixel holds every tap's channels): the space-to-depth pass folds
   // the s x s blocks of a strided convolution's input into its channels below this. 0: none.

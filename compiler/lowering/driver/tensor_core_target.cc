@@ -28,6 +28,9 @@ class TensorCoreDescription : public target::TargetDescription {
   bool ExactReductionFusion(const hlo::HloInstruction& fusion) const override {
     return FeatureFusionOnExactKernel(fusion);
   }
+  bool ExactLoopFusion(const hlo::HloInstruction& fusion) const override {
+    return FeatureFusionOnExactKernel(fusion);
+  }
   int64_t FoldedConvolutionChannels() const override { return kFoldBelowCin; }
   bool ExactBf16Move(const hlo::HloInstruction& move) const override {
     return Bf16MoveOnExactKernel(move);

@@ -138,8 +138,10 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
         o->shape().type == PrimitiveType::kF32 && i->dimensions() &&
         *i->dimensions() == hlo::IntList{static_cast<int64_t>(dims.size()) - 1} &&
         i->shape().dims == dims) {
-      bound[i.get()] = kFirstPattern + static_cast<int>(p.vectors.size());
-      p.vectors.push_back(o);
+      // one register per distinct vector, however many broadcasts read it
+      auto at = std::find(p.vectors.begin(), p.vectors.end(), o);
+      bound[i.get()] = kFirstPattern + static_cast<int>(at - p.vectors.begin());
+      if (at == p.vectors.end()) p.vectors.push_back(o);
     } else if (o->opcode() == Opcode::kParameter && o->shape().IsScalar()) {
       if (const std::optional<double> v = ScalarValue(fusion, o))
         p.scalars.emplace_back(i.get(), *v);
@@ -153,6 +155,8 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
       p.vectors.size() > 6)
     return std::nullopt;
   int next = kFirstPattern + static_cast<int>(p.vectors.size());
+  // A map's stream keeps no accumulators: their registers hold constants too.
+  const int last_const = p.sums.empty() ? kAccumulators[1] : kLastConst;
   // One register per distinct constant (the sums' zero inits take none).
   std::map<std::string, int> held;
   for (const auto& [value, v] : p.scalars) {
@@ -161,14 +165,14 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
     if (init) continue;
     const std::string imm = Immediate(v);
     if (!held.count(imm)) {
-      if (next > kLastConst) return std::nullopt;
+      if (next > last_const) return std::nullopt;
       p.prologue.push_back("vmovi v" + std::to_string(next) + ", " + imm);
       held[imm] = next++;
     }
     bound[value] = held[imm];
   }
   if (p.map) {
-    ReducerBody b = BuildExpressionBody(bound, *p.map, kFirstTemp, next, kLastConst);
+    ReducerBody b = BuildExpressionBody(bound, *p.map, kFirstTemp, next, last_const);
     if (!b.exact) return std::nullopt;
     p.prologue.insert(p.prologue.end(), b.prologue.begin(), b.prologue.end());
     // (a bf16 result is rounded by its convert in the body; the store keeps its bits)

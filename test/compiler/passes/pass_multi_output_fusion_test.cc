@@ -5,10 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "compiler/hlo/parser.h"
-#include "compiler/hlo/printer.h"
-#include "compiler/hlo/verifier.h"
 #include "compiler/lowering/driver/tensor_core_target.h"
 #include "compiler/passes/fusion.h"
+#include "test/compiler/passes/pass_test_util.h"
 
 namespace tpusim::passes {
 namespace {
@@ -30,11 +29,7 @@ hlo::HloModule FuseSums(const std::string& entry, bool* changed) {
   hlo::Result<bool> r = MultiOutputFusionPass(target).Run(*m);
   EXPECT_TRUE(r.ok()) << r.status().message();
   *changed = r.ok() && *r;
-  hlo::Status v = hlo::VerifyModule(*m);
-  EXPECT_TRUE(v.ok()) << v.message();
-  const std::string printed = hlo::PrintModule(*m);
-  hlo::Result<hlo::HloModule> again = hlo::ParseHlo(printed);
-  EXPECT_TRUE(again.ok()) << again.status().message() << "\n" << printed;
+  testing::ExpectVerifiesAndReparses(*m);
   return std::move(m).value();
 }
 

@@ -106,12 +106,14 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
                                              "12-dce.hlo",
                                              "13-layout-assignment.hlo",
                                              "14-elementwise-fusion.hlo",
-                                             "15-multi-output-fusion.hlo",
-                                             "16-batch-norm-fusion.hlo",
-                                             "17-convolution-statistics-fusion.hlo",
-                                             "18-dce.hlo",
-                                             "19-memory-planning.hlo"}));
-  std::ifstream in(dir / "19-memory-planning.hlo");
+                                             "15-batch-norm-fusion.hlo",
+                                             "16-fusion-merger.hlo",
+                                             "17-multi-output-fusion.hlo",
+                                             "18-fusion-merger.hlo",
+                                             "19-convolution-statistics-fusion.hlo",
+                                             "20-dce.hlo",
+                                             "21-memory-planning.hlo"}));
+  std::ifstream in(dir / "21-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -125,13 +127,27 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   const tpusim::CompileReport& rep = *r;
   std::vector<std::string> names;
   for (const PassLogEntry& e : rep.passes) names.push_back(e.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{
-                "batch-sharding", "spmd-partitioner", "async-conversion", "all-reduce-combiner",
-                "contraction-defusion", "dce", "algsimp", "dce", "space-to-depth",
-                "conv-canonicalization", "bf16-conversion-folding", "dce", "layout-assignment",
-                "elementwise-fusion", "multi-output-fusion", "batch-norm-fusion",
-                "convolution-statistics-fusion", "dce", "memory-planning"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"batch-sharding",
+                                             "spmd-partitioner",
+                                             "async-conversion",
+                                             "all-reduce-combiner",
+                                             "contraction-defusion",
+                                             "dce",
+                                             "algsimp",
+                                             "dce",
+                                             "space-to-depth",
+                                             "conv-canonicalization",
+                                             "bf16-conversion-folding",
+                                             "dce",
+                                             "layout-assignment",
+                                             "elementwise-fusion",
+                                             "batch-norm-fusion",
+                                             "fusion-merger",
+                                             "multi-output-fusion",
+                                             "fusion-merger",
+                                             "convolution-statistics-fusion",
+                                             "dce",
+                                             "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
   EXPECT_FALSE(rep.passes[2].changed);   // no async pair
