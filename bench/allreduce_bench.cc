@@ -1,4 +1,5 @@
 // All-reduce on the simulated board (v3-8 unless tpusim bench --config): bus bandwidth against size
+// for the ring, both ways round, and the butterfly of short arrays
 // (the NCCL-style figure, 2(n-1)/n x bytes / time), and the simulator's own speed running it. One
 // simulation per process: scripts/bench.sh runs each size separately.
 #include <benchmark/benchmark.h>
@@ -6,6 +7,7 @@
 #include <chrono>
 
 #include "bench/bench_util.h"
+#include "compiler/collectives/butterfly_allreduce.h"
 #include "compiler/collectives/ring_allreduce.h"
 #include "isa/assembler.h"
 #include "sim/simulation.h"
@@ -13,17 +15,22 @@
 namespace tpusim::bench {
 namespace {
 
-void RunAllReduce(benchmark::State& state, bool bidirectional) {
+enum class Algorithm { kRing, kBidirectional, kButterfly };
+
+void RunAllReduce(benchmark::State& state, Algorithm algorithm) {
   const uint64_t bytes = static_cast<uint64_t>(state.range(0));
   sim::BoardConfig board = BenchBoard();
   collectives::RingAllReduceSpec spec;
   spec.ring = collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, board.cores_per_chip);
   spec.bytes = bytes;
-  spec.bidirectional = bidirectional;
+  spec.bidirectional = algorithm == Algorithm::kBidirectional;
   const int n = static_cast<int>(spec.ring.size());
   std::vector<isa::Program> programs(n);
   for (int p = 0; p < n; ++p) {
-    auto prog = isa::Assemble(collectives::RingAllReduceProgram(spec, p), "allreduce.s");
+    auto prog = isa::Assemble(algorithm == Algorithm::kButterfly
+                                  ? collectives::ButterflyAllReduceProgram(spec, p)
+                                  : collectives::RingAllReduceProgram(spec, p),
+                              "allreduce.s");
     if (!prog.ok()) return state.SkipWithError(prog.error().message.c_str());
     programs[spec.ring[p]] = std::move(prog.value());
   }
@@ -41,12 +48,22 @@ void RunAllReduce(benchmark::State& state, bool bidirectional) {
     state.counters["sim_cycles_per_host_s"] = r.cycles / host_s;
   }
 }
-void BM_AllReduceBusBandwidth(benchmark::State& state) { RunAllReduce(state, false); }
-void BM_AllReduceBidirectional(benchmark::State& state) { RunAllReduce(state, true); }
+void BM_AllReduceBusBandwidth(benchmark::State& state) { RunAllReduce(state, Algorithm::kRing); }
+void BM_AllReduceBidirectional(benchmark::State& state) {
+  RunAllReduce(state, Algorithm::kBidirectional);
+}
+// Short arrays by recursive doubling (the compiler's choice up to kButterflyMaxBytes): its
+// time against the ring's at 32 and 64 KiB shows the crossover.
+void BM_AllReduceButterfly(benchmark::State& state) { RunAllReduce(state, Algorithm::kButterfly); }
 
 BENCHMARK(BM_AllReduceBusBandwidth)
     ->RangeMultiplier(4)
     ->Range(32 << 10, 256 << 20)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllReduceButterfly)
+    ->RangeMultiplier(4)
+    ->Range(4 << 10, 256 << 10)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllReduceBidirectional)

@@ -13,7 +13,9 @@ namespace tpusim::sim {
 namespace {
 using collectives::RingAllReduceProgram;
 using collectives::RingAllReduceSpec;
+using testing::AllReduceInput;
 using testing::BoardRun;
+using testing::WriteAllReduceInputs;
 
 constexpr uint64_t kElems = 1 << 20;  // f32[1M], 4 MiB per core
 
@@ -32,19 +34,6 @@ std::vector<std::string> Programs(const RingAllReduceSpec& spec) {
   return programs;
 }
 
-// Core c holds x_c[i] = (i * 7 + c * 13) % 101 - 50: small integers, so every summation
-// order gives the exact sum.
-float Input(int core, uint64_t i) { return static_cast<float>((i * 7 + core * 13) % 101) - 50; }
-
-// Every core's input, Input(core, i), at HBM address 0.
-void WriteInputs(BoardRun& run, uint64_t elems) {
-  for (int c = 0; c < 8; ++c) {
-    std::vector<float> x(elems);
-    for (uint64_t i = 0; i < elems; ++i) x[i] = Input(c, i);
-    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
-  }
-}
-
 // Every `step`-th element of core `core`'s result at `address` is the sum of the inputs of
 // the cores in `members`.
 void ExpectSums(BoardRun& run, int core, uint64_t address, uint64_t elems, uint64_t step,
@@ -53,7 +42,7 @@ void ExpectSums(BoardRun& run, int core, uint64_t address, uint64_t elems, uint6
   run.sim->core(core).hbm().Read(address, y.data(), y.size() * 4);
   for (uint64_t i = 0; i < elems; i += step) {
     float want = 0;
-    for (int k : members) want += Input(k, i);
+    for (int k : members) want += AllReduceInput(k, i);
     ASSERT_EQ(y[i], want) << "core " << core << " element " << i;
   }
 }
@@ -62,7 +51,7 @@ TEST(AllReduce, SumIsExactOnEveryCore) {
   BoardConfig board = LoadConfig("v3-8");
   RingAllReduceSpec spec = Spec(board, collectives::ReduceOp::kSum);
   BoardRun run(Programs(spec));
-  WriteInputs(run, kElems);
+  WriteAllReduceInputs(run, kElems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
   for (int c = 0; c < 8; ++c) ExpectSums(run, c, 0, kElems, 997);
@@ -72,7 +61,7 @@ TEST(AllReduce, ArraysAbove4MiBGoSegmentBySegment) {
   BoardConfig board = LoadConfig("v3-8");
   const uint64_t elems = 3 << 20;  // 12 MiB: six 2 MiB segments on alternate buffer sets
   BoardRun run(Programs(Spec(board, collectives::ReduceOp::kSum, elems)));
-  WriteInputs(run, elems);
+  WriteAllReduceInputs(run, elems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
   ExpectSums(run, 3, 0, elems, 1009);
@@ -81,14 +70,14 @@ TEST(AllReduce, ArraysAbove4MiBGoSegmentBySegment) {
 TEST(AllReduce, MaxIsExactOnEveryCore) {
   BoardConfig board = LoadConfig("v3-8");
   BoardRun run(Programs(Spec(board, collectives::ReduceOp::kMax)));
-  WriteInputs(run, kElems);
+  WriteAllReduceInputs(run, kElems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
   std::vector<float> y(kElems);
   run.sim->core(5).hbm().Read(0, y.data(), y.size() * 4);
   for (uint64_t i = 0; i < kElems; i += 991) {
-    float want = Input(0, i);
-    for (int k = 1; k < 8; ++k) want = std::max(want, Input(k, i));
+    float want = AllReduceInput(0, i);
+    for (int k = 1; k < 8; ++k) want = std::max(want, AllReduceInput(k, i));
     ASSERT_EQ(y[i], want) << "element " << i;
   }
 }
@@ -165,7 +154,7 @@ TEST(AllReduce, TupleSegmentsGoInPairsRoundBothWaysExactly) {
   spec.pieces = {{0, a, out}, {a, b, out + a}};
   BoardRun run(Programs(spec));
   const uint64_t elems = spec.bytes / 4;
-  WriteInputs(run, elems);
+  WriteAllReduceInputs(run, elems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
   for (int c : {0, 5}) ExpectSums(run, c, out, elems, 1031);
@@ -182,7 +171,7 @@ TEST(AllReduce, BidirectionalRingsAreExactAndBeatOneRing) {
   RingAllReduceSpec spec = Spec(board, collectives::ReduceOp::kSum);
   spec.bidirectional = true;
   BoardRun run(Programs(spec));
-  WriteInputs(run, kElems);
+  WriteAllReduceInputs(run, kElems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
   for (int c : {0, 3, 6}) ExpectSums(run, c, 0, kElems, 1013);
@@ -208,7 +197,7 @@ TEST(AllReduce, EachReplicaGroupReducesOnItsOwn) {
     programs[c] = RingAllReduceProgram(spec, pos);
   }
   BoardRun run(programs);
-  WriteInputs(run, elems);
+  WriteAllReduceInputs(run, elems);
   RunReport r = run.sim->Run();
   ASSERT_TRUE(r.ok) << r.error;
   for (const auto& g : groups.replica_groups) {

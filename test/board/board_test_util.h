@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,5 +29,20 @@ struct BoardRun {
   }
   int64_t Cycles(TimeFs fs) const { return std::llround(fs / board.core.cycle_fs()); }
 };
+
+// Core c holds x_c[i] = (i * 7 + c * 13) % 101 - 50 at element i of its HBM (the
+// all-reduce tests' inputs): small integers, so every summation order gives the exact sum.
+inline float AllReduceInput(int core, uint64_t i) {
+  return static_cast<float>((i * 7 + static_cast<uint64_t>(core) * 13) % 101) - 50;
+}
+
+// Every core's AllReduceInput, `elems` of them, at HBM address 0.
+inline void WriteAllReduceInputs(BoardRun& run, uint64_t elems) {
+  for (int c = 0; c < 8; ++c) {
+    std::vector<float> x(elems);
+    for (uint64_t i = 0; i < elems; ++i) x[i] = AllReduceInput(c, i);
+    run.sim->core(c).hbm().Write(0, x.data(), x.size() * 4);
+  }
+}
 
 }  // namespace tpusim::sim::testing

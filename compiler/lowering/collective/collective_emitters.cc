@@ -9,6 +9,7 @@
 
 #include "compiler/assembly/asm_util.h"
 #include "compiler/collectives/all_to_all.h"
+#include "compiler/collectives/butterfly_allreduce.h"
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/collectives/ring_collectives.h"
 #include "compiler/collectives/ring_emitter.h"
@@ -86,10 +87,16 @@ std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, 
     spec.tag = tag;
     spec.flag_base = assembly::kCollectiveFlagBase;
     spec.mailbox = mailbox;
+    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
+    if (collectives::TakesButterfly(static_cast<int>(members.size()), bytes)) {
+      spec.bytes = bytes;
+      programs.push_back(collectives::ButterflyAllReduceProgram(spec, static_cast<int>(pos)));
+      op.hbm_bytes = 2 * bytes;
+      continue;
+    }
     if (spec.bytes != bytes && op.note.empty())
       op.note = "ring granule: " + std::to_string(bytes) + " bytes padded to " +
                 std::to_string(spec.bytes);
-    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
     programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
     op.hbm_bytes = 2 * spec.bytes;
   }
@@ -130,7 +137,9 @@ std::vector<std::string> PiecesAllReduce(const std::vector<collectives::RingPiec
     spec.flag_base = assembly::kCollectiveFlagBase;
     spec.mailbox = ctx.mailbox;
     const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
-    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
+    programs.push_back(collectives::TakesButterfly(static_cast<int>(members.size()), valid)
+                           ? collectives::ButterflyAllReduceProgram(spec, static_cast<int>(pos))
+                           : collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
   }
   op.kind = KernelKind::kCollective;
   op.hbm_bytes = 2 * valid;
