@@ -37,7 +37,7 @@ bool ConvKernelIsExact(const hlo::HloInstruction& conv);
 bool OnExactConvKernel(const hlo::HloInstruction& conv, const ConvPlacement& at = {});
 
 // The convolution of a fusion that the convolution-statistics-fusion pass builds
-// (passes/conv_stats_fusion.h): a fused computation of exactly conv(param 0, param 1) and
+// (passes/fusion/conv_stats_fusion.h): a fused computation of exactly conv(param 0, param 1) and
 // tuple(conv, sum(f32(conv)), sum(f32(conv)^2)), the sums f32 adds over every dimension but
 // the output feature one. Null for any other fusion.
 const hlo::HloInstruction* StatisticsConvolution(const hlo::HloInstruction& fusion);

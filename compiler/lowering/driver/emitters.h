@@ -26,7 +26,7 @@ std::string EmitDot(const hlo::HloInstruction&, const OpContext&, LoweredOp&);
 // conv/conv_emitter.cc: weight gradient, implicit GEMM, or the MXU timing model.
 std::string EmitConvolution(const hlo::HloInstruction&, const OpContext&, LoweredOp&);
 // The same kernel for a convolution fused with its output statistics
-// (passes/conv_stats_fusion.h); empty when `fusion` is not one it takes.
+// (passes/fusion/conv_stats_fusion.h); empty when `fusion` is not one it takes.
 std::string ConvFusionKernel(const hlo::HloInstruction& fusion, const OpContext&, LoweredOp&);
 
 // vpu/elementwise_emitters.cc: VPU streams and the tiled VPU kernel.

@@ -77,7 +77,7 @@ bool MatchExpression(const HloInstruction* root, const hlo::Shape& x,
 struct Parts {
   // batch-norm-training, or (statistics from sums) batch-norm-inference
   const HloInstruction* bn = nullptr;
-  // Statistics from sums (passes/conv_stats_fusion.h): the parameters holding the sums of x
+  // Statistics from sums (passes/fusion/conv_stats_fusion.h): the parameters holding the sums of x
   // and of its squares; mean and var are computed from them as FlatBatchNorm does.
   const HloInstruction* sum = nullptr;
   const HloInstruction* sum_squares = nullptr;
@@ -205,7 +205,7 @@ struct GradParts {
   const HloInstruction* bn = nullptr;
   std::vector<const HloInstruction*> matrices;  // the expression's parameters, in order
   bool stores_dy = false;
-  // The training pass's normalize duplicated into dy's expression (passes/bn_fusion.h):
+  // The training pass's normalize duplicated into dy's expression (passes/fusion/bn_fusion.h):
   // batch-norm-inference(x, gamma, beta, mean, var) of the batch norm's own operands and a
   // beta parameter, at most one.
   const HloInstruction* normalize = nullptr;

@@ -1,5 +1,5 @@
 // Batch norm fused with its elementwise neighbours (the fusions the batch-norm-fusion pass
-// builds, passes/bn_fusion.h), on the flat kernel (batch_norm_flat.h):
+// builds, passes/fusion/bn_fusion.h), on the flat kernel (batch_norm_flat.h):
 //  - batch-norm-training with the consumer of its normalized output: the normalizing pass
 //    computes the consumer per vreg (ReLU, a residual add) and stores only its result;
 //  - batch-norm-grad with the producer of its dy: both passes compute dy per vreg from the

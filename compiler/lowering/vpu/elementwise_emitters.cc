@@ -85,7 +85,7 @@ std::string EmitElementwise(const HloInstruction& instr, const OpContext& c, Low
 }
 
 std::string EmitFusion(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  // A convolution with the batch-norm statistics of its output (passes/conv_stats_fusion.h).
+  // A convolution with the batch-norm statistics of its output (passes/fusion/conv_stats_fusion.h).
   if (std::string k = ConvFusionKernel(instr, c, op); !k.empty()) return k;
   // MXU work, then the epilogue, timing only: reached only when lowering runs without the
   // pipeline, whose contraction-defusion pass inlines these fusions.
@@ -98,7 +98,7 @@ std::string EmitFusion(const HloInstruction& instr, const OpContext& c, LoweredO
     op.exact = false;
     return k;
   }
-  // batch norm with its elementwise neighbours (passes/bn_fusion.h).
+  // batch norm with its elementwise neighbours (passes/fusion/bn_fusion.h).
   if (std::string b = BatchNormFusionKernel(instr, c, op); !b.empty()) return b;
   // XLA's kInput fusion: per-feature sums of elementwise producers, or a reduce of them
   // over the last dimension.

@@ -1,6 +1,6 @@
 // batch-norm-fusion, IR in and IR out: a batch-norm-training whose normalized output
 // feeds one elementwise consumer becomes a multi-output fusion where the kernel takes it.
-#include "compiler/passes/bn_fusion.h"
+#include "compiler/passes/fusion/bn_fusion.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include "compiler/hlo/verifier.h"
 #include "compiler/lowering/driver/tensor_core_target.h"
 #include "compiler/passes/dce.h"
-#include "compiler/passes/fusion.h"
+#include "compiler/passes/fusion/fusion.h"
 
 namespace tpusim::passes {
 namespace {

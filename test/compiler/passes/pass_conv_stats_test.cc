@@ -1,6 +1,6 @@
 // convolution-statistics-fusion, IR in and IR out: the batch-norm fusion over a bf16
 // convolution takes the sums the convolution's fusion computes, and normalizes from them.
-#include "compiler/passes/conv_stats_fusion.h"
+#include "compiler/passes/fusion/conv_stats_fusion.h"
 
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/lowering/driver/tensor_core_target.h"
-#include "compiler/passes/bn_fusion.h"
 #include "compiler/passes/dce.h"
-#include "compiler/passes/fusion.h"
-#include "compiler/passes/multi_output_fusion.h"
+#include "compiler/passes/fusion/bn_fusion.h"
+#include "compiler/passes/fusion/fusion.h"
+#include "compiler/passes/fusion/multi_output_fusion.h"
 
 namespace tpusim::passes {
 namespace {

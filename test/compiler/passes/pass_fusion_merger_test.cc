@@ -2,7 +2,7 @@
 // moves no more bytes, a cheap loop fusion copied into readers that already read its
 // operands, and the merges that would move more bytes or that the target cannot compute left
 // alone.
-#include "compiler/passes/fusion_merger.h"
+#include "compiler/passes/fusion/fusion_merger.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/lowering/driver/tensor_core_target.h"
-#include "compiler/passes/fusion.h"
+#include "compiler/passes/fusion/fusion.h"
 
 namespace tpusim::passes {
 namespace {

@@ -1,12 +1,12 @@
 // Sibling multi-output fusion: per-feature sums that read one value become one fusion (IR in,
 // IR out), and a sum that reads another's result stays apart.
-#include "compiler/passes/multi_output_fusion.h"
+#include "compiler/passes/fusion/multi_output_fusion.h"
 
 #include <gtest/gtest.h>
 
 #include "compiler/hlo/parser.h"
 #include "compiler/lowering/driver/tensor_core_target.h"
-#include "compiler/passes/fusion.h"
+#include "compiler/passes/fusion/fusion.h"
 #include "test/compiler/passes/pass_test_util.h"
 
 namespace tpusim::passes {

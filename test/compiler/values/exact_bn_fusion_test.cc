@@ -1,4 +1,4 @@
-// batch-norm-fusion (passes/bn_fusion.h) with values: batch-norm-training and the
+// batch-norm-fusion (passes/fusion/bn_fusion.h) with values: batch-norm-training and the
 // elementwise consumer of its normalized output run as one flat kernel (the consumer computed
 // in the normalizing pass); each module is simulated on v3-8 and compared with the evaluator
 // on the unfused module.

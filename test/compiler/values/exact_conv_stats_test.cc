@@ -1,4 +1,4 @@
-// convolution-statistics-fusion (passes/conv_stats_fusion.h) with values: a bf16
+// convolution-statistics-fusion (passes/fusion/conv_stats_fusion.h) with values: a bf16
 // convolution sums its output and the squares per feature as it drains, and the batch-norm
 // fusion normalizes from those sums; each module is simulated on v3-8 and compared with
 // the evaluator on the unfused module.

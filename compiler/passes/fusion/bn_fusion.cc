@@ -1,5 +1,5 @@
 // Batch-norm fusion; see bn_fusion.h.
-#include "compiler/passes/bn_fusion.h"
+#include "compiler/passes/fusion/bn_fusion.h"
 
 #include <memory>
 #include <unordered_map>

@@ -1,5 +1,5 @@
 // Elementwise fusion; see fusion.h.
-#include "compiler/passes/fusion.h"
+#include "compiler/passes/fusion/fusion.h"
 
 #include <algorithm>
 #include <functional>
@@ -7,7 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "compiler/passes/fusion_ops.h"
+#include "compiler/passes/fusion/fusion_ops.h"
 #include "compiler/passes/ir_edit.h"
 
 namespace tpusim::passes {

@@ -1,4 +1,4 @@
-#include "compiler/passes/fusion_ops.h"
+#include "compiler/passes/fusion/fusion_ops.h"
 
 namespace tpusim::passes {
 

@@ -1,5 +1,5 @@
 // Convolution statistics fusion; see conv_stats_fusion.h.
-#include "compiler/passes/conv_stats_fusion.h"
+#include "compiler/passes/fusion/conv_stats_fusion.h"
 
 #include <memory>
 #include <unordered_map>

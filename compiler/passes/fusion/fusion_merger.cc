@@ -1,5 +1,5 @@
 // Fusion merging; see fusion_merger.h.
-#include "compiler/passes/fusion_merger.h"
+#include "compiler/passes/fusion/fusion_merger.h"
 
 #include <algorithm>
 #include <memory>
@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "compiler/passes/fusion_ops.h"
+#include "compiler/passes/fusion/fusion_ops.h"
 #include "compiler/passes/ir_edit.h"
 
 namespace tpusim::passes {

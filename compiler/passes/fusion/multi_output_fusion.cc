@@ -1,5 +1,5 @@
 // Sibling multi-output fusion; see multi_output_fusion.h.
-#include "compiler/passes/multi_output_fusion.h"
+#include "compiler/passes/fusion/multi_output_fusion.h"
 
 #include <algorithm>
 #include <memory>
