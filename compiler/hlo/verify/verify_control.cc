@@ -204,6 +204,18 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
         return ExpectStartTuple(i, MaybeTuple(ins), MaybeTuple(outs));
       return ExpectShape(i, MaybeTuple(outs));
     }
+    case Opcode::kAllToAll: {
+      // The array form splits `dimensions`={d} of its operand into one part per member.
+      if (!i.dimensions()) return ExpectShape(i, MaybeTuple(ins));
+      const IntList& dims = *i.dimensions();
+      if (dims.size() != 1 || ins.size() != 1) return Error(i, "needs exactly one dimension");
+      HLO_RETURN_IF_ERROR(ExpectDims(i, dims, ins[0].rank(), "dimension"));
+      std::optional<int64_t> n = GroupSize(m, i);
+      if (n && *n > 0 && ins[0].dims[static_cast<size_t>(dims[0])] % *n != 0)
+        return Error(i, "dimension size " + Str(ins[0].dims[static_cast<size_t>(dims[0])]) +
+                            " is not divisible by the group size " + Str(*n));
+      return ExpectShape(i, ins[0]);
+    }
     case Opcode::kCollectivePermuteStart:
       return ExpectStartTuple(i, ins[0], ins[0]);
     default:

@@ -1,4 +1,5 @@
 // Shape verifier: accepted modules and the messages for broken ones.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "compiler/hlo/parser.h"
@@ -167,6 +168,23 @@ TEST(Verifier, ReduceAndCollectives) {
                         "replica_groups={{0,1},{2,9}}, to_apply=%add",
                         ", replica_count=8"),
             "%a: replica id 9 is beyond the module's 8 devices");
+}
+
+// An array all-to-all splits one dimension of its operand over the group: a dimension past
+// the rank was read out of bounds by the lowering (pipeline_fuzz, stop 30).
+TEST(Verifier, AllToAllSplitsADimensionItHas) {
+  EXPECT_EQ(VerifyError("%x = f32[64,128] parameter(0)\nROOT %a = f32[64,128] all-to-all(%x), "
+                        "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}",
+                        ", replica_count=8"),
+            "");
+  EXPECT_THAT(VerifyError("%x = f32[64,128] parameter(0)\nROOT %a = f32[64,128] all-to-all(%x), "
+                          "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={5}",
+                          ", replica_count=8"),
+              ::testing::StartsWith("%a: dimension 5"));
+  EXPECT_EQ(VerifyError("%x = f32[12,128] parameter(0)\nROOT %a = f32[12,128] all-to-all(%x), "
+                        "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}",
+                        ", replica_count=8"),
+            "%a: dimension size 12 is not divisible by the group size 8");
 }
 
 TEST(Verifier, WhileSignature) {
