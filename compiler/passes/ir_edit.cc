@@ -134,6 +134,21 @@ Status RebuildComputation(const HloComputation& c, const ModuleEdits& edits,
 
 }  // namespace
 
+HloInstruction* CloneBody(const HloComputation& callee, HloComputation& into,
+                          const std::function<HloInstruction*(const HloInstruction&)>& param) {
+  std::unordered_map<const HloInstruction*, HloInstruction*> now;
+  for (const auto& i : callee.instructions()) {
+    if (i->opcode() == hlo::Opcode::kParameter) {
+      now[i.get()] = param(*i);
+      continue;
+    }
+    std::vector<HloInstruction*> ops;
+    for (const HloInstruction* o : i->operands()) ops.push_back(now.at(o));
+    now[i.get()] = into.AddInstruction(CloneWithOperands(*i, UniqueName(into, i->name()), ops));
+  }
+  return now.at(callee.root());
+}
+
 void InlineInto(HloComputation& c, HloInstruction& caller, const HloComputation& callee,
                 ModuleEdits& edits) {
   std::unordered_map<const HloInstruction*, HloInstruction*> now;

@@ -4,6 +4,7 @@
 // topological order.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,6 +50,12 @@ struct ModuleEdits {
   // Follows `replace` from `i` to the instruction that now stands for it.
   hlo::HloInstruction* Resolve(hlo::HloInstruction* i) const;
 };
+
+// Clones `callee`'s instructions (all but its parameters) into `into` under unique names, each
+// parameter standing for what `param` gives for it; returns the clone of its root.
+hlo::HloInstruction* CloneBody(
+    const hlo::HloComputation& callee, hlo::HloComputation& into,
+    const std::function<hlo::HloInstruction*(const hlo::HloInstruction& param)>& param);
 
 // Clones `callee`'s instructions into `c`, its parameters standing for `caller`'s operands;
 // the clone of its root (named as the caller) replaces the caller (a call or fusion).

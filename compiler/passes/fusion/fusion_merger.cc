@@ -90,34 +90,18 @@ std::unique_ptr<HloInstruction> Inline(const HloComputation& c, const HloInstruc
     return params.back();
   };
   HloInstruction* inlined = nullptr;  // the producer's root, cloned on first use
-  auto producer_value = [&]() {
-    if (inlined) return inlined;
-    std::unordered_map<const HloInstruction*, HloInstruction*> map;
-    for (const auto& i : producer.fused_computation()->instructions()) {
-      if (i->opcode() == Opcode::kParameter) {
-        map[i.get()] =
-            param_for(producer.operand(static_cast<size_t>(i->parameter_number())), i->shape());
-        continue;
-      }
-      std::vector<HloInstruction*> ops;
-      for (const HloInstruction* o : i->operands()) ops.push_back(map.at(o));
-      map[i.get()] =
-          fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
-    }
-    return inlined = map.at(producer.fused_computation()->root());
+  auto operand_of = [](const HloInstruction& fusion, const HloInstruction& param) {
+    return fusion.operand(static_cast<size_t>(param.parameter_number()));
   };
-  std::unordered_map<const HloInstruction*, HloInstruction*> map;
-  for (const auto& i : consumer.fused_computation()->instructions()) {
-    if (i->opcode() == Opcode::kParameter) {
-      HloInstruction* outside = consumer.operand(static_cast<size_t>(i->parameter_number()));
-      map[i.get()] = outside == &producer ? producer_value() : param_for(outside, i->shape());
-      continue;
-    }
-    std::vector<HloInstruction*> ops;
-    for (const HloInstruction* o : i->operands()) ops.push_back(map.at(o));
-    map[i.get()] = fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
-  }
-  fused->set_root(map.at(consumer.fused_computation()->root()));
+  fused->set_root(CloneBody(*consumer.fused_computation(), *fused, [&](const HloInstruction& q) {
+    HloInstruction* outside = operand_of(consumer, q);
+    if (outside != &producer) return param_for(outside, q.shape());
+    if (!inlined)
+      inlined = CloneBody(*producer.fused_computation(), *fused, [&](const HloInstruction& pq) {
+        return param_for(operand_of(producer, pq), pq.shape());
+      });
+    return inlined;
+  }));
   auto fusion = std::make_unique<HloInstruction>(UniqueName(c, consumer.name()), Opcode::kFusion,
                                                  consumer.shape());
   for (HloInstruction* o : operands) fusion->AddOperand(o);

@@ -63,33 +63,18 @@ class Merger {
     std::vector<HloInstruction*> operands, params;
     std::unordered_map<const HloInstruction*, HloInstruction*> root_of;  // fusion -> clone
     for (const HloInstruction* f : fusions) {
-      std::unordered_map<const HloInstruction*, HloInstruction*> map;
-      for (const auto& i : f->fused_computation()->instructions()) {
-        if (i->opcode() != Opcode::kParameter) {
-          std::vector<HloInstruction*> ops;
-          for (const HloInstruction* o : i->operands()) ops.push_back(map.at(o));
-          map[i.get()] =
-              fused->AddInstruction(CloneWithOperands(*i, UniqueName(*fused, i->name()), ops));
-          continue;
-        }
-        HloInstruction* outside = f->operand(static_cast<size_t>(i->parameter_number()));
-        if (root_of.count(outside)) {
-          map[i.get()] = root_of.at(outside);
-          continue;
-        }
+      root_of[f] = CloneBody(*f->fused_computation(), *fused, [&](const HloInstruction& q) {
+        HloInstruction* outside = f->operand(static_cast<size_t>(q.parameter_number()));
+        if (root_of.count(outside)) return root_of.at(outside);
         auto at = std::find(operands.begin(), operands.end(), outside);
-        if (at != operands.end()) {
-          map[i.get()] = params.at(static_cast<size_t>(at - operands.begin()));
-          continue;
-        }
+        if (at != operands.end()) return params.at(static_cast<size_t>(at - operands.begin()));
         operands.push_back(outside);
         auto param = std::make_unique<HloInstruction>("param_" + std::to_string(params.size()),
-                                                      Opcode::kParameter, i->shape());
+                                                      Opcode::kParameter, q.shape());
         param->set_parameter_number(static_cast<int64_t>(params.size()));
         params.push_back(fused->AddInstruction(std::move(param)));
-        map[i.get()] = params.back();
-      }
-      root_of[f] = map.at(f->fused_computation()->root());
+        return params.back();
+      });
     }
     std::vector<HloInstruction*> elements;
     for (const HloInstruction* f : outputs) {
