@@ -267,6 +267,10 @@ class Fuser {
     // Another batch norm's output may feed the same consumer (a residual add of two batch
     // norms): one of them takes it, the other's output is read as an operand.
     if (claimed_.count(&e)) return false;
+    // The consumer's other operands are read by the fusion: none may need the batch norm
+    // (an add of y to the gradient its statistics feed would be a cycle).
+    for (const HloInstruction* o : e.operands())
+      if (o != y && DependsOn(o, &bn)) return false;
 
     StartFusion("fused_batch_norm");
     std::vector<HloInstruction*> bn_ops;

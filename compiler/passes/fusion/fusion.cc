@@ -197,16 +197,24 @@ void Fuse(hlo::HloModule& m, HloComputation& c, const std::vector<HloInstruction
   }
 }
 
-// A duplicated producer goes once every one of its users was fused (each has its copy).
+// A duplicated producer goes once every one of its users is gone: fused into a group (each
+// has its copy) or itself a duplicated producer that goes. Users follow their operands in
+// instruction order, so one reverse walk decides every producer after its users.
 void RemoveFullyFused(const HloComputation& c, const Groups& groups, const Set& copied,
                       UserMap& users, ModuleEdits& edits) {
-  Set fused;
+  Set fused, gone;
   for (const auto& g : groups) fused.insert(g.begin(), g.end());
-  for (const HloInstruction* i : copied) {
-    if (i == c.root() || !fused.count(i)) continue;
+  for (const HloInstruction* i : fused)
+    if (!copied.count(i)) gone.insert(i);
+  const auto& instrs = c.instructions();
+  for (auto it = instrs.rbegin(); it != instrs.rend(); ++it) {
+    HloInstruction* i = it->get();
+    if (!copied.count(i) || i == c.root() || !fused.count(i)) continue;
     const auto& u = users[i];
-    if (std::all_of(u.begin(), u.end(), [&](HloInstruction* x) { return fused.count(x) > 0; }))
+    if (std::all_of(u.begin(), u.end(), [&](HloInstruction* x) { return gone.count(x) > 0; })) {
+      gone.insert(i);
       edits.remove.insert(i);
+    }
   }
 }
 

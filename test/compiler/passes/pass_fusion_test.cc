@@ -125,6 +125,27 @@ ENTRY %e {
   }
 }
 
+// Found by the differential tester (seed 225410): the inner broadcast of a chain went,
+// though the outer one stayed for the tuple and still read it.
+TEST(PassFusion, ACopiedProducerStaysWhileACopiedReaderStays) {
+  bool changed = false;
+  hlo::HloModule m = Fuse(R"(HloModule t
+ENTRY %e {
+  %p = f32[2] parameter(0)
+  %b1 = f32[2,8] broadcast(f32[2] %p), dimensions={0}
+  %b2 = f32[2,8,3] broadcast(f32[2,8] %b1), dimensions={0,1}
+  %a = f32[2,8,3] abs(f32[2,8,3] %b2)
+  ROOT %t = (f32[2,8,3], f32[2,8,3]) tuple(f32[2,8,3] %a, f32[2,8,3] %b2)
+})",
+                          &changed);
+  EXPECT_TRUE(changed);
+  const hlo::HloComputation& e = *m.entry();
+  EXPECT_EQ(CountOps(e, hlo::Opcode::kFusion), 1);
+  ASSERT_NE(e.Find("b2"), nullptr);  // the tuple reads it
+  EXPECT_NE(e.Find("b1"), nullptr);  // and it reads b1
+  EXPECT_EQ(e.Find("b2")->operand(0), e.Find("b1"));
+}
+
 TEST(PassFusion, StopsAtNonElementwiseOps) {
   bool changed = false;
   hlo::HloModule m = Fuse(R"(HloModule t
