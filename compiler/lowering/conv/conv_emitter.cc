@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "compiler/lowering/conv/conv_select.h"
+#include "compiler/lowering/conv/conv_wgrad_batch.h"
 #include "compiler/lowering/dot/mxu_ops.h"
 #include "compiler/lowering/driver/emitters.h"
 #include "compiler/lowering/reduce/batch_norm_kernel.h"
@@ -81,11 +82,12 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
   if (!shape) return "";
   WeightGradShape& s = *shape;
   s.x = c.address(instr.operand(0)), s.dy = c.address(instr.operand(1)), s.dw = c.address(&instr);
-  s = FewerTransposes(s);
   s.tag = instr.name();
+  const bool batch = BatchWeightGradTakes(s);
+  if (!batch) s = FewerTransposes(s);
   std::string k;
   try {
-    k = WeightGradKernel(s);
+    k = batch ? BatchWeightGradKernel(s) : WeightGradKernel(s);
   } catch (const std::invalid_argument&) {
     return "";
   }

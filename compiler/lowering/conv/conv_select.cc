@@ -4,6 +4,7 @@
 
 #include "compiler/assembly/asm_util.h"
 #include "compiler/lowering/conv/conv_plan.h"
+#include "compiler/lowering/conv/conv_wgrad_batch.h"
 #include "compiler/lowering/dot/mxu_ops.h"
 
 namespace tpusim::lowering {
@@ -68,6 +69,7 @@ std::optional<WeightGradShape> WeightGradShapeOf(const HloInstruction& conv,
     return std::nullopt;
   s.bf16 = bf16;
   s.mxus = at.mxus;
+  if (BatchWeightGradTakes(s)) return s;
   try {
     CheckWeightGradShape(s);
   } catch (const std::invalid_argument&) {

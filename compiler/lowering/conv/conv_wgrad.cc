@@ -23,13 +23,7 @@
 
 namespace tpusim::lowering {
 namespace wgrad {
-namespace {
 
-using conv::EmitRoundToBf16;
-
-int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-
-// VPU: zero `bytes` (a multiple of 4096) of VMEM from register `base` + `offset` with v0.
 void ZeroVmem(ConvAsm& a, int base, int64_t offset, int64_t bytes) {
   a << "vmovi v0, 0.0";
   a.AddImm(kT1, base, offset);
@@ -38,22 +32,7 @@ void ZeroVmem(ConvAsm& a, int base, int64_t offset, int64_t bytes) {
     << "vsts v0, " + R(kT1) + ", " + std::to_string(kZeroBlockBytes);
 }
 
-// `body(parity)` under a branch on kParity.
-template <typename F>
-void PerParity(ConvAsm& a, F body) {
-  const std::string odd = a.NewLabel("odd"), done = a.NewLabel("parity_done");
-  a << "bne " + R(kParity) + ", r0, " + odd;
-  body(0);
-  a << "jmp " + done;
-  a.Label(odd);
-  body(1);
-  a.Label(done);
-}
-
-// VPU: 16 vregs from VMEM register `base` + `src` (8 rows of 128 f32, or of 128 bf16 when
-// `from_bf16`, each, consecutive), transposed, stored from register `dst` as 16 x 8 rows:
-// bf16 (a tile) or f32.
-void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16, bool from_bf16 = false) {
+void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16, bool from_bf16) {
   const int64_t vreg_bytes = from_bf16 ? kZeroBlockBytes / 2 : kZeroBlockBytes;
   for (int64_t j = 0; j < 16; ++j) {
     a.AddImm(kAddr, base, src + j * vreg_bytes);
@@ -65,6 +44,24 @@ void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16, bool from_
     a << std::string(bf16 ? "vst.bf16 v" : "vst v") + std::to_string(16 + j) + ", " + R(dst);
     if (j < 15) a.AddImm(dst, dst, step);
   }
+}
+
+namespace {
+
+using conv::EmitRoundToBf16;
+
+int64_t RoundUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+// `body(parity)` under a branch on kParity.
+template <typename F>
+void PerParity(ConvAsm& a, F body) {
+  const std::string odd = a.NewLabel("odd"), done = a.NewLabel("parity_done");
+  a << "bne " + R(kParity) + ", r0, " + odd;
+  body(0);
+  a << "jmp " + done;
+  a.Label(odd);
+  body(1);
+  a.Label(done);
 }
 
 // VPU: X rounded to bf16 and the transposed dY tiles into kBuf's tiles, once its copies

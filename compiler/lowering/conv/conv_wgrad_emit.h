@@ -39,6 +39,14 @@ enum Flag : int {
   kLoaded1
 };
 
+// VPU: zero `bytes` (a multiple of 4096) of VMEM from register `base` + `offset` with v0
+// (clobbers kT1, kT2).
+void ZeroVmem(ConvAsm& a, int base, int64_t offset, int64_t bytes);
+// VPU: 16 vregs from VMEM register `base` + `src` (8 rows of 128 f32, or of 128 bf16 when
+// `from_bf16`, each, consecutive), transposed, stored from register `dst` as 16 x 8 rows:
+// bf16 (a tile) or f32. Clobbers kAddr and advances `dst`.
+void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16, bool from_bf16 = false);
+
 // The next block's copies into kNext (the first and last block of an image may copy fewer
 // lines), each adding 1 to `flag`; then kRow/kXSrc/kDySrc move to the block after it.
 void EmitNextBlock(const Plan& p, ConvAsm& a, int flag);
