@@ -14,6 +14,7 @@
 #include "compiler/passes/fusion/fusion.h"
 #include "compiler/passes/fusion/fusion_merger.h"
 #include "compiler/passes/fusion/multi_output_fusion.h"
+#include "compiler/passes/memory_scheduler.h"
 #include "compiler/spmd/batch_sharding.h"
 #include "compiler/spmd/spmd_partitioner.h"
 
@@ -44,6 +45,7 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::FusionMergerPass>(kernels);
   p.AddPass<passes::ConvStatisticsFusionPass>(kernels);
   p.AddPass<passes::DcePass>();
+  p.AddPass<passes::MemorySchedulerPass>();
   p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);
   p.set_dump_dir(options.dump_dir);
   return p;

@@ -1,6 +1,7 @@
 #include "compiler/hlo/ir.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace tpusim::hlo {
 
@@ -75,6 +76,23 @@ HloInstruction* HloComputation::AddInstruction(std::unique_ptr<HloInstruction> i
   instrs_.push_back(std::move(instr));
   by_name_.emplace(instrs_.back()->name(), instrs_.back().get());
   return instrs_.back().get();
+}
+
+bool HloComputation::Reorder(const std::vector<HloInstruction*>& order) {
+  if (order.size() != instrs_.size()) return false;
+  std::unordered_map<const HloInstruction*, size_t> at;
+  for (size_t k = 0; k < instrs_.size(); ++k) at[instrs_[k].get()] = k;
+  std::vector<size_t> from(order.size());
+  std::vector<bool> taken(instrs_.size(), false);
+  for (size_t k = 0; k < order.size(); ++k) {
+    auto it = at.find(order[k]);
+    if (it == at.end() || taken[it->second]) return false;  // a stranger or a repeat
+    taken[it->second] = true, from[k] = it->second;
+  }
+  std::vector<std::unique_ptr<HloInstruction>> next(instrs_.size());
+  for (size_t k = 0; k < order.size(); ++k) next[k] = std::move(instrs_[from[k]]);
+  instrs_ = std::move(next);
+  return true;
 }
 
 std::vector<HloInstruction*> HloComputation::parameters() const {

@@ -116,6 +116,9 @@ class HloComputation {
   // Instructions in order; the computation owns them.
   const std::vector<std::unique_ptr<HloInstruction>>& instructions() const { return instrs_; }
   HloInstruction* AddInstruction(std::unique_ptr<HloInstruction> instr);
+  // Puts the instructions in `order`, a permutation of them (a schedule); false, changing
+  // nothing, when it is not one.
+  bool Reorder(const std::vector<HloInstruction*>& order);
   HloInstruction* root() const { return root_; }
   void set_root(HloInstruction* r) { root_ = r; }
   // Parameters sorted by parameter number.

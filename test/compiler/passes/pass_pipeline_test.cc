@@ -112,8 +112,9 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
                                              "18-fusion-merger.hlo",
                                              "19-convolution-statistics-fusion.hlo",
                                              "20-dce.hlo",
-                                             "21-memory-planning.hlo"}));
-  std::ifstream in(dir / "21-memory-planning.hlo");
+                                             "21-memory-scheduler.hlo",
+                                             "22-memory-planning.hlo"}));
+  std::ifstream in(dir / "22-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -147,6 +148,7 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
                                              "fusion-merger",
                                              "convolution-statistics-fusion",
                                              "dce",
+                                             "memory-scheduler",
                                              "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
