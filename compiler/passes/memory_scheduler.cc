@@ -125,9 +125,11 @@ std::vector<HloInstruction*> ListSchedule(const HloComputation& c) {
 
 // XLA's DFSMemoryScheduler: a post-order walk from the result whose operands are visited
 // largest subgraph first (bytes defined below them, shared ones counted once per path), so a
-// big subexpression is finished and freed before a small one starts; ordered work keeps its
+// big subexpression is finished and freed before a small one starts (the sums saturate at
+// 2^62: a graph of shared subexpressions doubles them per level); ordered work keeps its
 // order (each depends on the one before).
 std::vector<HloInstruction*> DfsSchedule(const HloComputation& c) {
+  constexpr int64_t kTotalCap = int64_t{1} << 62;
   const auto& instrs = c.instructions();
   const size_t n = instrs.size();
   std::unordered_map<const HloInstruction*, size_t> pos;
@@ -143,7 +145,8 @@ std::vector<HloInstruction*> DfsSchedule(const HloComputation& c) {
       last_ordered = k;
     }
     total[k] = IsAlias(i) ? 0 : LogicalBytes(i.shape());
-    for (size_t d : deps[k]) total[k] += total[d];
+    for (size_t d : deps[k])  // shared subgraphs count once per path: saturate
+      total[k] = total[d] > kTotalCap - total[k] ? kTotalCap : total[k] + total[d];
     std::stable_sort(deps[k].begin(), deps[k].end(),
                      [&](size_t a, size_t b) { return total[a] > total[b]; });
   }
