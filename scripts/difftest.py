@@ -474,14 +474,18 @@ def rounding_flip(tpusim, module_text, timeout):
     (docs/testing.md); the step moves the result far beyond any tolerance. A module with a
     floor is run again with each floor a copy: it is a flip if that one matches (or is within
     the bf16 tolerance). One that branches on float order (compare, sort) is a flip if it
-    matches on the inputs of two other seeds."""
+    matches on the inputs of two other seeds.
+    Returns the reason, or "" when it is not one."""
     entry = module_text[module_text.find("ENTRY"):]
     if " floor(" in entry:
         verdict = run(tpusim, module_text.replace(" floor(", " copy("), timeout)[0]
-        return verdict in ("match", "bf16-ulp")
+        return "a floor flipped by rounding (each floor a copy: %s)" % verdict if verdict in (
+            "match", "bf16-ulp") else ""
     if "compare(" not in entry and "sort(" not in entry:
-        return False
-    return all(run(tpusim, module_text, timeout, seed)[0] == "match" for seed in (2, 3))
+        return ""
+    if all(run(tpusim, module_text, timeout, seed)[0] == "match" for seed in (2, 3)):
+        return "a comparison flipped by rounding (matches on seeds 2, 3)"
+    return ""
 
 
 def minimize(tpusim, m, outs, verdict, timeout):
@@ -519,9 +523,10 @@ def main():
         m, outs = generate(seed)
         module_text = text(m, outs, "difftest_%d" % seed)
         verdict, why = run(args.tpusim, module_text, args.timeout)
-        if verdict == "MISMATCH" and rounding_flip(args.tpusim, module_text, args.timeout):
+        flip = verdict == "MISMATCH" and rounding_flip(args.tpusim, module_text, args.timeout)
+        if flip:
             verdict = "rounding-flip"
-            flips.append(seed)
+            flips.append((seed, flip))
         tally[verdict] += 1
         if verdict in ("refused", "timing-only"):
             reasons[(verdict, why)] += 1
@@ -540,9 +545,8 @@ def main():
         print("  %-11s x%-4d %s" % (verdict, n, why))
     for seed, why in refusals[:20]:
         print("  refused seed %d: %s" % (seed, why))
-    for seed in flips:
-        print("  rounding-flip seed %d: a comparison flipped by rounding (matches on seeds 2, 3)"
-              % seed)
+    for seed, why in flips:
+        print("  rounding-flip seed %d: %s" % (seed, why))
     for seed, verdict, why in bugs:
         print("  %s seed %d: %s" % (verdict, seed, why))
     return 1 if bugs else 0
