@@ -46,6 +46,30 @@ void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16, bool from_
   }
 }
 
+void EmitPopRegions(ConvAsm& a, int64_t mxus, int64_t regions, int64_t out, int64_t out_bytes,
+                    int popped) {
+  for (int64_t m = 0; m < mxus; ++m) {
+    for (int64_t r = 0; r < regions; ++r) {
+      a.Li(kT1, out + m * out_bytes + r * kStageTileBytes);
+      a.Li(kT2, r * kMxuEdge);
+      a.Li(kT3, kMxuEdge);
+      a << "mxu.pop m" + std::to_string(m) + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
+    }
+    a << "signal mxu" + std::to_string(m) + ", " + F(popped) + ", 1";
+  }
+  a << "wait vpu, " + F(popped) + ", " + std::to_string(mxus);
+}
+
+void EmitAddPartialSums(ConvAsm& a, int64_t out, int64_t out_bytes) {
+  a.Li(kT1, out);
+  a.Li(kT3, out + out_bytes);
+  a.Li(kT2, out_bytes / kZeroBlockBytes);
+  const std::string step = std::to_string(kZeroBlockBytes);
+  a << "vloop " + R(kT2) + ", 4"
+    << "vlds v0, " + R(kT1) + ", " + step << "vlds v1, " + R(kT3) + ", " + step << "vadd v0, v0, v1"
+    << "vsts v0, " + R(kT1) + ", " + step;
+}
+
 namespace {
 
 using conv::EmitRoundToBf16;
@@ -148,32 +172,14 @@ void EmitMatmuls(const Plan& p, ConvAsm& a, int buf, int64_t c) {
 // Pops every region (dW^T), transposes it in place on the VPU and copies it out.
 void EmitDrain(const Plan& p, ConvAsm& a) {
   const WeightGradShape& s = p.s;
-  for (int64_t m = 0; m < p.mxus; ++m) {
-    for (int64_t r = 0; r < p.regions(); ++r) {
-      a.Li(kT1, p.out + m * p.out_bytes + r * kStageTileBytes);
-      a.Li(kT2, r * kMxuEdge);
-      a.Li(kT3, kMxuEdge);
-      a << "mxu.pop m" + std::to_string(m) + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
-    }
-    a << "signal mxu" + std::to_string(m) + ", " + F(kPopped) + ", 1";
-  }
-  a << "wait vpu, " + F(kPopped) + ", " + std::to_string(p.mxus);
+  EmitPopRegions(a, p.mxus, p.regions(), p.out, p.out_bytes, kPopped);
   for (int64_t m = 0; m < p.mxus && !s.transposed_out; ++m)
     for (int64_t r = 0; r < p.regions(); ++r) {
       const int64_t at = p.out + m * p.out_bytes + r * kStageTileBytes;
       a.Li(kT1, at);
       Transpose(a, 0, at, kT1, false);
     }
-  if (p.k_split) {  // MXU 1's partial sums onto MXU 0's
-    a.Li(kT1, p.out);
-    a.Li(kT3, p.out + p.out_bytes);
-    a.Li(kT2, p.out_bytes / kZeroBlockBytes);
-    const std::string step = std::to_string(kZeroBlockBytes);
-    a << "vloop " + R(kT2) + ", 4"
-      << "vlds v0, " + R(kT1) + ", " + step << "vlds v1, " + R(kT3) + ", " + step
-      << "vadd v0, v0, v1"
-      << "vsts v0, " + R(kT1) + ", " + step;
-  }
+  if (p.k_split) EmitAddPartialSums(a, p.out, p.out_bytes);
   a << "signal vpu, " + F(kZeroed) + ", 1"
     << "wait dma, " + F(kZeroed) + ", 1";
   int64_t copies = 0;

@@ -191,26 +191,8 @@ void EmitPixel(const BatchPlan& p, ConvAsm& a, int64_t y, int64_t c, int par, in
 // Pops every region, adds the split partial sums, transposes dW^T to dW and copies it out.
 void EmitBatchDrain(const BatchPlan& p, ConvAsm& a) {
   const WeightGradShape& s = p.s;
-  for (int64_t m = 0; m < p.mxus; ++m) {
-    for (int64_t r = 0; r < p.regions(); ++r) {
-      a.Li(kT1, p.out + m * p.out_bytes + r * kStageTileBytes);
-      a.Li(kT2, r * kMxuEdge);
-      a.Li(kT3, kMxuEdge);
-      a << "mxu.pop m" + std::to_string(m) + ", " + R(kT1) + ", " + R(kT2) + ", " + R(kT3);
-    }
-    a << "signal mxu" + std::to_string(m) + ", " + F(kBPopped) + ", 1";
-  }
-  a << "wait vpu, " + F(kBPopped) + ", " + std::to_string(p.mxus);
-  if (p.k_split && p.mxus > 1) {  // MXU 1's partial sums onto MXU 0's
-    a.Li(kT1, p.out);
-    a.Li(kT3, p.out + p.out_bytes);
-    a.Li(kT2, p.out_bytes / kZeroBlockBytes);
-    const std::string step = std::to_string(kZeroBlockBytes);
-    a << "vloop " + R(kT2) + ", 4"
-      << "vlds v0, " + R(kT1) + ", " + step << "vlds v1, " + R(kT3) + ", " + step
-      << "vadd v0, v0, v1"
-      << "vsts v0, " + R(kT1) + ", " + step;
-  }
+  EmitPopRegions(a, p.mxus, p.regions(), p.out, p.out_bytes, kBPopped);
+  if (p.k_split && p.mxus > 1) EmitAddPartialSums(a, p.out, p.out_bytes);
   const int64_t owners = p.k_split ? 1 : p.mxus;
   for (int64_t m = 0; m < owners; ++m)
     for (int64_t r = 0; r < p.regions(); ++r) {

@@ -47,6 +47,13 @@ void ZeroVmem(ConvAsm& a, int base, int64_t offset, int64_t bytes);
 // bf16 (a tile) or f32. Clobbers kAddr and advances `dst`.
 void Transpose(ConvAsm& a, int base, int64_t src, int dst, bool bf16, bool from_bf16 = false);
 
+// Each MXU pops its `regions` 128-row regions into VMEM `out` + m * `out_bytes` and adds 1
+// to `popped`; the VPU waits for all of them.
+void EmitPopRegions(ConvAsm& a, int64_t mxus, int64_t regions, int64_t out, int64_t out_bytes,
+                    int popped);
+// VPU: MXU 1's popped partial sums (at `out` + `out_bytes`) added onto MXU 0's (at `out`).
+void EmitAddPartialSums(ConvAsm& a, int64_t out, int64_t out_bytes);
+
 // The next block's copies into kNext (the first and last block of an image may copy fewer
 // lines), each adding 1 to `flag`; then kRow/kXSrc/kDySrc move to the block after it.
 void EmitNextBlock(const Plan& p, ConvAsm& a, int flag);

@@ -10,6 +10,7 @@
 #include "compiler/lowering/driver/tensor_core_target.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/fusion/fusion.h"
+#include "test/compiler/values/batch_norm_modules.h"
 
 namespace tpusim::passes {
 namespace {
@@ -257,24 +258,7 @@ ENTRY %main (g: f32[64], mean: f32[64], var: f32[64], y: bf16[8,8,8,64], gr: bf1
 // added to dx) was fused into the normalizing pass, a cycle through the gradient.
 TEST(PassBatchNormFusion, AConsumerThatReadsTheGradientOfItsStatisticsStaysOut) {
   bool changed = true;
-  const std::string out = Fuse(R"(HloModule m
-ENTRY %main (x: f32[2,4,2,2048], g: f32[2048], b: f32[2048], dz: f32[2,4,2,2048]) -> f32[2,4,2,2048] {
-  %x = f32[2,4,2,2048] parameter(0)
-  %g = f32[2048] parameter(1)
-  %b = f32[2048] parameter(2)
-  %dz = f32[2,4,2,2048] parameter(3)
-  %bn = (f32[2,4,2,2048], f32[2048], f32[2048]) batch-norm-training(%x, %g, %b), epsilon=0.001, feature_index=3
-  %y = f32[2,4,2,2048] get-tuple-element(%bn), index=0
-  %m = f32[2048] get-tuple-element(%bn), index=1
-  %v = f32[2048] get-tuple-element(%bn), index=2
-  %zero = f32[] constant(0)
-  %zeros = f32[2,4,2,2048] broadcast(%zero), dimensions={}
-  %r = f32[2,4,2,2048] maximum(%y, %zeros)
-  %grad = (f32[2,4,2,2048], f32[2048], f32[2048]) batch-norm-grad(%x, %g, %m, %v, %dz), epsilon=0.001, feature_index=3
-  %dx = f32[2,4,2,2048] get-tuple-element(%grad), index=0
-  ROOT %s = f32[2,4,2,2048] add(%dx, %r)
-})",
-                               &changed);
+  const std::string out = Fuse(tpusim::testing::kReluOfYAddedToItsGradient, &changed);
   EXPECT_FALSE(changed) << out;
   EXPECT_NE(out.find("batch-norm-training("), std::string::npos) << out;
 }

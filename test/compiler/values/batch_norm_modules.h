@@ -1,5 +1,6 @@
 // HLO modules of batch norm as bf16 training steps hand it, shared by the value tests of
-// its kernels (exact_bn_fusion_test.cc, exact_long_chunks_test.cc).
+// its kernels (exact_bn_fusion_test.cc, exact_long_chunks_test.cc) and of batch-norm-fusion
+// (pass_bn_fusion_test.cc).
 #pragma once
 
 #include <string>
@@ -17,6 +18,26 @@ inline std::string WithShape(std::string text, const std::string& shape,
       text.replace(at, key.size(), value), at += value.size();
   return text;
 }
+
+// y's ReLU added to the gradient its statistics feed (difftest seed 221290, varied): the
+// normalizing pass cannot take the add, which waits for the gradient (a cycle through it).
+inline constexpr const char* kReluOfYAddedToItsGradient = R"(HloModule m
+ENTRY %main (x: f32[2,4,2,2048], g: f32[2048], b: f32[2048], dz: f32[2,4,2,2048]) -> f32[2,4,2,2048] {
+  %x = f32[2,4,2,2048] parameter(0)
+  %g = f32[2048] parameter(1)
+  %b = f32[2048] parameter(2)
+  %dz = f32[2,4,2,2048] parameter(3)
+  %bn = (f32[2,4,2,2048], f32[2048], f32[2048]) batch-norm-training(%x, %g, %b), epsilon=0.001, feature_index=3
+  %y = f32[2,4,2,2048] get-tuple-element(%bn), index=0
+  %m = f32[2048] get-tuple-element(%bn), index=1
+  %v = f32[2048] get-tuple-element(%bn), index=2
+  %zero = f32[] constant(0)
+  %zeros = f32[2,4,2,2048] broadcast(%zero), dimensions={}
+  %r = f32[2,4,2,2048] maximum(%y, %zeros)
+  %grad = (f32[2,4,2,2048], f32[2048], f32[2048]) batch-norm-grad(%x, %g, %m, %v, %dz), epsilon=0.001, feature_index=3
+  %dx = f32[2,4,2,2048] get-tuple-element(%grad), index=0
+  ROOT %s = f32[2,4,2,2048] add(%dx, %r)
+})";
 
 // relu(batch-norm-training(x)) in bf16 with f32 statistics, as ResNet's layers compute it;
 // `shape` is x's dimensions, features last ("8,8,8,64" and "64").

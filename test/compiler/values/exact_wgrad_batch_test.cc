@@ -7,18 +7,13 @@
 #include <string>
 
 #include "test/compiler/values/sim_values_util.h"
+#include "test/compiler/values/wgrad_modules.h"
 
 namespace tpusim {
 namespace {
 
 using testing::ExpectMatch;
-
-std::string WeightGradModule(const std::string& x, const std::string& dy, const std::string& dw,
-                             const std::string& window) {
-  return "HloModule m, replica_count=8\nENTRY %main (x: " + x + ", dy: " + dy + ") -> " + dw +
-         " {\n  %x = " + x + " parameter(0)\n  %dy = " + dy + " parameter(1)\n  ROOT %w = " + dw +
-         " convolution(%x, %dy), window={" + window + "}, dim_labels=f01b_i01o->01bf\n}\n";
-}
+using testing::WeightGradModule;
 
 // The kernel core 0 runs for the module's only op.
 std::string Program(const std::string& hlo) {
