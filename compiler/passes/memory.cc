@@ -16,13 +16,6 @@ namespace {
 using hlo::HloInstruction;
 using hlo::Opcode;
 
-// Values that live in their operands' buffers. Buffers are row-major, so a reshape is a
-// bitcast: the lowering emits no code for it and reads its operand's buffer.
-bool IsAlias(const HloInstruction& i) {
-  return i.opcode() == Opcode::kTuple || i.opcode() == Opcode::kGetTupleElement ||
-         i.opcode() == Opcode::kBitcast || i.opcode() == Opcode::kReshape;
-}
-
 // Greedy best fit, largest buffers first: each buffer takes the smallest gap between the
 // buffers already placed whose live ranges overlap its own.
 // Buffers start on DMA-friendly boundaries: every offset is a multiple of this.
@@ -60,6 +53,13 @@ void AssignOffsets(std::vector<BufferInfo>& bufs) {
 }
 
 }  // namespace
+
+// Buffers are row-major, so a reshape is a bitcast: the lowering emits no code for it and
+// reads its operand's buffer.
+bool LivesInOperandBuffers(const HloInstruction& i) {
+  return i.opcode() == Opcode::kTuple || i.opcode() == Opcode::kGetTupleElement ||
+         i.opcode() == Opcode::kBitcast || i.opcode() == Opcode::kReshape;
+}
 
 const BufferInfo* MemoryPlan::Find(const std::string& name) const {
   if (index_.size() != buffers.size()) {  // (re)build: buffers only ever grow
@@ -187,7 +187,7 @@ MemoryPlan PlanMemory(const hlo::HloModule& module) {
       mine.push_back(whole.size() > 1 && k >= 0 && k < static_cast<int64_t>(whole.size())
                          ? whole[static_cast<size_t>(k)]
                          : Flatten(whole));
-    } else if (IsAlias(i)) {
+    } else if (LivesInOperandBuffers(i)) {
       for (const HloInstruction* op : i.operands()) mine.push_back(Flatten(buffers_of[op]));
     } else {
       const bool param = i.opcode() == Opcode::kParameter;

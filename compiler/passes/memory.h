@@ -37,6 +37,10 @@ struct MemoryPlan {
   mutable std::unordered_map<std::string, size_t> index_;  // built on first Find
 };
 
+// Whether `i`'s value lives in its operands' buffers (tuple, get-tuple-element, bitcast,
+// reshape): it defines no buffer of its own.
+bool LivesInOperandBuffers(const hlo::HloInstruction& i);
+
 // "512B", "1.50K", "17.20G": the byte counts of XLA's out-of-memory messages.
 std::string HumanBytes(int64_t bytes);
 

@@ -5,11 +5,11 @@
 #include <set>
 #include <unordered_map>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "compiler/passes/layout.h"
 #include "compiler/passes/memory.h"
+#include "compiler/spmd/annotations.h"
 
 namespace tpusim::passes {
 namespace {
@@ -18,26 +18,12 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::Opcode;
 
-// Values that live in their operands' buffers (as memory.cc plans them).
-bool IsAlias(const HloInstruction& i) {
-  return i.opcode() == Opcode::kTuple || i.opcode() == Opcode::kGetTupleElement ||
-         i.opcode() == Opcode::kBitcast || i.opcode() == Opcode::kReshape;
-}
-
 // Work whose order other cores or later steps may see: it keeps its relative order.
 bool IsOrdered(const HloInstruction& i) {
   const hlo::OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
   return c == hlo::OpCategory::kCollective || c == hlo::OpCategory::kControl ||
          i.opcode() == Opcode::kRng || i.opcode() == Opcode::kRngBitGenerator ||
          i.opcode() == Opcode::kCustomCall;
-}
-
-bool IsScheduled(const hlo::HloModule& m) {
-  for (const hlo::Attribute& a : m.header) {
-    const auto* raw = std::get_if<hlo::RawText>(&a.value);
-    if (a.key == "is_scheduled" && raw && raw->text == "true") return true;
-  }
-  return false;
 }
 
 // The list schedule of `c`: indices into its instructions.
@@ -53,7 +39,7 @@ std::vector<HloInstruction*> ListSchedule(const HloComputation& c) {
   std::vector<bool> kept(n, false);  // parameters, constants, the result: live throughout
   for (size_t k = 0; k < n; ++k) {
     const HloInstruction& i = *instrs[k];
-    if (IsAlias(i)) {
+    if (LivesInOperandBuffers(i)) {
       for (const HloInstruction* o : i.operands())
         for (size_t b : owners[pos.at(o)]) owners[k].push_back(b);
     } else {
@@ -79,7 +65,7 @@ std::vector<HloInstruction*> ListSchedule(const HloComputation& c) {
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     for (size_t d : deps) users[d].push_back(k);
     waiting[k] = deps.size();
-    if (!IsAlias(i))
+    if (!LivesInOperandBuffers(i))
       for (const HloInstruction* o : i.operands())
         for (size_t b : owners[pos.at(o)]) reads[k].push_back(b);
     std::sort(reads[k].begin(), reads[k].end());
@@ -144,7 +130,7 @@ std::vector<HloInstruction*> DfsSchedule(const HloComputation& c) {
       if (last_ordered < n) deps[k].push_back(last_ordered);
       last_ordered = k;
     }
-    total[k] = IsAlias(i) ? 0 : LogicalBytes(i.shape());
+    total[k] = LivesInOperandBuffers(i) ? 0 : LogicalBytes(i.shape());
     for (size_t d : deps[k])  // shared subgraphs count once per path: saturate
       total[k] = total[d] > kTotalCap - total[k] ? kTotalCap : total[k] + total[d];
     std::stable_sort(deps[k].begin(), deps[k].end(),
@@ -179,7 +165,7 @@ std::vector<HloInstruction*> DfsSchedule(const HloComputation& c) {
 
 hlo::Result<bool> MemorySchedulerPass::Run(hlo::HloModule& module) {
   HloComputation* entry = module.entry();
-  if (!entry || IsScheduled(module)) return false;
+  if (!entry || spmd::IsScheduled(module)) return false;
   before_ = after_ = PlanMemory(module).peak_bytes;
   std::vector<HloInstruction*> given;
   for (const auto& i : entry->instructions()) given.push_back(i.get());
