@@ -161,22 +161,66 @@ std::vector<HloInstruction*> DfsSchedule(const HloComputation& c) {
   return order;
 }
 
+// The largest sum of live buffers over `order` (a cheap bound of what the plan needs, to
+// rank the schedules): each buffer from its definition (parameters from the start) to its
+// last reader, through aliases; the result's buffers to the end.
+int64_t LivePeak(const HloComputation& c, const std::vector<HloInstruction*>& order) {
+  const size_t n = order.size();
+  std::unordered_map<const HloInstruction*, std::vector<const HloInstruction*>> owners;
+  std::unordered_map<const HloInstruction*, size_t> at, last;
+  for (size_t k = 0; k < n; ++k) {
+    const HloInstruction* i = order[k];
+    at[i] = k;
+    if (LivesInOperandBuffers(*i)) {
+      for (const HloInstruction* o : i->operands())
+        for (const HloInstruction* b : owners[o]) owners[i].push_back(b);
+      continue;
+    }
+    owners[i] = {i};
+    for (const HloInstruction* o : i->operands())
+      for (const HloInstruction* b : owners[o]) last[b] = k;
+  }
+  for (const HloInstruction* b : owners[c.root()]) last[b] = n - 1;
+  std::vector<int64_t> delta(n + 1, 0);
+  for (const HloInstruction* i : order) {
+    if (LivesInOperandBuffers(*i)) continue;
+    const bool whole = i->opcode() == Opcode::kParameter;
+    const size_t start = whole ? 0 : at.at(i);
+    const auto it = last.find(i);
+    const size_t end = whole ? n - 1 : std::max(start, it == last.end() ? start : it->second);
+    const int64_t bytes = PaddedBytes(i->shape());
+    delta[start] += bytes, delta[end + 1] -= bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (size_t k = 0; k < n; ++k) peak = std::max(peak, live += delta[k]);
+  return peak;
+}
+
 }  // namespace
 
 hlo::Result<bool> MemorySchedulerPass::Run(hlo::HloModule& module) {
   HloComputation* entry = module.entry();
   if (!entry || spmd::IsScheduled(module)) return false;
-  before_ = after_ = PlanMemory(module).peak_bytes;
   std::vector<HloInstruction*> given;
   for (const auto& i : entry->instructions()) given.push_back(i.get());
+  // Ranked by the live bound; the best is kept only if the plan itself needs less.
   std::vector<HloInstruction*> best = given;
-  for (const std::vector<HloInstruction*>& order : {ListSchedule(*entry), DfsSchedule(*entry)}) {
-    if (order == given || !entry->Reorder(order)) continue;
-    const int64_t peak = PlanMemory(module).peak_bytes;
-    if (peak < after_) after_ = peak, best = order;
+  int64_t best_live = LivePeak(*entry, given);
+  for (std::vector<HloInstruction*> order : {ListSchedule(*entry), DfsSchedule(*entry)}) {
+    if (order.size() != given.size() || order == given) continue;
+    const int64_t live = LivePeak(*entry, order);
+    if (live < best_live) best_live = live, best = std::move(order);
   }
-  entry->Reorder(best);
-  return best != given;
+  if (best == given) return false;
+  before_ = after_ = PlanMemory(module).peak_bytes;
+  if (!entry->Reorder(best)) return false;
+  const int64_t peak = PlanMemory(module).peak_bytes;
+  if (peak < before_) {
+    after_ = peak;
+    return true;
+  }
+  entry->Reorder(given);
+  return false;
 }
 
 }  // namespace tpusim::passes
