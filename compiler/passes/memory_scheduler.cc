@@ -1,4 +1,4 @@
-// The list scheduler; see memory_scheduler.h.
+// The list and depth-first memory schedulers; see memory_scheduler.h.
 #include "compiler/passes/memory_scheduler.h"
 
 #include <algorithm>
@@ -26,78 +26,91 @@ bool IsOrdered(const HloInstruction& i) {
          i.opcode() == Opcode::kCustomCall;
 }
 
-// The list schedule of `c`: indices into its instructions.
-std::vector<HloInstruction*> ListSchedule(const HloComputation& c) {
-  const auto& instrs = c.instructions();
-  const size_t n = instrs.size();
-  std::unordered_map<const HloInstruction*, size_t> pos;
-  for (size_t k = 0; k < n; ++k) pos[instrs[k].get()] = k;
-  // The buffers (defining instructions) each instruction's value lives in, and per buffer
-  // the instructions that read it, directly or through an alias.
-  std::vector<std::vector<size_t>> owners(n), readers(n);
-  std::vector<int64_t> bytes(n, 0);
-  std::vector<bool> kept(n, false);  // parameters, constants, the result: live throughout
-  for (size_t k = 0; k < n; ++k) {
-    const HloInstruction& i = *instrs[k];
-    if (LivesInOperandBuffers(i)) {
-      for (const HloInstruction* o : i.operands())
-        for (size_t b : owners[pos.at(o)]) owners[k].push_back(b);
-    } else {
+// The entry's instructions as numbered nodes, shared by the schedules and the live sweep.
+struct Graph {
+  std::vector<HloInstruction*> instrs;  // in the given order
+  // Operands, then the ordered instruction before (ordered work keeps its order); in
+  // operand order, repeats included.
+  std::vector<std::vector<size_t>> deps;
+  // The buffers (defining instructions) each value lives in, through aliases; the buffers
+  // each instruction reads (sorted, once each) and, per buffer, its readers.
+  std::vector<std::vector<size_t>> owners, reads, readers;
+  std::vector<int64_t> bytes;  // logical bytes each defines (0 for aliases)
+  std::vector<bool> kept;      // parameters, constants, the result: live throughout
+  size_t root = 0;
+
+  explicit Graph(const HloComputation& c) {
+    for (const auto& i : c.instructions()) instrs.push_back(i.get());
+    const size_t n = instrs.size();
+    std::unordered_map<const HloInstruction*, size_t> pos;
+    for (size_t k = 0; k < n; ++k) pos[instrs[k]] = k;
+    deps.resize(n), owners.resize(n), reads.resize(n), readers.resize(n);
+    bytes.assign(n, 0), kept.assign(n, false);
+    size_t last_ordered = n;
+    for (size_t k = 0; k < n; ++k) {
+      const HloInstruction& i = *instrs[k];
+      for (const HloInstruction* o : i.operands()) deps[k].push_back(pos.at(o));
+      if (IsOrdered(i)) {
+        if (last_ordered < n) deps[k].push_back(last_ordered);
+        last_ordered = k;
+      }
+      if (LivesInOperandBuffers(i)) {
+        for (const HloInstruction* o : i.operands())
+          for (size_t b : owners[pos.at(o)]) owners[k].push_back(b);
+        continue;
+      }
       owners[k] = {k};
       bytes[k] = LogicalBytes(i.shape());
       kept[k] = i.opcode() == Opcode::kParameter || i.opcode() == Opcode::kConstant;
+      for (const HloInstruction* o : i.operands())
+        for (size_t b : owners[pos.at(o)]) reads[k].push_back(b);
+      std::sort(reads[k].begin(), reads[k].end());
+      reads[k].erase(std::unique(reads[k].begin(), reads[k].end()), reads[k].end());
+      for (size_t b : reads[k]) readers[b].push_back(k);
     }
+    root = pos.at(c.root());
+    for (size_t b : owners[root]) kept[b] = true;
   }
-  for (size_t b : owners[pos.at(c.root())]) kept[b] = true;
-  std::vector<std::vector<size_t>> reads(n);  // the buffers each instruction reads
+};
+
+// XLA's ListScheduler: positions into the graph's instructions.
+std::vector<size_t> ListSchedule(const Graph& g) {
+  const size_t n = g.instrs.size();
   std::vector<std::vector<size_t>> users(n);
   std::vector<size_t> waiting(n, 0);  // operands (and ordering edges) not yet scheduled
-  size_t last_ordered = n;
   for (size_t k = 0; k < n; ++k) {
-    const HloInstruction& i = *instrs[k];
-    std::vector<size_t> deps;
-    for (const HloInstruction* o : i.operands()) deps.push_back(pos.at(o));
-    if (IsOrdered(i)) {
-      if (last_ordered < n) deps.push_back(last_ordered);
-      last_ordered = k;
-    }
+    std::vector<size_t> deps = g.deps[k];
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     for (size_t d : deps) users[d].push_back(k);
     waiting[k] = deps.size();
-    if (!LivesInOperandBuffers(i))
-      for (const HloInstruction* o : i.operands())
-        for (size_t b : owners[pos.at(o)]) reads[k].push_back(b);
-    std::sort(reads[k].begin(), reads[k].end());
-    reads[k].erase(std::unique(reads[k].begin(), reads[k].end()), reads[k].end());
-    for (size_t b : reads[k]) readers[b].push_back(k);
   }
   std::vector<size_t> left(n);  // unscheduled readers per buffer
-  for (size_t b = 0; b < n; ++b) left[b] = readers[b].size();
+  for (size_t b = 0; b < n; ++b) left[b] = g.readers[b].size();
   std::vector<bool> done(n, false);
   // Net bytes freed by scheduling k now: kept buffers never go, and count nothing as they
   // are live throughout (so parameters come first, in order).
   auto gain = [&](size_t k) {
-    int64_t g = kept[k] ? 0 : -bytes[k];
-    for (size_t b : reads[k])
-      if (!kept[b] && left[b] == 1) g += bytes[b];
-    return g;
+    int64_t freed = g.kept[k] ? 0 : -g.bytes[k];
+    for (size_t b : g.reads[k])
+      if (!g.kept[b] && left[b] == 1) freed += g.bytes[b];
+    return freed;
   };
   std::set<std::pair<int64_t, size_t>> ready;  // (-gain, position)
   std::vector<int64_t> key(n, 0);
   auto push = [&](size_t k) { ready.insert({key[k] = -gain(k), k}); };
   for (size_t k = 0; k < n; ++k)
     if (!waiting[k]) push(k);
-  std::vector<HloInstruction*> order;
+  std::vector<size_t> order;
   order.reserve(n);
   while (!ready.empty()) {
     const size_t k = ready.begin()->second;
     ready.erase(ready.begin());
     done[k] = true;
-    order.push_back(instrs[k].get());
-    for (size_t b : reads[k]) {
+    order.push_back(k);
+    for (size_t b : g.reads[k]) {
       if (--left[b] != 1) continue;
-      for (size_t r : readers[b]) {  // the last reader now frees b: its gain rises
+      for (size_t r : g.readers[b]) {  // the last reader now frees b: its gain rises
         if (done[r] || waiting[r]) continue;
         ready.erase({key[r], r});
         push(r);
@@ -112,31 +125,20 @@ std::vector<HloInstruction*> ListSchedule(const HloComputation& c) {
 // XLA's DFSMemoryScheduler: a post-order walk from the result whose operands are visited
 // largest subgraph first (bytes defined below them, shared ones counted once per path), so a
 // big subexpression is finished and freed before a small one starts (the sums saturate at
-// 2^62: a graph of shared subexpressions doubles them per level); ordered work keeps its
-// order (each depends on the one before).
-std::vector<HloInstruction*> DfsSchedule(const HloComputation& c) {
+// 2^62: a graph of shared subexpressions doubles them per level).
+std::vector<size_t> DfsSchedule(const Graph& g) {
   constexpr int64_t kTotalCap = int64_t{1} << 62;
-  const auto& instrs = c.instructions();
-  const size_t n = instrs.size();
-  std::unordered_map<const HloInstruction*, size_t> pos;
-  for (size_t k = 0; k < n; ++k) pos[instrs[k].get()] = k;
-  std::vector<std::vector<size_t>> deps(n);
+  const size_t n = g.instrs.size();
+  std::vector<std::vector<size_t>> deps = g.deps;
   std::vector<int64_t> total(n, 0);
-  size_t last_ordered = n;
   for (size_t k = 0; k < n; ++k) {
-    const HloInstruction& i = *instrs[k];
-    for (const HloInstruction* o : i.operands()) deps[k].push_back(pos.at(o));
-    if (IsOrdered(i)) {
-      if (last_ordered < n) deps[k].push_back(last_ordered);
-      last_ordered = k;
-    }
-    total[k] = LivesInOperandBuffers(i) ? 0 : LogicalBytes(i.shape());
-    for (size_t d : deps[k])  // shared subgraphs count once per path: saturate
+    total[k] = g.bytes[k];
+    for (size_t d : deps[k])
       total[k] = total[d] > kTotalCap - total[k] ? kTotalCap : total[k] + total[d];
     std::stable_sort(deps[k].begin(), deps[k].end(),
                      [&](size_t a, size_t b) { return total[a] > total[b]; });
   }
-  std::vector<HloInstruction*> order;
+  std::vector<size_t> order;
   std::vector<bool> seen(n, false);
   // Iterative post-order: (instruction, next operand to visit).
   auto visit = [&](size_t start) {
@@ -150,45 +152,35 @@ std::vector<HloInstruction*> DfsSchedule(const HloComputation& c) {
         if (!seen[d]) seen[d] = true, stack.push_back({d, 0});
         continue;
       }
-      order.push_back(instrs[k].get());
+      order.push_back(k);
       stack.pop_back();
     }
   };
   for (size_t k = 0; k < n; ++k)  // parameters first, in order, as they are live anyway
-    if (instrs[k]->opcode() == Opcode::kParameter) visit(k);
-  visit(pos.at(c.root()));
+    if (g.instrs[k]->opcode() == Opcode::kParameter) visit(k);
+  visit(g.root);
   for (size_t k = 0; k < n; ++k) visit(k);  // anything the result does not need
   return order;
 }
 
 // The largest sum of live buffers over `order` (a cheap bound of what the plan needs, to
 // rank the schedules): each buffer from its definition (parameters from the start) to its
-// last reader, through aliases; the result's buffers to the end.
-int64_t LivePeak(const HloComputation& c, const std::vector<HloInstruction*>& order) {
+// last reader; the result's buffers to the end.
+int64_t LivePeak(const Graph& g, const std::vector<size_t>& order) {
   const size_t n = order.size();
-  std::unordered_map<const HloInstruction*, std::vector<const HloInstruction*>> owners;
-  std::unordered_map<const HloInstruction*, size_t> at, last;
-  for (size_t k = 0; k < n; ++k) {
-    const HloInstruction* i = order[k];
-    at[i] = k;
-    if (LivesInOperandBuffers(*i)) {
-      for (const HloInstruction* o : i->operands())
-        for (const HloInstruction* b : owners[o]) owners[i].push_back(b);
-      continue;
-    }
-    owners[i] = {i};
-    for (const HloInstruction* o : i->operands())
-      for (const HloInstruction* b : owners[o]) last[b] = k;
+  std::vector<size_t> at(n), last(n);
+  for (size_t k = 0; k < n; ++k) at[order[k]] = k;
+  for (size_t b = 0; b < n; ++b) {
+    last[b] = at[b];
+    for (size_t r : g.readers[b]) last[b] = std::max(last[b], at[r]);
   }
-  for (const HloInstruction* b : owners[c.root()]) last[b] = n - 1;
+  for (size_t b : g.owners[g.root]) last[b] = n - 1;
   std::vector<int64_t> delta(n + 1, 0);
-  for (const HloInstruction* i : order) {
-    if (LivesInOperandBuffers(*i)) continue;
-    const bool whole = i->opcode() == Opcode::kParameter;
-    const size_t start = whole ? 0 : at.at(i);
-    const auto it = last.find(i);
-    const size_t end = whole ? n - 1 : std::max(start, it == last.end() ? start : it->second);
-    const int64_t bytes = PaddedBytes(i->shape());
+  for (size_t b = 0; b < n; ++b) {
+    if (LivesInOperandBuffers(*g.instrs[b])) continue;
+    const bool whole = g.instrs[b]->opcode() == Opcode::kParameter;
+    const size_t start = whole ? 0 : at[b], end = whole ? n - 1 : last[b];
+    const int64_t bytes = PaddedBytes(g.instrs[b]->shape());
     delta[start] += bytes, delta[end + 1] -= bytes;
   }
   int64_t live = 0, peak = 0;
@@ -201,25 +193,28 @@ int64_t LivePeak(const HloComputation& c, const std::vector<HloInstruction*>& or
 hlo::Result<bool> MemorySchedulerPass::Run(hlo::HloModule& module) {
   HloComputation* entry = module.entry();
   if (!entry || spmd::IsScheduled(module)) return false;
-  std::vector<HloInstruction*> given;
-  for (const auto& i : entry->instructions()) given.push_back(i.get());
+  const Graph g(*entry);
+  std::vector<size_t> given(g.instrs.size());
+  for (size_t k = 0; k < given.size(); ++k) given[k] = k;
   // Ranked by the live bound; the best is kept only if the plan itself needs less.
-  std::vector<HloInstruction*> best = given;
-  int64_t best_live = LivePeak(*entry, given);
-  for (std::vector<HloInstruction*> order : {ListSchedule(*entry), DfsSchedule(*entry)}) {
+  std::vector<size_t> best = given;
+  int64_t best_live = LivePeak(g, given);
+  for (std::vector<size_t> order : {ListSchedule(g), DfsSchedule(g)}) {
     if (order.size() != given.size() || order == given) continue;
-    const int64_t live = LivePeak(*entry, order);
+    const int64_t live = LivePeak(g, order);
     if (live < best_live) best_live = live, best = std::move(order);
   }
   if (best == given) return false;
+  std::vector<HloInstruction*> order;
+  for (size_t k : best) order.push_back(g.instrs[k]);
   before_ = after_ = PlanMemory(module).peak_bytes;
-  if (!entry->Reorder(best)) return false;
+  if (!entry->Reorder(order)) return false;
   const int64_t peak = PlanMemory(module).peak_bytes;
   if (peak < before_) {
     after_ = peak;
     return true;
   }
-  entry->Reorder(given);
+  entry->Reorder(g.instrs);
   return false;
 }
 

@@ -164,7 +164,7 @@ void EmitPixel(const BatchPlan& p, ConvAsm& a, int64_t y, int64_t c, int par, in
   for (int64_t j = 0; j < p.per_mxu; ++j) {
     std::vector<int64_t> mxus;
     for (int64_t m = 0; m < p.mxus; ++m) {
-      if (p.k_split ? pixel % p.mxus != m : false) continue;
+      if (p.k_split && pixel % p.mxus != m) continue;
       const int64_t co = p.k_split ? j : m + j * p.mxus;
       mxus.push_back(m);
       a.Li(kLhs0 + static_cast<int>(m), p.dy_tile(par, c, co));
@@ -192,7 +192,7 @@ void EmitPixel(const BatchPlan& p, ConvAsm& a, int64_t y, int64_t c, int par, in
 void EmitBatchDrain(const BatchPlan& p, ConvAsm& a) {
   const WeightGradShape& s = p.s;
   EmitPopRegions(a, p.mxus, p.regions(), p.out, p.out_bytes, kBPopped);
-  if (p.k_split && p.mxus > 1) EmitAddPartialSums(a, p.out, p.out_bytes);
+  if (p.k_split) EmitAddPartialSums(a, p.out, p.out_bytes);
   const int64_t owners = p.k_split ? 1 : p.mxus;
   for (int64_t m = 0; m < owners; ++m)
     for (int64_t r = 0; r < p.regions(); ++r) {
