@@ -1,5 +1,6 @@
 #include "cli/run_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -51,6 +52,17 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
       "%.1f MiB\n",
       m.mxu_utilization_percent, m.device_idle_time_percent, step_flops / (tera ? 1e12 : 1e9),
       tera ? 'T' : 'G', tflops, compiled.report.peak_hbm_bytes / 1048576.0);
+  // XLA's rematerialization: values recomputed so that the program fits HBM.
+  if (const auto& r = compiled.report.recomputed; !r.empty()) {
+    const auto largest = std::max_element(
+        r.begin(), r.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+    std::printf(
+        "rematerialized to fit HBM: %zu value%s recomputed, HBM %.1f -> %.1f MiB (largest: %%%s, "
+        "%.1f MiB, again before %%%s)\n",
+        r.size(), r.size() == 1 ? "" : "s", compiled.report.peak_before_recomputing / 1048576.0,
+        compiled.report.peak_hbm_bytes / 1048576.0, largest->value.c_str(),
+        largest->bytes / 1048576.0, largest->before.c_str());
+  }
   std::printf(
       "step breakdown (ms): compute %.4f, infeed %.4f, all-reduce %.4f, outfeed %.4f, "
       "host overhead %.4f\n",

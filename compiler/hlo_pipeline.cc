@@ -15,6 +15,7 @@
 #include "compiler/passes/fusion/fusion_merger.h"
 #include "compiler/passes/fusion/multi_output_fusion.h"
 #include "compiler/passes/memory_scheduler.h"
+#include "compiler/passes/rematerialization.h"
 #include "compiler/spmd/batch_sharding.h"
 #include "compiler/spmd/spmd_partitioner.h"
 
@@ -46,6 +47,7 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::ConvStatisticsFusionPass>(kernels);
   p.AddPass<passes::DcePass>();
   p.AddPass<passes::MemorySchedulerPass>();
+  p.AddPass<passes::RematerializationPass>(options.hbm_capacity_bytes);
   p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);
   p.set_dump_dir(options.dump_dir);
   return p;
@@ -61,6 +63,11 @@ hlo::Result<CompileReport> CompileToHlo(hlo::HloModule& module, const CompileOpt
   for (const auto& pass : pipeline.passes()) {
     if (auto* memory = dynamic_cast<const passes::MemoryPlanningPass*>(pass.get())) {
       report.memory = memory->plan();
+    }
+    if (auto* remat = dynamic_cast<const passes::RematerializationPass*>(pass.get());
+        remat && !remat->recomputed().empty()) {
+      report.recomputed = remat->recomputed();
+      report.peak_before_recomputing = remat->peak_before();
     }
   }
   report.peak_hbm_bytes = report.memory.peak_bytes;

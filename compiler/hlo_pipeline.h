@@ -14,6 +14,7 @@
 #include "compiler/passes/layout.h"
 #include "compiler/passes/memory.h"
 #include "compiler/passes/pipeline.h"
+#include "compiler/passes/rematerialization.h"
 #include "compiler/target/target_description.h"
 
 namespace tpusim {
@@ -30,8 +31,9 @@ struct CompileOptions {
 
 // batch-sharding, spmd-partitioner, async-conversion, all-reduce-combiner,
 // contraction-defusion, dce, algsimp, dce,
-// conv-canonicalization, bf16-conversion-folding, layout-assignment, elementwise-fusion, dce,
-// memory-planning.
+// space-to-depth, conv-canonicalization, bf16-conversion-folding, dce, layout-assignment,
+// elementwise-fusion, batch-norm-fusion, fusion-merger, multi-output-fusion, fusion-merger,
+// convolution-statistics-fusion, dce, memory-scheduler, rematerialization, memory-planning.
 passes::PassPipeline DefaultPipeline(const CompileOptions& options = {});
 
 struct CompileReport {
@@ -39,6 +41,9 @@ struct CompileReport {
   passes::PaddingReport padding;  // of the optimized module; entries name their computation
   passes::MemoryPlan memory;      // from memory planning
   int64_t peak_hbm_bytes = 0;
+  // What rematerialization recomputed to fit HBM (empty when the program fit as it was).
+  std::vector<passes::Recomputation> recomputed;
+  int64_t peak_before_recomputing = 0;  // the plan's HBM before them (0: none)
   std::vector<passes::PassLogEntry> passes;
 };
 

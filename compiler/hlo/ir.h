@@ -49,6 +49,8 @@ class HloInstruction {
   HloInstruction* operand(size_t i) const { return operands_[i]; }
   size_t operand_count() const { return operands_.size(); }
   void AddOperand(HloInstruction* op) { operands_.push_back(op); }
+  // Operand `i` becomes `op` (the caller keeps the computation's order topological).
+  void ReplaceOperand(size_t i, HloInstruction* op) { operands_.at(i) = op; }
 
   // parameter(N)
   int64_t parameter_number() const { return parameter_number_; }

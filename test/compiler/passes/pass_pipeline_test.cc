@@ -113,8 +113,9 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
                                              "19-convolution-statistics-fusion.hlo",
                                              "20-dce.hlo",
                                              "21-memory-scheduler.hlo",
-                                             "22-memory-planning.hlo"}));
-  std::ifstream in(dir / "22-memory-planning.hlo");
+                                             "22-rematerialization.hlo",
+                                             "23-memory-planning.hlo"}));
+  std::ifstream in(dir / "23-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -149,6 +150,7 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
                                              "convolution-statistics-fusion",
                                              "dce",
                                              "memory-scheduler",
+                                             "rematerialization",
                                              "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding

@@ -65,9 +65,10 @@ inline std::shared_ptr<const CompiledModule> CompileForValues(const std::string&
 }
 
 // `corrupt`: overwrite the first result element on core 0 before comparing (a control).
-inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
+// On `board` (a preset changed by the test: less HBM).
+inline ValueRun SimulateValuesOn(const sim::BoardConfig& board, const std::string& hlo,
+                                 bool corrupt = false) {
   ValueRun out;
-  const sim::BoardConfig board = sim::LoadConfig("v3-8");
   const auto compiled = CompileForValues(hlo, board, out.exact, out.inexact_ops);
   if (!compiled || !out.exact) return out;
   const CompiledModule& c = *compiled;
@@ -89,6 +90,10 @@ inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
   }
   out.error = driver::CompareWithEvaluator(simulation, c, std::move(args)).error;
   return out;
+}
+
+inline ValueRun SimulateValues(const std::string& hlo, bool corrupt = false) {
+  return SimulateValuesOn(sim::LoadConfig("v3-8"), hlo, corrupt);
 }
 
 // The module computes exact values and they equal the evaluator's within `tolerance` (of
