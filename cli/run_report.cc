@@ -18,6 +18,10 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
     std::printf("data parallel: global batch %lld split over %d cores (%lld per core)\n",
                 static_cast<long long>(low.global_batch), board.cores(),
                 static_cast<long long>(low.batch_per_core));
+  else if (low.partitions > 1 && low.global_batch > 0)
+    std::printf("%d partitions, one per core: global batch %lld, %lld per core\n", low.partitions,
+                static_cast<long long>(low.global_batch),
+                static_cast<long long>(low.batch_per_core));
   else if (low.replicas > 1)
     std::printf("%d replicas, one per core, batch %lld per core\n", low.replicas,
                 static_cast<long long>(low.batch_per_core));

@@ -91,12 +91,14 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
   switch (i.opcode()) {
     case Opcode::kBroadcast: {  // the operand's tiled dimension lands where `dimensions` says
       const hlo::IntList* dims = i.dimensions();
-      if (d0 < 0 || !dims) return NoRule();
+      if (d0 < 0) return MeshMoveRule(i);
+      if (!dims) return NoRule();
       return local(Tiled1D(shape.dims.size(), (*dims)[d0]), {ops[0]->value});
     }
     case Opcode::kTranspose: {
       const hlo::IntList* perm = i.dimensions();
-      if (d0 < 0 || !perm) return NoRule();
+      if (d0 < 0) return MeshMoveRule(i);
+      if (!perm) return NoRule();
       int64_t out = std::find(perm->begin(), perm->end(), d0) - perm->begin();
       return local(Tiled1D(shape.dims.size(), out), {ops[0]->value});
     }
@@ -116,7 +118,8 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
       return local(Tiled1D(shape.dims.size(), e), {ops[0]->value});
     }
     case Opcode::kReduce: {
-      if (i.operand_count() != 2 || d0 < 0 || !ops[1]->replicated()) return NoRule();
+      if (d0 < 0) return MeshReduceRule(i);
+      if (i.operand_count() != 2 || !ops[1]->replicated()) return NoRule();
       const hlo::IntList* dims = i.dimensions();
       if (!dims) return NoRule();
       if (Contains(dims, d0)) {  // each device's partial result, combined by the reducer
@@ -207,7 +210,7 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
       if ((*lb)[k] == ld && (*rb)[k] == rd) return out(Tiled1D(rank, k));
     }
   }
-  return NoRule();
+  return MeshDotRule(i);
 }
 
 // Batch split with whole weights: each device convolves its examples (in feature groups or

@@ -65,6 +65,27 @@ class Partitioner {
   hlo::Result<std::optional<Local>> FusionRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> WhileRule(const hlo::HloInstruction& i);
 
+  // Rules over any tilings, 2-D meshes included (mesh_rules.cc), tried when the ones above
+  // take none: dots whose operands' tiles line up (partial sums all-reduced within each
+  // result tile), reduces, and transposes and broadcasts.
+  hlo::Result<std::optional<Local>> MeshDotRule(const hlo::HloInstruction& i);
+  hlo::Result<std::optional<Local>> MeshReduceRule(const hlo::HloInstruction& i);
+  hlo::Result<std::optional<Local>> MeshMoveRule(const hlo::HloInstruction& i);
+  // `i` on every device with `operands`, its result tiled `shards` per dimension, device d
+  // holding tile `tile[d]` and part `part[d]` of `parts` of a sum `reducer` combines (parts 1:
+  // a whole value). nullopt when the tiles do not make a sharding (unequal copies).
+  hlo::Result<std::optional<Local>> FromDeviceTiles(
+      const hlo::HloInstruction& i, const std::vector<int64_t>& shards,
+      const std::vector<std::vector<int64_t>>& tile, const std::vector<int64_t>& part,
+      int64_t parts, const std::vector<hlo::HloInstruction*>& operands,
+      hlo::HloComputation* reducer);
+
+  // The sharding under which device d holds tile `tile[d]` of a value split `shards` per
+  // dimension (row-major tiles, copies of a tile in device order); nullopt when the devices do
+  // not share the tiles evenly.
+  std::optional<hlo::HloSharding> ShardingOfTiles(
+      const std::vector<int64_t>& shards, const std::vector<std::vector<int64_t>>& tile) const;
+
   // Resharding (reshard.cc): `v` (holding global shape `global`) laid out as `to`.
   hlo::Result<hlo::HloInstruction*> Reshard(const Local& v, const hlo::Shape& global,
                                             const hlo::HloSharding& to);
@@ -80,8 +101,10 @@ class Partitioner {
   // global device ids, the gathered or split `dimension` if any.
   void MarkCollective(hlo::HloInstruction& c, hlo::ReplicaGroups groups,
                       std::optional<int64_t> dimension = std::nullopt);
-  // all-reduce of `v` over every device by `reducer` (a scalar computation).
-  hlo::HloInstruction* AllReduce(hlo::HloInstruction* v, hlo::HloComputation* reducer);
+  // all-reduce of `v` by `reducer` (a scalar computation) within `groups` (none: every
+  // device).
+  hlo::HloInstruction* AllReduce(hlo::HloInstruction* v, hlo::HloComputation* reducer,
+                                 std::optional<hlo::ReplicaGroups> groups = std::nullopt);
   // The whole of a value each device holds a part of, combined by `reducer`: an all-reduce,
   // or inside a fusion a partial Local the fusion's caller all-reduces.
   Local Combined(hlo::HloInstruction* part, hlo::HloComputation* reducer);
@@ -112,6 +135,10 @@ class Partitioner {
                                               const hlo::HloSharding& from);
   hlo::Result<hlo::HloInstruction*> AllToAll(hlo::HloInstruction* v, const hlo::Shape& global,
                                              int64_t from_dim, int64_t to_dim);
+  // Where every device's tile under `to` lies inside its tile under `from` (rank-`rank`
+  // arrays): the layout of the new tiles within the held ones; else nullopt.
+  std::optional<hlo::HloSharding> Refinement(const hlo::HloSharding& from,
+                                             const hlo::HloSharding& to, size_t rank) const;
   hlo::Result<hlo::HloInstruction*> DynamicSliceOf(hlo::HloInstruction* v, const hlo::Shape& global,
                                                    const hlo::HloSharding& to);
 

@@ -219,6 +219,25 @@ Result<HloInstruction*> Partitioner::AllToAll(HloInstruction* v, const Shape& gl
   return Add(v->name() + ".resharded", Opcode::kReshape, out, {stacked});
 }
 
+std::optional<HloSharding> Partitioner::Refinement(const HloSharding& from, const HloSharding& to,
+                                                   size_t rank) const {
+  std::vector<int64_t> ratio(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    if (to.ShardsAlong(k) % from.ShardsAlong(k) != 0) return std::nullopt;
+    ratio[k] = to.ShardsAlong(k) / from.ShardsAlong(k);
+  }
+  std::vector<std::vector<int64_t>> within(n_);
+  for (int64_t d = 0; d < n_; ++d) {
+    const std::vector<int64_t> f = from.TileIndexOf(d), t = to.TileIndexOf(d);
+    if (f.size() != rank || t.size() != rank) return std::nullopt;
+    for (size_t k = 0; k < rank; ++k) {
+      if (t[k] / ratio[k] != f[k]) return std::nullopt;
+      within[d].push_back(t[k] % ratio[k]);
+    }
+  }
+  return ShardingOfTiles(ratio, within);
+}
+
 Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global,
                                              const HloSharding& to) {
   const HloSharding& from = v.sharding;
@@ -248,6 +267,13 @@ Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global
   const int64_t a = OneTiledDim(from), b = OneTiledDim(to);
   if (a >= 0 && b >= 0 && a != b && global.dims[b] % n_ == 0)
     return AllToAll(v.value, global, a, b);
+  if (from.kind == HloSharding::Kind::kTiled && to.kind == HloSharding::Kind::kTiled) {
+    if (std::optional<HloSharding> within = Refinement(from, to, global.dims.size())) {
+      // Each device's new tile lies inside the one it holds: a slice of it, no collective.
+      Result<Shape> held = LocalShape(global, from);
+      if (held.ok()) return DynamicSliceOf(v.value, held.value(), *within);
+    }
+  }
   HloInstruction* whole = v.value;
   if (from.kind == HloSharding::Kind::kTiled) {
     Result<HloInstruction*> g = AllGather(v.value, global, from);

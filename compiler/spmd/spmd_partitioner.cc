@@ -106,9 +106,10 @@ hlo::HloComputation* Partitioner::AddComputation(hlo::PrimitiveType t) {
   return adders_[static_cast<int>(t)] = c;
 }
 
-HloInstruction* Partitioner::AllReduce(HloInstruction* v, hlo::HloComputation* reducer) {
+HloInstruction* Partitioner::AllReduce(HloInstruction* v, hlo::HloComputation* reducer,
+                                       std::optional<hlo::ReplicaGroups> groups) {
   HloInstruction* r = Add(v->name() + ".all-reduce", Opcode::kAllReduce, v->shape(), {v});
-  MarkCollective(*r, AllDevices());
+  MarkCollective(*r, groups ? std::move(*groups) : AllDevices());
   hlo::ComputationRefs refs;
   refs.names = {reducer->name()};
   refs.computations = {reducer};

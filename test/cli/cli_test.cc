@@ -136,7 +136,8 @@ TEST(Cli, RunEveryJaxModule) {
   }
   for (const char* stage : {".pre.hlo", ".opt.hlo"}) {
     Output o = Tpusim(std::string("run examples/jax/mlp_dp8_b1024") + stage + " --timing");
-    EXPECT_THAT(o.text, HasSubstr("8 replicas, one per core, batch 128 per core")) << stage;
+    EXPECT_THAT(o.text, HasSubstr("8 partitions, one per core: global batch 1024, 128 per core"))
+        << stage;
   }
 }
 

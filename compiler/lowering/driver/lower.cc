@@ -20,18 +20,37 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::Opcode;
 
+// How many parts `p`'s recorded global layout splits its leading dimension into (0: none
+// recorded).
+int64_t LeadingShards(const HloInstruction& p) {
+  const std::string* raw = p.RawAttr("sharding");
+  if (!raw || !p.shape().IsArray() || p.shape().rank() < 1) return 0;
+  hlo::Result<hlo::HloSharding> s = hlo::ParseSharding(*raw);
+  return s.ok() ? s->ShardsAlong(0) : 0;
+}
+
 // The inputs of a per-device program: the parameters whose recorded global layout splits
 // their leading dimension over every device (the batch of a data-parallel step: examples
-// and labels); else the first array parameter.
+// and labels); on a mesh, over one axis (2 x 4: the batch over 'data'), those not shaped as a
+// result (a weight split along its rows returns updated); else the first array parameter.
 std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int64_t devices) {
-  std::vector<const HloInstruction*> split;
+  std::vector<const HloInstruction*> split, mesh;
+  std::vector<const hlo::Shape*> results;
+  const HloInstruction* root = entry.root();
+  if (root->opcode() == Opcode::kTuple)
+    for (const HloInstruction* o : root->operands()) results.push_back(&o->shape());
+  else
+    results.push_back(&root->shape());
   for (const HloInstruction* p : entry.parameters()) {
-    const std::string* raw = p->RawAttr("sharding");
-    if (!raw || !p->shape().IsArray() || p->shape().rank() < 1) continue;
-    hlo::Result<hlo::HloSharding> s = hlo::ParseSharding(*raw);
-    if (s.ok() && s->ShardsAlong(0) == devices) split.push_back(p);
+    const int64_t shards = LeadingShards(*p);
+    if (shards == devices) split.push_back(p);
+    const bool returned = std::any_of(results.begin(), results.end(), [&](const hlo::Shape* r) {
+      return r->dims == p->shape().dims && r->type == p->shape().type;
+    });
+    if (shards > 1 && shards < devices && !returned) mesh.push_back(p);
   }
   if (!split.empty()) return split;
+  if (!mesh.empty()) return mesh;
   for (const HloInstruction* p : entry.parameters())
     if (p->shape().IsArray() && p->shape().rank() >= 1) return {p};
   return {};
@@ -62,6 +81,7 @@ LoweredModule Lowerer::Run() {
   const HloComputation& entry = *module_.entry();
   // Each device (replica x partition) of a module runs on its own core.
   out_.replicas = static_cast<int>(module_.replica_count * module_.num_partitions);
+  out_.partitions = static_cast<int>(module_.num_partitions);
   if (out_.replicas > 1 && out_.replicas != opt_.cores)
     throw std::invalid_argument("replica_count=" + std::to_string(module_.replica_count) +
                                 " x num_partitions=" + std::to_string(module_.num_partitions) +
@@ -122,9 +142,14 @@ void Lowerer::WriteConstantResults(const std::vector<const HloInstruction*>& lea
 
 // Each device holds its share of the step's batch: its inputs' leading dimension.
 void Lowerer::SetUpInfeed() {
-  const int64_t b = inputs_.empty() ? 0 : inputs_[0]->shape().dims[0] * std::max(1, out_.replicas);
+  // A recorded layout says how many parts the batch is in (a mesh's data axis); else one per
+  // device.
+  const int64_t shards = inputs_.empty() ? 0 : LeadingShards(*inputs_[0]);
+  const int64_t b = inputs_.empty() ? 0
+                                    : inputs_[0]->shape().dims[0] *
+                                          (shards > 0 ? shards : std::max(1, out_.replicas));
   out_.global_batch = b;
-  out_.batch_per_core = b / opt_.cores;
+  out_.batch_per_core = shards > 0 ? inputs_[0]->shape().dims[0] : b / opt_.cores;
   for (const HloInstruction* in : inputs_) {
     if (out_.batch_per_core > 0)
       out_.example_bytes += ByteSize(in->shape()) / static_cast<uint64_t>(out_.batch_per_core);

@@ -66,6 +66,7 @@ struct LoweredModule {
   std::vector<std::string> programs;  // assembly, one per core
   std::vector<LoweredOp> ops;
   int replicas = 1;              // devices: the module's replica_count x num_partitions
+  int partitions = 1;            // num_partitions: SPMD programs, one per device
   bool data_parallel = false;    // a single-replica step the batch-sharding pass split
   std::string not_split_reason;  // single-replica module run whole on every core: why
   int64_t global_batch = 0, batch_per_core = 0;

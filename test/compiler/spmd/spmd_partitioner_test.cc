@@ -58,8 +58,8 @@ TEST(SpmdPartitioner, MegatronColumnThenRowParallel) {
 }
 
 // FSDP: a parameter sharded along its first dimension is all-gathered before use; a tiled
-// value meets a whole one by each device's dynamic slice; a partially replicated layout is
-// resharded through the whole value, rows to columns by one all-to-all.
+// value meets a whole one by each device's dynamic slice, and a partially replicated one that
+// holds its tile by a slice of that; rows to columns by one all-to-all.
 const std::string kReshard = std::string("HloModule fsdp\n") + R"(
 ENTRY main {
   x = f32[64,32] parameter(0), sharding={devices=[8,1]<=[8]}
@@ -80,8 +80,10 @@ TEST(SpmdPartitioner, ReshardsBetweenLayouts) {
   EXPECT_FALSE(Has(ir, "all-gather(f32[8,32] %x)"));  // the rows stay split
   EXPECT_TRUE(Has(ir, "dynamic-slice(f32[64,16] %b"));
   EXPECT_TRUE(Has(ir, "%c = f32[32,16] parameter(3)"));
-  // The partially replicated operand: the pairs of devices {0,4}, {1,5}, ... hold one tile.
-  EXPECT_TRUE(Has(ir, "replica_groups={{0,4},{1,5},{2,6},{3,7}}"));
+  // The partially replicated operand (devices 0..3 hold rows 0..31, 4..7 the rest): each
+  // device's 8 rows lie in the half it holds, sliced out with no collective.
+  EXPECT_TRUE(Has(ir, "%c.shard = f32[8,16] dynamic-slice(f32[32,16] %c,"));
+  EXPECT_FALSE(Has(ir, "all-gather(f32[32,16] %c)"));
   // Rows to the output's columns: each device's 8 rows cut into 8 chunks of 2 columns, one
   // to each device, stacked back in device order.
   EXPECT_TRUE(Has(ir,

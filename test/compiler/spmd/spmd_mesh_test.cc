@@ -1,0 +1,97 @@
+// SPMD partitioning over a 2-D mesh (2 x 4: a batch over "data", features over "model"), as
+// JAX shards a dense layer with Mesh(('data', 'model')): IR in, IR out, and values of the
+// per-device programs against the global module (spmd_test_util.h).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "test/compiler/spmd/spmd_test_util.h"
+
+namespace tpusim::spmd {
+namespace {
+
+// Device d sits at (data d / 4, model d % 4). x: rows over data; w1: columns over model;
+// w2: rows over model (Megatron's column then row parallel, with a data-parallel batch).
+// The backward pass: dy = y - t, the weight gradients and the input gradient.
+const std::string kMeshMlp = std::string("HloModule mesh, num_partitions=8\n") + kAdd + R"(
+ENTRY main {
+  x = f32[64,32] parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  w1 = f32[32,64] parameter(1), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  b1 = f32[64] parameter(2), sharding={devices=[4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  w2 = f32[64,32] parameter(3), sharding={devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  t = f32[64,32] parameter(4), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  h = f32[64,64] dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[64,64] broadcast(b1), dimensions={1}
+  hb = f32[64,64] add(h, bb)
+  a = f32[64,64] tanh(hb)
+  y = f32[64,32] dot(a, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  dy = f32[64,32] subtract(y, t)
+  gw2 = f32[64,32] dot(a, dy), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  da = f32[64,64] dot(dy, w2), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  one = f32[] constant(1)
+  ones = f32[64,64] broadcast(one), dimensions={}
+  aa = f32[64,64] multiply(a, a)
+  dt = f32[64,64] subtract(ones, aa)
+  dh = f32[64,64] multiply(da, dt)
+  zero = f32[] constant(0)
+  gb1 = f32[64] reduce(dh, zero), dimensions={0}, to_apply=add
+  gw1 = f32[32,64] dot(x, dh), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  hT = f32[64,64] transpose(dh), dimensions={1,0}
+  ROOT r = (f32[32,64], f32[64], f32[64,32], f32[64,64]) tuple(gw1, gb1, gw2, hT)
+}
+)";
+
+TEST(SpmdMesh, ADenseLayerOverDataAndModelAxesRunsOnEachDevicesTiles) {
+  const std::string ir = Partition(kMeshMlp);
+  // Every dot on tiles: the hidden layer is [32 rows, 16 features] per device.
+  EXPECT_TRUE(Has(ir, "%h = f32[32,16] dot(f32[32,32] %x, f32[32,16] %w1)"));
+  EXPECT_TRUE(Has(ir, "%y = f32[32,32] dot("));
+  EXPECT_TRUE(Has(ir, "%gw2 = f32[16,32] dot("));
+  EXPECT_TRUE(Has(ir, "%gw1 = f32[32,16] dot("));
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  // The bias, held for every row, is sliced to the device's rows: no collective.
+  EXPECT_TRUE(Has(ir, "%bb.shard = f32[32,16] dynamic-slice(f32[64,16] %bb,"));
+  // y's partial sums over the model axis; the gradients' over the data axis.
+  EXPECT_TRUE(Has(ir, "%y.all-reduce = f32[32,32] all-reduce(f32[32,32] %y), channel_id="));
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,1,2,3},{4,5,6,7}}"));
+  EXPECT_TRUE(Has(ir, "%gw2.all-reduce = f32[16,32] all-reduce(f32[16,32] %gw2)"));
+  EXPECT_TRUE(Has(ir, "%gb1.all-reduce = f32[16] all-reduce(f32[16] %gb1)"));
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,4},{1,5},{2,6},{3,7}}"));
+  // The transpose moves the data and model tiles with their dimensions.
+  EXPECT_TRUE(Has(ir, "%hT = f32[16,32] transpose("));
+  EXPECT_LT(PartitionError(kMeshMlp), 1e-4);  // sums over 64 rows, in another order
+}
+
+// A contraction split over more devices than it has parts (the model axis's 4 copies of
+// each half of the rows): partial sums are combined once per part, in groups of two.
+TEST(SpmdMesh, PartialSumsAreCombinedOncePerPart) {
+  const std::string text = std::string("HloModule mesh, num_partitions=8\n") + R"(
+ENTRY main {
+  a = f32[16,64] parameter(0), sharding={devices=[1,2,4]<=[8] last_tile_dim_replicate}
+  b = f32[64,8] parameter(1), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  ROOT c = f32[16,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+  const std::string ir = Partition(text);
+  EXPECT_TRUE(Has(ir, "%c = f32[16,8] dot(f32[16,32] %a, f32[32,8] %b)"));
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,4},{1,5},{2,6},{3,7}}"));
+  EXPECT_LT(PartitionError(text), 1e-5);
+}
+
+// Operands whose contracting tiles do not line up (rows of b split where a's columns are
+// whole) keep the replicated path: correct, with gathers.
+TEST(SpmdMesh, TilesThatDoNotLineUpAreGathered) {
+  const std::string text = std::string("HloModule mesh, num_partitions=8\n") + R"(
+ENTRY main {
+  a = f32[16,64] parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  b = f32[64,8] parameter(1), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  ROOT c = f32[16,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+  const std::string ir = Partition(text);
+  EXPECT_GE(Count(ir, " all-gather("), 1);
+  EXPECT_LT(PartitionError(text), 1e-5);
+}
+
+}  // namespace
+}  // namespace tpusim::spmd
