@@ -2,6 +2,8 @@
 // and steps_per_execution divides the dispatch overhead exactly as the dispatch model says.
 #include <gmock/gmock.h>
 
+#include <string>
+
 #include "board_test_util.h"
 #include "profiler/metrics.h"
 #include "profiler/recorder.h"
@@ -110,8 +112,15 @@ TEST(Host, TenStepsPerDispatchPayATenth) { CheckDispatchModel(10); }
 TEST(Host, FiftyStepsPerDispatchPayOnce) { CheckDispatchModel(50); }
 
 TEST(Host, TpuNodeDispatchCostsMoreThanTpuVm) {
-  BoardConfig vm = LoadConfig("v3-8"), node = LoadConfig("v3-8-node");
-  EXPECT_GT(node.host.dispatch_overhead_us, 10 * vm.host.dispatch_overhead_us);
+  for (const char* board : {"v3-8", "v2-8"}) {
+    BoardConfig vm = LoadConfig(board), node = LoadConfig(std::string(board) + "-node");
+    EXPECT_GT(node.host.dispatch_overhead_us, 10 * vm.host.dispatch_overhead_us) << board;
+    EXPECT_GT(node.host.launch_latency_us, vm.host.launch_latency_us) << board;
+    // The attachment is all that differs.
+    EXPECT_EQ(node.core.clock_hz, vm.core.clock_hz) << board;
+    EXPECT_EQ(node.core.mxus, vm.core.mxus) << board;
+    EXPECT_EQ(node.core.hbm_bytes, vm.core.hbm_bytes) << board;
+  }
 }
 
 }  // namespace
