@@ -202,4 +202,46 @@ Rule Partitioner::MeshMoveRule(const HloInstruction& i) {
   return FromDeviceTiles(i, shards, tile, std::vector<int64_t>(n_, 0), 1, {in.value}, nullptr);
 }
 
+// A reshape keeps each device's tile contiguous when, in every group of dimensions it
+// merges or splits (equal element counts on both sides), only the group's major dimension is
+// split and the result's major dimension of the group divides as evenly: [B, S, H] to
+// [B*S, H] with B over 'data' and H over 'model', or H to [heads, H/heads].
+Rule Partitioner::MeshReshapeRule(const HloInstruction& i) {
+  const Local& in = Of(i.operand(0));
+  if (!Readable(in) || !in.tiled() || !i.shape().IsArray()) return NoRule();
+  const std::vector<int64_t>&from = i.operand(0)->shape().dims, &to = i.shape().dims;
+  std::vector<int64_t> shards(to.size(), 1);
+  std::vector<int64_t> source(to.size(), -1);  // the input dimension whose tiles it takes
+  size_t a = 0, b = 0;
+  while (a < from.size() || b < to.size()) {
+    const size_t a0 = a, b0 = b;
+    int64_t pa = a < from.size() ? from[a++] : 1, pb = b < to.size() ? to[b++] : 1;
+    while (pa != pb) {
+      if (pa < pb && a < from.size())
+        pa *= from[a++];
+      else if (pb < pa && b < to.size())
+        pb *= to[b++];
+      else
+        return NoRule();
+    }
+    size_t major_in = a0, major_out = b0;  // the first dimensions of more than one element
+    while (major_in < a && from[major_in] == 1) ++major_in;
+    while (major_out < b && to[major_out] == 1) ++major_out;
+    for (size_t d = a0; d < a; ++d) {
+      const int64_t s = in.sharding.ShardsAlong(d);
+      if (s == 1) continue;
+      if (d != major_in || major_out == b || to[major_out] % s != 0) return NoRule();
+      shards[major_out] = s, source[major_out] = static_cast<int64_t>(d);
+    }
+  }
+  std::vector<std::vector<int64_t>> tile(n_, std::vector<int64_t>(to.size(), 0));
+  for (int64_t d = 0; d < n_; ++d) {
+    const std::vector<int64_t> t = TileOf(in.sharding, from.size(), d);
+    if (t.size() != from.size()) return NoRule();
+    for (size_t k = 0; k < to.size(); ++k)
+      if (source[k] >= 0) tile[d][k] = t[source[k]];
+  }
+  return FromDeviceTiles(i, shards, tile, std::vector<int64_t>(n_, 0), 1, {in.value}, nullptr);
+}
+
 }  // namespace tpusim::spmd

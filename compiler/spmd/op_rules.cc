@@ -108,7 +108,8 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
       // splits as evenly (the tiled dimension merged as the major part, or split into a major
       // part that still divides).
       const Shape& in = i.operand(0)->shape();
-      if (d0 < 0 || !shape.IsArray()) return NoRule();
+      if (d0 < 0) return MeshReshapeRule(i);
+      if (!shape.IsArray()) return NoRule();
       int64_t before = 1, after = 1;
       for (int64_t d = 0; d < d0; ++d) before *= in.dims[d];
       size_t e = 0;

@@ -31,16 +31,16 @@ int64_t LeadingShards(const HloInstruction& p) {
 
 // The inputs of a per-device program: the parameters whose recorded global layout splits
 // their leading dimension over every device (the batch of a data-parallel step: examples
-// and labels); on a mesh, over one axis (2 x 4: the batch over 'data'), those not shaped as a
-// result (a weight split along its rows returns updated); else the first array parameter.
+// and labels); on a mesh, over one axis (2 x 4: the batch over 'data'), those a tuple result
+// does not return in their shape (a training step returns its weights, a weight split along
+// its rows among them), the first one's split giving the batch; else the first array
+// parameter.
 std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int64_t devices) {
   std::vector<const HloInstruction*> split, mesh;
   std::vector<const hlo::Shape*> results;
   const HloInstruction* root = entry.root();
   if (root->opcode() == Opcode::kTuple)
     for (const HloInstruction* o : root->operands()) results.push_back(&o->shape());
-  else
-    results.push_back(&root->shape());
   for (const HloInstruction* p : entry.parameters()) {
     const int64_t shards = LeadingShards(*p);
     if (shards == devices) split.push_back(p);

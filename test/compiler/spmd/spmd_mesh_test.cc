@@ -93,5 +93,64 @@ ENTRY main {
   EXPECT_LT(PartitionError(text), 1e-5);
 }
 
+// Self-attention over the same mesh: the batch over 'data', the heads over 'model'
+// (Megatron's attention). Projections split by heads, [B, S, H] reshaped to [B, S, heads,
+// H/heads] and transposed, the scores and the context batched over (batch, head) on each
+// device, the output projection's partial sums all-reduced over 'model'.
+const std::string kMeshAttention = std::string("HloModule attn, num_partitions=8\n") + kAdd + R"(
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+
+ENTRY main {
+  x = f32[4,16,64] parameter(0), sharding={devices=[2,1,1,4]<=[8] last_tile_dim_replicate}
+  wq = f32[64,64] parameter(1), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  wk = f32[64,64] parameter(2), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  wv = f32[64,64] parameter(3), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  wo = f32[64,64] parameter(4), sharding={devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  x2 = f32[64,64] reshape(x)
+  q2 = f32[64,64] dot(x2, wq), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  k2 = f32[64,64] dot(x2, wk), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  v2 = f32[64,64] dot(x2, wv), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  q4 = f32[4,16,8,8] reshape(q2)
+  k4 = f32[4,16,8,8] reshape(k2)
+  v4 = f32[4,16,8,8] reshape(v2)
+  q = f32[4,8,16,8] transpose(q4), dimensions={0,2,1,3}
+  k = f32[4,8,16,8] transpose(k4), dimensions={0,2,1,3}
+  v = f32[4,8,16,8] transpose(v4), dimensions={0,2,1,3}
+  s = f32[4,8,16,16] dot(q, k), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={3}
+  ninf = f32[] constant(-inf)
+  m = f32[4,8,16] reduce(s, ninf), dimensions={3}, to_apply=max
+  mb = f32[4,8,16,16] broadcast(m), dimensions={0,1,2}
+  d = f32[4,8,16,16] subtract(s, mb)
+  e = f32[4,8,16,16] exponential(d)
+  zero = f32[] constant(0)
+  z = f32[4,8,16] reduce(e, zero), dimensions={3}, to_apply=add
+  zb = f32[4,8,16,16] broadcast(z), dimensions={0,1,2}
+  p = f32[4,8,16,16] divide(e, zb)
+  c = f32[4,8,16,8] dot(p, v), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}
+  ct = f32[4,16,8,8] transpose(c), dimensions={0,2,1,3}
+  c2 = f32[64,64] reshape(ct)
+  o2 = f32[64,64] dot(c2, wo), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT o = f32[4,16,64] reshape(o2)
+}
+)";
+
+TEST(SpmdMesh, AttentionWithHeadsOverTheModelAxisRunsOnEachDevicesHeads) {
+  const std::string ir = Partition(kMeshAttention);
+  // Each device: 2 of the 4 sequences, 2 of the 8 heads.
+  EXPECT_TRUE(Has(ir, "%x2 = f32[32,64] reshape(f32[2,16,64] %x)"));
+  EXPECT_TRUE(Has(ir, "%q4 = f32[2,16,2,8] reshape(f32[32,16] %q2)"));
+  EXPECT_TRUE(Has(ir, "%s = f32[2,2,16,16] dot("));
+  EXPECT_TRUE(Has(ir, "%c = f32[2,2,16,8] dot("));
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  // The only collective: the output projection's sums over 'model'.
+  EXPECT_EQ(Count(ir, " all-reduce("), 1);
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,1,2,3},{4,5,6,7}}"));
+  EXPECT_LT(PartitionError(kMeshAttention), 1e-5);
+}
+
 }  // namespace
 }  // namespace tpusim::spmd
