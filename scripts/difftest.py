@@ -3,7 +3,9 @@
 
 Generates random valid HLO modules (elementwise, broadcast, transpose, reshape, slice,
 concatenate, pad, reverse, reduce, reduce-window, dot, convolution, gather, sort, select,
-clamp, iota, dynamic-slice, a while loop, s32 arithmetic, converts) from a seed, runs each with
+clamp, iota, dynamic-slice, a while loop, s32 arithmetic, converts; a quarter with collectives
+over replicas, a quarter of the rest global programs with sharded parameters that tpusim
+partitions, 2 x 4 meshes included) from a seed, runs each with
 `tpusim run FILE` (which simulates it with values and compares every output with the
 evaluator), and sorts the outcomes: match, bf16-ulp (a module computing in bf16 that
 `tpusim run`'s 1e-3 calls a mismatch but that lies within one bf16 ulp of the largest
@@ -86,6 +88,9 @@ class Module:
         self.instrs = []  # (name, dims or None for non-f32 values, text)
         self.params = 0
         self.replicas = 1  # 8: one program per replica of v3-8, with collectives
+        # A global program partitioned over the 8 cores: its parameters' shardings, drawn
+        # from their own generator so the module is the one the seed makes unsharded.
+        self.mesh = None
 
     def add(self, dims, text, t="f32"):
         name = "v%d" % len(self.instrs)
@@ -93,7 +98,10 @@ class Module:
         return name
 
     def param(self, dims, t="f32"):
-        p = self.add(dims, "parameter(%d)" % self.params, t)
+        text = "parameter(%d)" % self.params
+        if self.mesh:
+            text += ", sharding=" + random_sharding(self.mesh, dims)
+        p = self.add(dims, text, t)
         self.params += 1
         return p
 
@@ -106,6 +114,31 @@ class Module:
             dims = [self.rng.choice(DIMS) for _ in range(rank)]
             if count(dims) <= MAX_ELEMENTS:
                 return dims
+
+
+def random_sharding(rng, dims):
+    """A sharding over the 8 cores as JAX prints them: replicated, one dimension over all 8, a
+    2 x 4 mesh over two dimensions (devices in order or in the mesh's transposed order), or one
+    dimension over one mesh axis with the tiles copied over the other."""
+    choices = ["{replicated}"]
+
+    def tiled(split, copies=1, transposed=False):
+        tiles = [split.get(k, 1) for k in range(len(dims))] + ([copies] if copies > 1 else [])
+        order = "<=[2,4]T(1,0)" if transposed else "<=[8]"
+        return "{devices=[%s]%s%s}" % (",".join(map(str, tiles)), order,
+                                       " last_tile_dim_replicate" if copies > 1 else "")
+
+    for i, d in enumerate(dims):
+        if d % 8 == 0:
+            choices.append(tiled({i: 8}))
+        if d % 2 == 0:
+            choices.append(tiled({i: 2}, copies=4))
+        if d % 4 == 0:
+            choices.append(tiled({i: 4}, copies=2, transposed=True))
+        for j, e in enumerate(dims):
+            if i != j and d % 2 == 0 and e % 4 == 0:
+                choices.append(tiled({i: 2, j: 4}, transposed=rng.random() < 0.5))
+    return rng.choice(choices)
 
 
 def grow(m):
@@ -390,6 +423,11 @@ def generate(seed):
     # A quarter of the modules run one program per replica, with collectives; drawn apart
     # so the other seeds keep their modules.
     m.replicas = 8 if random.Random(seed * 7919 + 17).random() < 0.25 else 1
+    # A third of the others are global programs with sharded parameters, partitioned over
+    # the cores (docs/spmd.md), one value constrained to a sharding of its own.
+    layout = random.Random(seed * 15485863 + 3)
+    if m.replicas == 1 and layout.random() < 1 / 3:
+        m.mesh = layout
     for _ in range(m.rng.randint(1, 3)):
         m.param(m.random_dims())
     for _ in range(m.rng.randint(3, 12)):
@@ -398,6 +436,12 @@ def generate(seed):
     if not computed:
         computed = [grow(m) or m.add(m.values()[0][1], "negate(%s)" % m.values()[0][0])]
     outs = m.rng.sample(computed, min(len(computed), m.rng.randint(1, 3)))
+    if m.mesh:
+        arrays = [n for n, d, t in m.instrs if d and "parameter(" not in t]
+        if arrays:
+            v = m.mesh.choice(arrays)
+            dims = [d for n, d, _ in m.instrs if n == v][0]
+            outs.append(m.add(dims, "copy(%s), sharding=%s" % (v, random_sharding(m.mesh, dims))))
     return m, outs
 
 
@@ -421,6 +465,8 @@ def text(m, outs, name="difftest"):
                     work.append(other)
                     break
     header = "HloModule %s" % name + (", replica_count=%d" % m.replicas if m.replicas > 1 else "")
+    if m.mesh:
+        header += ", num_partitions=8"
     lines = [header, "", REDUCERS + "ENTRY main {"]
     for n, _, t in m.instrs:
         if n in live or "parameter(" in t:

@@ -140,6 +140,14 @@ class Partitioner {
   // arrays): the layout of the new tiles within the held ones; else nullopt.
   std::optional<hlo::HloSharding> Refinement(const hlo::HloSharding& from,
                                              const hlo::HloSharding& to, size_t rank) const;
+  // (p / step) % count for the device index `p` (>= 0), on the scalar path: a shift and a
+  // mask for powers of two (as XLA's simplifier rewrites them), else a divide and a remainder.
+  hlo::HloInstruction* Digit(hlo::HloInstruction* p, int64_t step, int64_t count);
+  // Where the tile along `d` of device p under `to` is a sum of p's bits each times a
+  // weight (n a power of two): that offset (times `extent`) from `partition` (the device's
+  // index) on the scalar path; else null.
+  hlo::HloInstruction* BitWeightedOffset(const hlo::HloSharding& to, size_t d, int64_t extent,
+                                         hlo::HloInstruction* partition);
   hlo::Result<hlo::HloInstruction*> DynamicSliceOf(hlo::HloInstruction* v, const hlo::Shape& global,
                                                    const hlo::HloSharding& to);
 

@@ -2,6 +2,7 @@
 // dimension, each over the devices that differ only along it); a whole value becomes tiled
 // by each device's dynamic-slice at offsets looked up by partition-id.
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <numeric>
 
@@ -114,6 +115,59 @@ Result<HloInstruction*> Partitioner::AllGather(HloInstruction* v, const Shape& g
   return v;
 }
 
+HloInstruction* Partitioner::Digit(HloInstruction* p, int64_t step, int64_t count) {
+  const Shape s32 = Shape::Array(hlo::PrimitiveType::kS32, {});
+  auto constant = [&](int64_t v) {
+    HloInstruction* c = Add("c", Opcode::kConstant, s32, {});
+    c->mutable_literal().ints = {v};
+    return c;
+  };
+  auto power_of_two = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (power_of_two(step) && power_of_two(count)) {  // p >= 0: a shift and a mask
+    HloInstruction* idx = p;
+    if (step > 1)
+      idx =
+          Add("tile", Opcode::kShiftRightLogical, s32,
+              {idx, constant(static_cast<int64_t>(std::countr_zero(static_cast<uint64_t>(step))))});
+    return Add("tile", Opcode::kAnd, s32, {idx, constant(count - 1)});
+  }
+  HloInstruction* idx = p;
+  if (step > 1) idx = Add("tile", Opcode::kDivide, s32, {idx, constant(step)});
+  return Add("tile", Opcode::kRemainder, s32, {idx, constant(count)});
+}
+
+HloInstruction* Partitioner::BitWeightedOffset(const HloSharding& to, size_t d, int64_t extent,
+                                               HloInstruction* partition) {
+  if (n_ < 2 || (n_ & (n_ - 1)) != 0) return nullptr;
+  auto index = [&](int64_t p) {
+    const std::vector<int64_t> idx = to.TileIndexOf(p);
+    return idx.empty() ? int64_t{-1} : idx[d];
+  };
+  if (index(0) != 0) return nullptr;
+  std::vector<int64_t> weight;
+  for (int64_t bit = 1; bit < n_; bit <<= 1) weight.push_back(index(bit));
+  for (int64_t p = 0; p < n_; ++p) {
+    int64_t sum = 0;
+    for (size_t b = 0; b < weight.size(); ++b) sum += ((p >> b) & 1) * weight[b];
+    if (weight.empty() || sum != index(p) || index(p) < 0) return nullptr;
+  }
+  const Shape s32 = Shape::Array(hlo::PrimitiveType::kS32, {});
+  auto constant = [&](int64_t v) {
+    HloInstruction* c = Add("c", Opcode::kConstant, s32, {});
+    c->mutable_literal().ints = {v};
+    return c;
+  };
+  HloInstruction* offset = nullptr;
+  for (size_t b = 0; b < weight.size(); ++b) {
+    if (weight[b] == 0) continue;
+    HloInstruction* bit = Digit(partition, int64_t{1} << b, 2);
+    HloInstruction* term =
+        Add("offset", Opcode::kMultiply, s32, {bit, constant(weight[b] * extent)});
+    offset = offset ? Add("offset", Opcode::kAdd, s32, {offset, term}) : term;
+  }
+  return offset;
+}
+
 Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Shape& global,
                                                     const HloSharding& to) {
   Result<Shape> local = LocalShape(global, to);
@@ -143,11 +197,29 @@ Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Sha
       ops.push_back(constant(0));
       continue;
     }
-    if (to.devices == iota) {  // ((p / stride) % tiles) x tile extent, on the scalar path
-      HloInstruction* idx = partition_id_;
-      if (strides[d] > 1) idx = Add("tile", Opcode::kDivide, s32, {idx, constant(strides[d])});
-      idx = Add("tile", Opcode::kRemainder, s32, {idx, constant(to.tile_dims[d])});
+    // The tile index along d as ((p / step) % tiles) for device p: the step is the stride
+    // of d's tiles when the devices are in order, another where a mesh lists them transposed
+    // (`<=[2,4]T(1,0)`: d's tiles follow p % 4, or p / 4); on the scalar path.
+    const int64_t tiles = to.tile_dims[d];
+    int64_t step = to.devices == iota ? strides[d] : 0;
+    for (int64_t s = 1; step == 0 && s < n_; ++s) {
+      bool fits = true;
+      for (int64_t p = 0; p < n_ && fits; ++p) {
+        const std::vector<int64_t> idx = to.TileIndexOf(p);
+        fits = !idx.empty() && idx[d] == (p / s) % tiles;
+      }
+      if (fits) step = s;
+    }
+    if (step > 0) {
+      HloInstruction* idx = Digit(partition_id_, step, tiles);
       ops.push_back(Add("offset", Opcode::kMultiply, s32, {idx, constant(local->dims[d])}));
+      continue;
+    }
+    // Over a power-of-two count of devices, an order that mixes the mesh's axes (a tiling
+    // made of the tiles devices already hold) still gives each bit of p a weight in the tile
+    // index: the sum of ((p / 2^b) % 2) x weight x tile extent.
+    if (HloInstruction* offset = BitWeightedOffset(to, d, local->dims[d], partition_id_)) {
+      ops.push_back(offset);
       continue;
     }
     // Any other device order: the offset of each device, from a table.
