@@ -244,4 +244,41 @@ Rule Partitioner::MeshReshapeRule(const HloInstruction& i) {
   return FromDeviceTiles(i, shards, tile, std::vector<int64_t>(n_, 0), 1, {in.value}, nullptr);
 }
 
+// A convolution, as a dot over its feature dimensions: the batch and the output features
+// keep their tiles, split input features (matching the kernel's) make parts of a sum, and
+// no spatial dimension may be split (that needs halos). Feature or batch groups: none.
+Rule Partitioner::MeshConvRule(const HloInstruction& i) {
+  const Local &lhs = Of(i.operand(0)), &rhs = Of(i.operand(1));
+  const hlo::ConvDims* cd = i.conv_dims();
+  if (!cd || !Readable(lhs) || !Readable(rhs) || (lhs.replicated() && rhs.replicated()) ||
+      i.GetInt("feature_group_count").value_or(1) != 1 ||
+      i.GetInt("batch_group_count").value_or(1) != 1)
+    return NoRule();
+  for (size_t k = 0; k < cd->input_spatial.size(); ++k)
+    if (lhs.sharding.ShardsAlong(cd->input_spatial[k]) != 1 ||
+        rhs.sharding.ShardsAlong(cd->kernel_spatial[k]) != 1)
+      return NoRule();
+  const int64_t parts = lhs.sharding.ShardsAlong(cd->input_feature);
+  if (parts != rhs.sharding.ShardsAlong(cd->kernel_input_feature)) return NoRule();
+  const size_t lrank = i.operand(0)->shape().dims.size();
+  const size_t rrank = i.operand(1)->shape().dims.size();
+  const size_t out_rank = i.shape().dims.size();
+  std::vector<int64_t> shards(out_rank, 1);
+  shards[cd->output_batch] = lhs.sharding.ShardsAlong(cd->input_batch);
+  shards[cd->output_feature] = rhs.sharding.ShardsAlong(cd->kernel_output_feature);
+  std::vector<std::vector<int64_t>> tile(n_, std::vector<int64_t>(out_rank, 0));
+  std::vector<int64_t> part(n_, 0);
+  for (int64_t d = 0; d < n_; ++d) {
+    const std::vector<int64_t> li = TileOf(lhs.sharding, lrank, d),
+                               ri = TileOf(rhs.sharding, rrank, d);
+    if (li.size() != lrank || ri.size() != rrank) return NoRule();
+    if (li[cd->input_feature] != ri[cd->kernel_input_feature]) return NoRule();
+    tile[d][cd->output_batch] = li[cd->input_batch];
+    tile[d][cd->output_feature] = ri[cd->kernel_output_feature];
+    part[d] = li[cd->input_feature];
+  }
+  return FromDeviceTiles(i, shards, tile, part, parts, {lhs.value, rhs.value},
+                         parts > 1 ? AddComputation(i.shape().type) : nullptr);
+}
+
 }  // namespace tpusim::spmd

@@ -233,7 +233,7 @@ Result<std::optional<Local>> Partitioner::ConvolutionRule(const HloInstruction& 
     HloInstruction* partial = Clone(i, i.shape(), {lhs.value, rhs.value});
     return std::optional<Local>(Combined(partial, AddComputation(i.shape().type)));
   }
-  return NoRule();
+  return MeshConvRule(i);
 }
 
 }  // namespace tpusim::spmd

@@ -67,11 +67,13 @@ class Partitioner {
 
   // Rules over any tilings, 2-D meshes included (mesh_rules.cc), tried when the ones above
   // take none: dots whose operands' tiles line up (partial sums all-reduced within each
-  // result tile), reduces, transposes, broadcasts and reshapes.
+  // result tile), convolutions over their feature dimensions, reduces, transposes,
+  // broadcasts and reshapes.
   hlo::Result<std::optional<Local>> MeshDotRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> MeshReduceRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> MeshMoveRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> MeshReshapeRule(const hlo::HloInstruction& i);
+  hlo::Result<std::optional<Local>> MeshConvRule(const hlo::HloInstruction& i);
   // `i` on every device with `operands`, its result tiled `shards` per dimension, device d
   // holding tile `tile[d]` and part `part[d]` of `parts` of a sum `reducer` combines (parts 1:
   // a whole value). nullopt when the tiles do not make a sharding (unequal copies).

@@ -152,5 +152,33 @@ TEST(SpmdMesh, AttentionWithHeadsOverTheModelAxisRunsOnEachDevicesHeads) {
   EXPECT_LT(PartitionError(kMeshAttention), 1e-5);
 }
 
+// Convolutions on the mesh: images over 'data', the first layer's output channels over
+// 'model' (column parallel), the second's input channels over 'model' (row parallel: partial
+// sums all-reduced over 'model'), and its weight gradient over the data axis.
+const std::string kMeshConv = std::string("HloModule conv, num_partitions=8\n") + R"(
+ENTRY main {
+  x = f32[8,8,8,16] parameter(0), sharding={devices=[2,1,1,1,4]<=[8] last_tile_dim_replicate}
+  k1 = f32[3,3,16,32] parameter(1), sharding={devices=[1,1,1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  k2 = f32[3,3,32,16] parameter(2), sharding={devices=[1,1,4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  h = f32[8,8,8,32] convolution(x, k1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  a = f32[8,8,8,32] tanh(h)
+  y = f32[8,8,8,16] convolution(a, k2), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  g = f32[3,3,32,16] convolution(a, y), window={size=8x8 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
+  ROOT r = (f32[8,8,8,16], f32[3,3,32,16]) tuple(y, g)
+}
+)";
+
+TEST(SpmdMesh, ConvolutionsSplitImagesAndChannelsOverTheMeshAxes) {
+  const std::string ir = Partition(kMeshConv);
+  EXPECT_TRUE(Has(ir, "%h = f32[4,8,8,8] convolution(f32[4,8,8,16] %x, f32[3,3,16,8] %k1)"));
+  EXPECT_TRUE(Has(ir, "%y = f32[4,8,8,16] convolution(f32[4,8,8,8] %a, f32[3,3,8,16] %k2)"));
+  EXPECT_TRUE(Has(ir, "%g = f32[3,3,8,16] convolution("));
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,1,2,3},{4,5,6,7}}"));      // y's sums over 'model'
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,4},{1,5},{2,6},{3,7}}"));  // g's over 'data'
+  // g sums 512 products per element (values in the hundreds): f32 sums in another order.
+  EXPECT_LT(PartitionError(kMeshConv), 1e-3);
+}
+
 }  // namespace
 }  // namespace tpusim::spmd
