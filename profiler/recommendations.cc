@@ -128,7 +128,7 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                    "Host dispatch overhead takes " + F1(host) + "% of the step time and " + spe +
                        ". Run several steps per host dispatch (steps_per_execution=" +
                        std::to_string(t.suggested_steps_per_execution) +
-                       " gave about 50% more throughput in the TPU guide).",
+                       " took the TPU guide's MNIST CNN from 24 to 10 ms per step on a Colab TPU).",
                    host, "%", host});
   }
   const uint64_t cap = ctx.hbm_capacity_bytes_per_core.value_or(peaks.hbm_capacity_bytes_per_core);

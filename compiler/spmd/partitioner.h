@@ -142,6 +142,8 @@ class Partitioner {
   // arrays): the layout of the new tiles within the held ones; else nullopt.
   std::optional<hlo::HloSharding> Refinement(const hlo::HloSharding& from,
                                              const hlo::HloSharding& to, size_t rank) const;
+  // A new s32 scalar constant.
+  hlo::HloInstruction* S32Constant(int64_t v);
   // (p / step) % count for the device index `p` (>= 0), on the scalar path: a shift and a
   // mask for powers of two (as XLA's simplifier rewrites them), else a divide and a remainder.
   hlo::HloInstruction* Digit(hlo::HloInstruction* p, int64_t step, int64_t count);

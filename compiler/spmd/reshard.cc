@@ -115,25 +115,26 @@ Result<HloInstruction*> Partitioner::AllGather(HloInstruction* v, const Shape& g
   return v;
 }
 
+HloInstruction* Partitioner::S32Constant(int64_t v) {
+  HloInstruction* c = Add("c", Opcode::kConstant, Shape::Array(hlo::PrimitiveType::kS32, {}), {});
+  c->mutable_literal().ints = {v};
+  return c;
+}
+
 HloInstruction* Partitioner::Digit(HloInstruction* p, int64_t step, int64_t count) {
   const Shape s32 = Shape::Array(hlo::PrimitiveType::kS32, {});
-  auto constant = [&](int64_t v) {
-    HloInstruction* c = Add("c", Opcode::kConstant, s32, {});
-    c->mutable_literal().ints = {v};
-    return c;
-  };
   auto power_of_two = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
   if (power_of_two(step) && power_of_two(count)) {  // p >= 0: a shift and a mask
     HloInstruction* idx = p;
     if (step > 1)
-      idx =
-          Add("tile", Opcode::kShiftRightLogical, s32,
-              {idx, constant(static_cast<int64_t>(std::countr_zero(static_cast<uint64_t>(step))))});
-    return Add("tile", Opcode::kAnd, s32, {idx, constant(count - 1)});
+      idx = Add(
+          "tile", Opcode::kShiftRightLogical, s32,
+          {idx, S32Constant(static_cast<int64_t>(std::countr_zero(static_cast<uint64_t>(step))))});
+    return Add("tile", Opcode::kAnd, s32, {idx, S32Constant(count - 1)});
   }
   HloInstruction* idx = p;
-  if (step > 1) idx = Add("tile", Opcode::kDivide, s32, {idx, constant(step)});
-  return Add("tile", Opcode::kRemainder, s32, {idx, constant(count)});
+  if (step > 1) idx = Add("tile", Opcode::kDivide, s32, {idx, S32Constant(step)});
+  return Add("tile", Opcode::kRemainder, s32, {idx, S32Constant(count)});
 }
 
 HloInstruction* Partitioner::BitWeightedOffset(const HloSharding& to, size_t d, int64_t extent,
@@ -152,17 +153,12 @@ HloInstruction* Partitioner::BitWeightedOffset(const HloSharding& to, size_t d, 
     if (weight.empty() || sum != index(p) || index(p) < 0) return nullptr;
   }
   const Shape s32 = Shape::Array(hlo::PrimitiveType::kS32, {});
-  auto constant = [&](int64_t v) {
-    HloInstruction* c = Add("c", Opcode::kConstant, s32, {});
-    c->mutable_literal().ints = {v};
-    return c;
-  };
   HloInstruction* offset = nullptr;
   for (size_t b = 0; b < weight.size(); ++b) {
     if (weight[b] == 0) continue;
     HloInstruction* bit = Digit(partition, int64_t{1} << b, 2);
     HloInstruction* term =
-        Add("offset", Opcode::kMultiply, s32, {bit, constant(weight[b] * extent)});
+        Add("offset", Opcode::kMultiply, s32, {bit, S32Constant(weight[b] * extent)});
     offset = offset ? Add("offset", Opcode::kAdd, s32, {offset, term}) : term;
   }
   return offset;
@@ -182,11 +178,6 @@ Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Sha
   }
   std::vector<HloInstruction*> ops{v};
   const Shape s32 = Shape::Array(hlo::PrimitiveType::kS32, {});
-  auto constant = [&](int64_t value) {
-    HloInstruction* c = Add("c", Opcode::kConstant, s32, {});
-    c->mutable_literal().ints = {value};
-    return c;
-  };
   std::vector<int64_t> iota(n_);
   std::iota(iota.begin(), iota.end(), 0);
   int64_t stride = 1;  // devices per step of the tile index along d (row-major tiles)
@@ -194,7 +185,7 @@ Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Sha
   for (size_t d = to.tile_dims.size(); d-- > 0;) strides[d] = stride, stride *= to.tile_dims[d];
   for (size_t d = 0; d < global.dims.size(); ++d) {
     if (to.tile_dims[d] == 1) {
-      ops.push_back(constant(0));
+      ops.push_back(S32Constant(0));
       continue;
     }
     // The tile index along d as ((p / step) % tiles) for device p: the step is the stride
@@ -212,7 +203,7 @@ Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Sha
     }
     if (step > 0) {
       HloInstruction* idx = Digit(partition_id_, step, tiles);
-      ops.push_back(Add("offset", Opcode::kMultiply, s32, {idx, constant(local->dims[d])}));
+      ops.push_back(Add("offset", Opcode::kMultiply, s32, {idx, S32Constant(local->dims[d])}));
       continue;
     }
     // Over a power-of-two count of devices, an order that mixes the mesh's axes (a tiling
