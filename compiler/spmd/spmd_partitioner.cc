@@ -152,7 +152,19 @@ Result<Local> Partitioner::Replicated(const HloInstruction& i) {
     if (!r.ok()) return r.status();
     ops.push_back(r.value());
   }
-  return Local{Clone(i, i.shape(), ops), HloSharding::Replicated()};
+  HloInstruction* whole = Clone(i, i.shape(), ops);
+  // A loop or branch computation another op had partitioned (two loops sharing a body and
+  // condition, one over tiles, one whole): this op runs a copy of its global form. (Fusions
+  // see to theirs in FusionRule.)
+  const bool control = hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kControl;
+  for (hlo::Attribute& a : whole->mutable_attributes())
+    if (auto* refs = std::get_if<hlo::ComputationRefs>(&a.value); refs && control)
+      for (size_t k = 0; k < refs->computations.size() && k < refs->names.size(); ++k)
+        if (globals_.count(refs->computations[k])) {
+          refs->computations[k] = CopyOfGlobal(*refs->computations[k]);
+          refs->names[k] = refs->computations[k]->name();
+        }
+  return Local{whole, HloSharding::Replicated()};
 }
 
 Result<Local> Partitioner::PartitionParameter(const HloInstruction& i, const HloSharding& s) {

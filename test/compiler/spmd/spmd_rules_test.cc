@@ -286,6 +286,47 @@ TEST(SpmdRules, LoopsSharingABodyEachGetACopy) {
   EXPECT_LT(PartitionError(shared), 1e-5);
 }
 
+// Two loops share a body and condition, the first over tiles, the second over a whole
+// value: the second runs a copy of their global form (difftest seed 288960: "condition
+// %cond parameter 0 is (s32[], f32[8,8]) but is given (s32[], f32[8,16])").
+const std::string kTiledThenWholeLoops = std::string("HloModule wl, num_partitions=8\n") + R"(
+cond {
+  s = (s32[], f32[8,16]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[8,16]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[8,16] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[8,16] tanh(x)
+  ROOT out = (s32[], f32[8,16]) tuple(j, y)
+}
+ENTRY main {
+  a = f32[8,16] parameter(0), sharding={devices=[1,2,4]<=[8] last_tile_dim_replicate}
+  b = f32[8,16] parameter(1), sharding={replicated}
+  zero = s32[] constant(0)
+  t1 = (s32[], f32[8,16]) tuple(zero, a)
+  l1 = (s32[], f32[8,16]) while(t1), condition=cond, body=body
+  t2 = (s32[], f32[8,16]) tuple(zero, b)
+  l2 = (s32[], f32[8,16]) while(t2), condition=cond, body=body
+  r1 = f32[8,16] get-tuple-element(l1), index=1
+  r2 = f32[8,16] get-tuple-element(l2), index=1
+  ROOT r = (f32[8,16], f32[8,16]) tuple(r1, r2)
+}
+)";
+
+TEST(SpmdRules, AWholeLoopSharingATiledLoopsBodyRunsItsGlobalForm) {
+  const std::string ir = Partition(kTiledThenWholeLoops);
+  EXPECT_EQ(Count(ir, " while("), 2);
+  EXPECT_TRUE(Has(ir, "(s32[], f32[8,8]) while("));   // the first over its tiles
+  EXPECT_TRUE(Has(ir, "(s32[], f32[8,16]) while("));  // the second whole
+  EXPECT_LT(PartitionError(kTiledThenWholeLoops), 1e-6);
+}
+
 // Two fusions share one fused computation: the second is partitioned on a copy of its
 // global form (partitioning the first changed it in place), and one whose body needs a
 // collective runs replicated on its own global copy.
