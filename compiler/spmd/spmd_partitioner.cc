@@ -154,16 +154,24 @@ Result<Local> Partitioner::Replicated(const HloInstruction& i) {
   }
   HloInstruction* whole = Clone(i, i.shape(), ops);
   // A loop or branch computation another op had partitioned (two loops sharing a body and
-  // condition, one over tiles, one whole): this op runs a copy of its global form. (Fusions
-  // see to theirs in FusionRule.)
+  // condition, one over tiles, one whole): this op runs a copy of its global form; one no op
+  // partitioned yet is recorded in its global form, so an op that partitions it later works
+  // on a copy. (Fusions see to theirs in FusionRule.)
   const bool control = hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kControl;
   for (hlo::Attribute& a : whole->mutable_attributes())
     if (auto* refs = std::get_if<hlo::ComputationRefs>(&a.value); refs && control)
-      for (size_t k = 0; k < refs->computations.size() && k < refs->names.size(); ++k)
-        if (globals_.count(refs->computations[k])) {
-          refs->computations[k] = CopyOfGlobal(*refs->computations[k]);
+      for (size_t k = 0; k < refs->computations.size() && k < refs->names.size(); ++k) {
+        hlo::HloComputation* c = refs->computations[k];
+        if (!c) continue;
+        if (globals_.count(c)) {
+          refs->computations[k] = CopyOfGlobal(*c);
           refs->names[k] = refs->computations[k]->name();
+          continue;
         }
+        Global g{{}, c->root()};
+        for (const auto& ci : c->instructions()) g.instructions.push_back(ci.get());
+        globals_[c] = std::move(g);
+      }
   return Local{whole, HloSharding::Replicated()};
 }
 

@@ -287,7 +287,8 @@ TEST(SpmdRules, LoopsSharingABodyEachGetACopy) {
 }
 
 // Two loops share a body and condition, the first over tiles, the second over a whole
-// value: the second runs a copy of their global form (difftest seed 288960: "condition
+// value: the second runs a copy of their global form (difftest seed 288960, the first campaign
+// over sharded modules: "condition
 // %cond parameter 0 is (s32[], f32[8,8]) but is given (s32[], f32[8,16])").
 const std::string kTiledThenWholeLoops = std::string("HloModule wl, num_partitions=8\n") + R"(
 cond {
@@ -325,6 +326,23 @@ TEST(SpmdRules, AWholeLoopSharingATiledLoopsBodyRunsItsGlobalForm) {
   EXPECT_TRUE(Has(ir, "(s32[], f32[8,8]) while("));   // the first over its tiles
   EXPECT_TRUE(Has(ir, "(s32[], f32[8,16]) while("));  // the second whole
   EXPECT_LT(PartitionError(kTiledThenWholeLoops), 1e-6);
+}
+
+// The whole loop first (difftest seed 291279): the tiled one, partitioned after it, works on a
+// copy, so the whole one keeps the global form it was given.
+TEST(SpmdRules, ATiledLoopAfterAWholeOneWorksOnACopy) {
+  std::string swapped = kTiledThenWholeLoops;
+  const std::string first =
+      "  t1 = (s32[], f32[8,16]) tuple(zero, a)\n"
+      "  l1 = (s32[], f32[8,16]) while(t1), condition=cond, body=body\n";
+  const size_t at = swapped.find(first);
+  ASSERT_NE(at, std::string::npos);
+  swapped.erase(at, first.size());
+  swapped.insert(swapped.find("  r1 = "), first);
+  const std::string ir = Partition(swapped);
+  EXPECT_TRUE(Has(ir, "(s32[], f32[8,8]) while("));
+  EXPECT_TRUE(Has(ir, "(s32[], f32[8,16]) while("));
+  EXPECT_LT(PartitionError(swapped), 1e-6);
 }
 
 // Two fusions share one fused computation: the second is partitioned on a copy of its
