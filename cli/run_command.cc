@@ -68,7 +68,8 @@ int RunCommand(const std::vector<std::string>& argv) {
       "profiler.\nexample: tpusim run examples/hlo/dot_bf16.hlo --trace out/trace.json "
       "--monitor\n\noptions");
   opts.add_options()("help,h", "show this help")(
-      "config", po::value(&a.config), "v3-8, v3-8-node, v2-8, v2-8-node or a JSON file (default v3-8)")(
+      "config", po::value(&a.config),
+      "v3-8, v3-8-node, v2-8, v2-8-node or a JSON file (default v3-8)")(
       "timing", "timing only: skip values and the reference check")(
       "trace", po::value(&a.trace), "write a Chrome trace (Perfetto) to FILE")(
       "summary", po::value(&a.summary), "write the XProf-style summary JSON to FILE")(
