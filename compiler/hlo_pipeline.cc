@@ -56,7 +56,26 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
 hlo::Result<CompileReport> CompileToHlo(hlo::HloModule& module, const CompileOptions& options) {
   passes::PassPipeline pipeline = DefaultPipeline(options);
   hlo::Result<bool> r = pipeline.Run(module);
-  if (!r.ok()) return r.status();
+  if (!r.ok()) {
+    // Out of memory after rematerialization tried (it plans only a module over capacity):
+    // say what it could do, as XLA's "Can't reduce memory use below ..." does.
+    for (const auto& pass : pipeline.passes())
+      if (auto* remat = dynamic_cast<const passes::RematerializationPass*>(pass.get());
+          remat && remat->peak_before() > 0 &&
+          r.status().message().find("RESOURCE_EXHAUSTED") != std::string::npos) {
+        std::string note = remat->recomputed().empty()
+                               ? "Rematerialization found no value to recompute where the most "
+                                 "bytes are live (only cheap ops whose operands stay live there "
+                                 "qualify)."
+                               : "Rematerialization recomputed " +
+                                     std::to_string(remat->recomputed().size()) +
+                                     " values and reduced the plan only to " +
+                                     passes::HumanBytes(remat->peak_after()) + ", from " +
+                                     passes::HumanBytes(remat->peak_before()) + ".";
+        return hlo::Status::Error(r.status().message() + "\n" + note + "\n");
+      }
+    return r.status();
+  }
   CompileReport report;
   report.hlo = hlo::PrintModule(module);
   report.padding = passes::ComputePaddingReport(module);  // the ops as they will run
