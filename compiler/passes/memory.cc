@@ -136,19 +136,30 @@ void Donate(const hlo::HloModule& module, const ElementBuffers& result, MemoryPl
     const size_t k = a.output_index.empty() ? 0 : static_cast<size_t>(a.output_index[0]);
     if (k >= result.size() || result[k].size() != 1) continue;
     BufferInfo& out = plan.buffers[result[k][0]];
+    // The producer, and the shape of what it writes there: element e of a tuple-valued one
+    // (a multi-output loop fusion's buffers are named name, name{1}, name{2}).
     const HloInstruction* producer = c.Find(out.name);
+    size_t element = 0;
+    if (const size_t brace = out.name.rfind('{');
+        !producer && brace != std::string::npos && out.name.back() == '}') {
+      producer = c.Find(out.name.substr(0, brace));
+      element = std::stoul(out.name.substr(brace + 1, out.name.size() - brace - 2));
+    }
+    const hlo::Shape* written = producer ? &producer->shape() : nullptr;
+    if (written && written->IsTuple())
+      written = element < written->tuple_shapes.size() ? &written->tuple_shapes[element] : nullptr;
     const HloInstruction* param = nullptr;
     for (const HloInstruction* p : c.parameters())
       if (p->parameter_number() == a.parameter) param = p;
     const BufferInfo* in = param ? plan.Find(param->name()) : nullptr;
-    if (!producer || !in || out.kind != "output" || in->kind != "parameter" ||
+    if (!producer || !written || !in || out.kind != "output" || in->kind != "parameter" ||
         !taken.insert(in->name).second || in->size < out.size)
       continue;
     bool reads_param = false;
     for (const HloInstruction* op : producer->operands()) reads_param |= op == param;
     const bool safe = in->last_read < out.start ||
                       (in->last_read == out.start && reads_param && WorksElementwise(*producer) &&
-                       param->shape().dims == producer->shape().dims);
+                       param->shape().dims == written->dims);
     if (!safe) {
       taken.erase(in->name);
       continue;

@@ -36,6 +36,12 @@ class TargetDescription {
   // builds them by merging or copying producers into it), lowers to a kernel that computes its
   // values. A target without such a kernel keeps the default.
   virtual bool ExactLoopFusion(const hlo::HloInstruction& /*fusion*/) const { return false; }
+  // `fusion`, a loop fusion whose root is a tuple of elementwise results (the
+  // multi-output-fusion pass builds them from a consumer and its producers), lowers to one
+  // kernel that computes every element's values. A target without one keeps the default.
+  virtual bool ExactMultiOutputLoopFusion(const hlo::HloInstruction& /*fusion*/) const {
+    return false;
+  }
   // Input channels below which the convolution kernel folds a window's taps into the MXU's
   // contraction (each staged pixel holds every tap's channels): the space-to-depth pass folds
   // the s x s blocks of a strided convolution's input into its channels below this. 0: none.

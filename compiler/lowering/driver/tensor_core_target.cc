@@ -6,6 +6,7 @@
 #include "compiler/lowering/reduce/batch_norm_fusion.h"
 #include "compiler/lowering/reduce/batch_norm_kernel.h"
 #include "compiler/lowering/reduce/feature_fusion_kernel.h"
+#include "compiler/lowering/vpu/stream_op.h"
 #include "compiler/lowering/vpu/vpu_stream.h"
 
 namespace tpusim::lowering {
@@ -30,6 +31,9 @@ class TensorCoreDescription : public target::TargetDescription {
   }
   bool ExactLoopFusion(const hlo::HloInstruction& fusion) const override {
     return FeatureFusionOnExactKernel(fusion);
+  }
+  bool ExactMultiOutputLoopFusion(const hlo::HloInstruction& fusion) const override {
+    return MultiOutputLoopOnExactKernel(fusion);
   }
   int64_t FoldedConvolutionChannels() const override { return kFoldBelowCin; }
   bool ExactBf16Move(const hlo::HloInstruction& move) const override {

@@ -8,6 +8,7 @@
 #include "compiler/lowering/dot/mxu_ops.h"
 #include "compiler/lowering/driver/emitters.h"
 #include "compiler/lowering/reduce/batch_norm_fusion.h"
+#include "compiler/lowering/reduce/batch_norm_kernel.h"
 #include "compiler/lowering/reduce/feature_fusion_kernel.h"
 #include "compiler/lowering/reduce/line_reduce_kernel.h"
 #include "compiler/lowering/vpu/stream_op.h"
@@ -78,6 +79,19 @@ std::string ElementwiseOp(const HloInstruction& instr, const OpContext& c, Lower
   return k + kStreamOutputFence;
 }
 
+// A multi-output loop fusion every element of which a get-tuple-element reads: one stream.
+std::string MultiOutputLoop(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
+  if (!MultiOutputLoopOnExactKernel(instr)) return "";
+  std::vector<uint64_t> outputs;
+  for (size_t k = 0; k < instr.shape().tuple_shapes.size(); ++k) {
+    const std::optional<uint64_t> a = TupleElementAddress(instr, static_cast<int64_t>(k), c);
+    if (!a || (k > 0 && *a == c.address(&instr))) return "";
+    outputs.push_back(*a);
+  }
+  op.exact = true;
+  return MultiOutputStreamOp(instr, c, op, BuildVpuBody(instr), outputs);
+}
+
 }  // namespace
 
 std::string EmitElementwise(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
@@ -100,6 +114,9 @@ std::string EmitFusion(const HloInstruction& instr, const OpContext& c, LoweredO
   }
   // batch norm with its elementwise neighbours (passes/fusion/bn_fusion.h).
   if (std::string b = BatchNormFusionKernel(instr, c, op); !b.empty()) return b;
+  // A multi-output loop fusion (passes/fusion/multi_output_fusion.h): one stream, a store per
+  // element.
+  if (std::string m = MultiOutputLoop(instr, c, op); !m.empty()) return m;
   // XLA's kInput fusion: per-feature sums of elementwise producers, or a reduce of them
   // over the last dimension.
   const bool loop = instr.fused_computation() &&

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compiler/lowering/dot/mxu_ops.h"
 #include "compiler/lowering/vpu/vpu_stream.h"
 
 namespace tpusim::lowering {
@@ -47,6 +48,63 @@ std::string StreamOp(const HloInstruction& instr, const OpContext& c, LoweredOp&
   op.hbm_bytes = st.output.bytes;
   for (const StreamOperand& o : st.inputs) op.hbm_bytes += o.bytes;
   return VpuStreamKernel(st);
+}
+
+bool MultiOutputLoopOnExactKernel(const HloInstruction& fusion) {
+  const hlo::HloComputation* f = fusion.fused_computation();
+  if (!f || fusion.GetWord("kind").value_or("") != "kLoop" ||
+      f->root()->opcode() != hlo::Opcode::kTuple || !fusion.shape().IsTuple())
+    return false;
+  const std::vector<hlo::Shape>& shapes = fusion.shape().tuple_shapes;
+  if (shapes.size() < 2 || shapes.size() > 3) return false;
+  const int64_t n = shapes[0].ElementCount();
+  for (const hlo::Shape& s : shapes)
+    if (!FloatOrBf16(s) || s.ElementCount() != n || n % kVregElements) return false;
+  const VpuBody body = BuildVpuBody(fusion);
+  size_t streamed = 0;
+  for (const HloInstruction* in : body.inputs) {
+    if (IsF32Scalar(in->shape())) continue;
+    const hlo::PrimitiveType t = in->shape().type;
+    if (in->shape().ElementCount() != n ||
+        !(FloatOrBf16(in->shape()) || t == hlo::PrimitiveType::kS32 ||
+          t == hlo::PrimitiveType::kU32))
+      return false;
+    ++streamed;
+  }
+  return body.exact && body.inputs.size() <= 6 && streamed + shapes.size() <= 8 &&
+         body.results.size() == shapes.size();
+}
+
+std::string MultiOutputStreamOp(const HloInstruction& instr, const OpContext& c, LoweredOp& op,
+                                const VpuBody& body, const std::vector<uint64_t>& outputs) {
+  const std::vector<hlo::Shape>& shapes = instr.shape().tuple_shapes;
+  VpuStream st;
+  st.tag = instr.name();
+  for (const HloInstruction* in : body.inputs) {
+    st.inputs.push_back(Operand(in, c));
+    st.inputs.back().splat = IsF32Scalar(in->shape());
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    StreamOperand out{outputs[k], ElemBytes(shapes[k]), ByteSize(shapes[k])};
+    if (k == 0) {
+      st.output = out, st.result = body.results[0];
+    } else {
+      st.more_outputs.push_back(out), st.more_results.push_back(body.results[k]);
+    }
+  }
+  st.vregs = std::max<int64_t>(1, (Elements(shapes[0]) + kVregElements - 1) / kVregElements);
+  st.prologue = body.prologue, st.body = body.body;
+  op.kind = KernelKind::kVpu;
+  op.hbm_bytes = 0;
+  for (const StreamOperand& o : st.inputs) op.hbm_bytes += o.bytes;
+  for (size_t k = 0; k < outputs.size(); ++k) op.hbm_bytes += ByteSize(shapes[k]);
+  std::string k = VpuStreamKernel(st);
+  // As kStreamOutputFence, each buffer's credits one per output.
+  const std::string n = std::to_string(outputs.size());
+  k.insert(k.find('\n', k.find(".tag")) + 1,
+           "    sflag f0, 0\n    sflag f1, 0\n    sflag f2, 0\n    sflag f3, 0\n");
+  return k + "    sflag f15, 0\n    signal vpu, f15, 1\n    wait seq, f15, 1\n    wait seq, f4, " +
+         n + "\n    wait seq, f5, " + n + "\n";
 }
 
 std::string ReductionStreamOp(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {

@@ -23,6 +23,17 @@ std::string StreamOp(const hlo::HloInstruction& instr, const OpContext& c, Lower
                      std::vector<const hlo::HloInstruction*> inputs, const VpuBody* body,
                      int ops_per_vreg);
 
+// Whether MultiOutputStreamOp computes `fusion`'s values: a kLoop fusion whose root is a
+// tuple of 2 or 3 float results of one size (a whole number of vregs), its body exact, its
+// inputs (at most 6) full size or f32 scalars, inputs and results in a slot's 8 areas.
+bool MultiOutputLoopOnExactKernel(const hlo::HloInstruction& fusion);
+
+// A loop fusion whose root is a tuple of elementwise results (XLA's multi-output loop
+// fusion): one stream over its inputs storing each element at `outputs` (addresses, in
+// order). Fills `op`; exact when the body is and every operand is full size.
+std::string MultiOutputStreamOp(const hlo::HloInstruction& instr, const OpContext& c, LoweredOp& op,
+                                const VpuBody& body, const std::vector<uint64_t>& outputs);
+
 // Timing only: one pass over every operand at VpuOpsPerVreg(instr) operations per vreg.
 std::string ReductionStreamOp(const hlo::HloInstruction& instr, const OpContext& c, LoweredOp& op);
 // Timing only: the result written once, the operands (up to six) read once.

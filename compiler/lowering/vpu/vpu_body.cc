@@ -428,7 +428,13 @@ VpuBody BuildVpuBodyFrom(const HloInstruction& op, bool mapped_broadcasts, int m
   const HloInstruction* root = op.opcode() == Opcode::kFusion && op.fused_computation()
                                    ? op.fused_computation()->root()
                                    : &op;
-  b.result = builder.Value(root, bound);
+  if (root->opcode() == Opcode::kTuple && root != &op) {  // a multi-output loop fusion
+    for (const HloInstruction* e : root->operands()) b.results.push_back(builder.Value(e, bound));
+    b.result = b.results.empty() ? 0 : b.results.front();
+  } else {
+    b.result = builder.Value(root, bound);
+    b.results = {b.result};
+  }
   if (b.body.empty() && !mapped_broadcasts) {  // a move (copy, f32 <-> bf16 widening): the
     // stream needs one instruction; an OR of the value with itself keeps every bit
     const std::string r = "v" + std::to_string(b.result);

@@ -19,8 +19,9 @@ struct VpuBody {
   std::vector<const hlo::HloInstruction*> input_locals;
   std::vector<std::string> prologue, body;
   int result = 0;
-  bool exact = true;  // every instruction maps to VPU instructions of the same semantics
-  int ops = 0;        // VPU instructions per vreg
+  std::vector<int> results;  // a loop fusion with a tuple root: each element's; else {result}
+  bool exact = true;         // every instruction maps to VPU instructions of the same semantics
+  int ops = 0;               // VPU instructions per vreg
 };
 
 // `root` is computed from `leaves` (instructions outside the expression: operands of a

@@ -17,7 +17,7 @@ constexpr int64_t kUnitVregs = 128;
 constexpr uint64_t kUnitBytes = kUnitVregs * 4096;
 constexpr int kSlotUnits = 8;  // 6 inputs + output, rounded up
 constexpr uint64_t kSlotBytes = kSlotUnits * kUnitBytes;
-constexpr int kInputPtr = 16, kOutPtr = 22;      // HBM pointers r16..r21, r22
+constexpr int kInputPtr = 16;                    // HBM pointers r16..r21 (outputs: kOutPtrs)
 constexpr uint64_t kSplatArea = 2 * kSlotBytes;  // VMEM: one vreg per splat input
 constexpr int kSplatFlag = 6;                    // their copies' arrivals
 
@@ -35,11 +35,23 @@ int Streamed(const VpuStream& st) {
                                         [](const StreamOperand& o) { return !o.splat; }));
 }
 
+int Outputs(const VpuStream& st) { return 1 + static_cast<int>(st.more_outputs.size()); }
+
+// Output k: its operand, result vreg, HBM pointer and VMEM pointer registers.
+const StreamOperand& Out(const VpuStream& st, int k) {
+  return k == 0 ? st.output : st.more_outputs.at(static_cast<size_t>(k - 1));
+}
+int Result(const VpuStream& st, int k) {
+  return k == 0 ? st.result : st.more_results.at(static_cast<size_t>(k - 1));
+}
+constexpr int kOutPtrs[] = {22, 23, 24};  // HBM
+constexpr int kOutVmem[] = {13, 15, 25};  // VMEM
+
 // Vregs per chunk: the slot's units shared by the streamed inputs and the output, but short
 // enough for 8 chunks, so a smaller stream still overlaps its first copy in and last copy
 // out with the VPU's work.
 int64_t ChunkVregs(const VpuStream& st) {
-  const int64_t longest = kUnitVregs * (kSlotUnits / (Streamed(st) + 1));
+  const int64_t longest = kUnitVregs * (kSlotUnits / (Streamed(st) + Outputs(st)));
   return std::clamp<int64_t>(st.vregs / 8 / kUnitVregs * kUnitVregs, kUnitVregs, longest);
 }
 
@@ -52,9 +64,12 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
     if (!st.inputs[i].splat) at[i] = static_cast<uint64_t>(k++) * area;
   std::vector<uint64_t> in_chunk(n);
   for (int i = 0; i < n; ++i) in_chunk[i] = ChunkBytes(st.inputs[i], chunk_vregs, st.vregs);
-  const uint64_t out_chunk =
-      st.store_every_vreg ? ChunkBytes(st.output, chunk_vregs, st.vregs) : 4096;
-  const uint64_t out_vmem = static_cast<uint64_t>(Streamed(st)) * area;
+  const int outs = Outputs(st);
+  std::vector<uint64_t> out_chunk(outs), out_vmem(outs);  // each output's chunk and area
+  for (int k = 0; k < outs; ++k) {
+    out_chunk[k] = st.store_every_vreg ? ChunkBytes(Out(st, k), chunk_vregs, st.vregs) : 4096;
+    out_vmem[k] = static_cast<uint64_t>(Streamed(st) + k) * area;
+  }
   std::ostringstream s;
   int streamed = 0;  // inputs copied per chunk (splat scalars are in their vregs already)
   for (int i = 0; i < n; ++i) {
@@ -62,8 +77,10 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
     ++streamed;
     s << ".desc in" << i << " rows=1 row_bytes=" << in_chunk[i] << " src_stride=0 dst_stride=0\n";
   }
-  s << ".desc out rows=1 row_bytes=" << out_chunk << " src_stride=0 dst_stride=0\n"
-    << "    sflag f4, 1\n    sflag f5, 1\n    li r1, 0\n    li r2, " << chunks << "\n";
+  for (int k = 0; k < outs; ++k)
+    s << ".desc out" << k << " rows=1 row_bytes=" << out_chunk[k] << " src_stride=0 dst_stride=0\n";
+  s << "    sflag f4, " << outs << "\n    sflag f5, " << outs << "\n    li r1, 0\n    li r2, "
+    << chunks << "\n";
   auto load = [&](int slot) {  // chunk r1 (+1 when prefetching) into `slot`
     for (int i = 0; i < n; ++i)
       if (!st.inputs[i].splat)
@@ -79,14 +96,15 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
     load(1 - slot);
     s << "nopf" << sl << ":\n";
     if (streamed) s << "    wait vpu, f" << slot << ", " << streamed << "\n";
-    s << "    wait vpu, f" << 4 + slot << ", 1\n";
+    s << "    wait vpu, f" << 4 + slot << ", " << outs << "\n";
     for (int i = 0; i < n; ++i)
       if (!st.inputs[i].splat)
         s << "    li r" << 7 + i << ", " << slot * kSlotBytes + at[i] << "\n";
-    s << "    li r13, " << slot * kSlotBytes + out_vmem << "\n";
+    for (int k = 0; k < outs; ++k)
+      s << "    li r" << kOutVmem[k] << ", " << slot * kSlotBytes + out_vmem[k] << "\n";
     // One hardware loop per chunk: each trip loads the next vreg of every full-size input
-    // (smaller ones are re-read), runs the body and stores the result's next vreg.
-    const size_t loop_len = streamed + st.body.size() + (st.store_every_vreg ? 1 : 0);
+    // (smaller ones are re-read), runs the body and stores each result's next vreg.
+    const size_t loop_len = streamed + st.body.size() + (st.store_every_vreg ? outs : 0);
     s << "    li r14, " << chunk_vregs << "\n    vloop r14, " << loop_len << "\n";
     for (int i = 0; i < n; ++i) {
       if (st.inputs[i].splat) continue;
@@ -95,15 +113,17 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
         << ", " << (full ? VregBytes(st.inputs[i]) : 0) << "\n";
     }
     for (const std::string& line : st.body) s << "    " << line << "\n";
-    if (st.store_every_vreg)
-      s << (st.output.elem_bytes >= 4 ? "    vsts v" : "    vsts.bf16 v") << st.result << ", r13, "
-        << VregBytes(st.output) << "\n";
+    for (int k = 0; k < outs && st.store_every_vreg; ++k)
+      s << (Out(st, k).elem_bytes >= 4 ? "    vsts v" : "    vsts.bf16 v") << Result(st, k) << ", r"
+        << kOutVmem[k] << ", " << VregBytes(Out(st, k)) << "\n";
     if (!st.store_every_vreg)
       s << (st.output.elem_bytes >= 4 ? "    vst v" : "    vst.bf16 v") << st.result << ", r13\n";
-    s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n"
-      << "    li r3, " << slot * kSlotBytes + out_vmem << "\n    dma.vh r" << kOutPtr
-      << ", r3, out, f" << 4 + slot << "\n    addi r" << kOutPtr << ", r" << kOutPtr << ", "
-      << out_chunk << "\n    addi r1, r1, 1\n";
+    s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
+    for (int k = 0; k < outs; ++k)
+      s << "    li r3, " << slot * kSlotBytes + out_vmem[k] << "\n    dma.vh r" << kOutPtrs[k]
+        << ", r3, out" << k << ", f" << 4 + slot << "\n    addi r" << kOutPtrs[k] << ", r"
+        << kOutPtrs[k] << ", " << out_chunk[k] << "\n";
+    s << "    addi r1, r1, 1\n";
   }
   s << "    jmp pair\ndone:\n";
   return s.str();
@@ -134,13 +154,17 @@ std::string Splats(const VpuStream& st) {
 
 std::string VpuStreamKernel(const VpuStream& st) {
   if (st.inputs.size() > 6) throw std::invalid_argument("the VPU stream kernel takes <= 6 inputs");
+  if (st.more_outputs.size() > 2 || st.more_outputs.size() != st.more_results.size() ||
+      (!st.more_outputs.empty() && !st.store_every_vreg) || Streamed(st) + Outputs(st) > kSlotUnits)
+    throw std::invalid_argument("the VPU stream kernel takes <= 3 outputs, and <= 8 streams");
   if (st.vregs <= 0) throw std::invalid_argument("empty VPU stream");
   std::ostringstream s;
   s << "# VPU stream: " << st.vregs << " vregs, " << st.inputs.size() << " input(s)\n.tag \""
     << st.tag << "\"\n";
   for (size_t i = 0; i < st.inputs.size(); ++i)
     s << assembly::LoadAddress(kInputPtr + static_cast<int>(i), st.inputs[i].address, 27);
-  s << assembly::LoadAddress(kOutPtr, st.output.address, 27);
+  for (int k = 0; k < Outputs(st); ++k)
+    s << assembly::LoadAddress(kOutPtrs[k], Out(st, k).address, 27);
   s << Splats(st);
   for (const std::string& line : st.prologue) s << "    " << line << "\n";
   const int64_t chunk = ChunkVregs(st), full = st.vregs / chunk, rest = st.vregs % chunk;

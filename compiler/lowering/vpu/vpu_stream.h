@@ -28,12 +28,16 @@ struct VpuStream {
   std::vector<std::string> prologue;  // once, before the loop (e.g. constants into v24..)
   std::vector<std::string> body;      // per vreg; the result is left in `result`
   int result = 0;                     // vreg the body leaves its result in
-  bool store_every_vreg = true;       // false: a reduction, stores once per chunk
-  std::string tag;                    // the HLO op
+  // A multi-output loop fusion's other results (at most 2), each stored like `output`.
+  std::vector<StreamOperand> more_outputs;
+  std::vector<int> more_results;
+  bool store_every_vreg = true;  // false: a reduction, stores once per chunk
+  std::string tag;               // the HLO op
 };
 
 // Assembly of the kernel (no halt; labels are local: wrap it with ScopeKernel).
-// Throws std::invalid_argument on more than 6 inputs or an empty iteration space.
+// Throws std::invalid_argument on more than 6 inputs, more than 3 outputs, more streamed
+// inputs and outputs than a slot holds (8), or an empty iteration space.
 std::string VpuStreamKernel(const VpuStream& stream);
 
 // A plain copy of `bytes` from HBM `src` to HBM `dst` by DMA in chunks (data movement ops).

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "compiler/hlo/parser.h"
 #include "compiler/lowering/driver/tensor_core_target.h"
 #include "compiler/passes/fusion/fusion.h"
+#include "test/compiler/passes/adam_update_module.h"
 #include "test/compiler/passes/pass_test_util.h"
 
 namespace tpusim::passes {
@@ -125,6 +128,38 @@ TEST(PassMultiOutputFusion, AProducerTheSumsReadIsComputedInsideThem) {
                 o->GetInt("index") == 1;
   EXPECT_TRUE(reads_dy);
   EXPECT_TRUE(lowering::TensorCoreTarget().ExactReductionFusion(both));
+}
+
+// Adam's new m and v are results and feed the new weights: the three loop fusions become
+// one whose root is the tuple of w, m and v (one pass over HBM instead of three), which the
+// results read through get-tuple-elements.
+TEST(PassMultiOutputFusion, AnOptimizersMomentsAreComputedInsideItsWeightUpdate) {
+  hlo::Result<hlo::HloModule> m = hlo::ParseHlo(tpusim::testing::kAdamUpdate);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const target::TargetDescription& target = lowering::TensorCoreTarget();
+  ASSERT_TRUE(ElementwiseFusionPass(&target).Run(*m).ok());
+  EXPECT_EQ(Fusions(*m->entry()), 3);
+  hlo::Result<bool> r = MultiOutputFusionPass(target).Run(*m);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(*r);
+  testing::ExpectVerifiesAndReparses(*m);
+  EXPECT_EQ(Fusions(*m->entry()), 1);
+  const hlo::HloInstruction& root = *m->entry()->root();
+  ASSERT_EQ(root.operand_count(), 3u);
+  const hlo::HloInstruction& all = *root.operand(0)->operand(0);
+  ASSERT_EQ(all.opcode(), hlo::Opcode::kFusion);
+  EXPECT_EQ(all.GetWord("kind"), "kLoop");
+  ASSERT_EQ(all.shape().tuple_shapes.size(), 3u);
+  std::set<int64_t> indices;  // w first, then m and v in the order the update reads them
+  for (size_t k = 0; k < 3; ++k) {
+    const hlo::HloInstruction& e = *root.operand(k);
+    ASSERT_EQ(e.opcode(), hlo::Opcode::kGetTupleElement);
+    EXPECT_EQ(e.operand(0), &all);
+    indices.insert(e.GetInt("index").value_or(-1));
+  }
+  EXPECT_EQ(root.operand(0)->GetInt("index"), 0);
+  EXPECT_EQ(indices, (std::set<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(target.ExactMultiOutputLoopFusion(all));
 }
 
 }  // namespace
