@@ -1,7 +1,7 @@
 // The streaming VPU kernel every elementwise, fused or reducing op is lowered to: operands
 // flow HBM -> VMEM in chunks of 128 to 512 vregs (longer when fewer operands share a slot),
 // double-buffered by DMA, the VPU runs the same instruction list on each vreg, and results
-// flow back to HBM. Values are exact when
+// (up to three: a multi-output loop fusion's) flow back to HBM. Values are exact when
 // the body is (vpu_body.h) and every operand is full-size and tile-aligned or a splat
 // scalar, which is copied once into every element of its input vreg.
 #pragma once

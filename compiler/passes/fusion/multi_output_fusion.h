@@ -11,6 +11,11 @@
 // the sums read its operands instead of reading it back: ReLU's gradient, which batch norm's
 // gradient sums and its dx pass both read. Not when another operand of the sums depends on
 // the producer.
+//
+// Then loop fusions into loop fusions: up to two loop fusions of a loop fusion's shape that it
+// reads and others read too (results) are computed inside it, which outputs them as well (an
+// optimizer's new moments inside its weight update), where the target computes the
+// result (TargetDescription::ExactMultiOutputLoopFusion).
 #pragma once
 
 #include "compiler/passes/pass.h"
