@@ -296,5 +296,22 @@ TEST(Lowering, ADeepChainCompilesOnTheCallersStack) {
   EXPECT_EQ(fusions, 1);  // the whole chain in one VPU stream
 }
 
+// replica_groups that leave a core out (an all-to-all over mesh['x'=4] on 8 cores, found by
+// pipeline_fuzz: the lowering divided by the empty group's size) stop with one line.
+TEST(Lowering, ACollectiveThatLeavesACoreOutIsRefused) {
+  auto c = CompileForBoard(R"(HloModule m, num_partitions=8
+ENTRY main {
+  p = f32[64,128] parameter(0)
+  ROOT a = f32[64,128] all-to-all(p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={1}
+})",
+                           "test.hlo", Board());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(
+                "%a (all-to-all): replica_groups put core 4 in 0 groups; each core belongs to "
+                "exactly one"),
+            std::string::npos)
+      << c.status().message();
+}
+
 }  // namespace
 }  // namespace tpusim::testing
