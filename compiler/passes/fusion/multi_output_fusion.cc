@@ -190,7 +190,10 @@ void MergeProducers(hlo::HloModule& module, HloComputation& c,
   const UserMap users = ComputeUsers(c);
   std::unordered_set<const HloInstruction*> merged;
   Merger merger(module, c, edits);
-  for (const auto& owned : c.instructions()) {
+  // Over the instructions as they were: merger.Add appends to the computation.
+  std::vector<HloInstruction*> given;
+  for (const auto& i : c.instructions()) given.push_back(i.get());
+  for (HloInstruction* owned : given) {
     HloInstruction& sums = *owned;
     if (!IsSumsFusion(sums) || &sums == c.root()) continue;
     std::vector<HloInstruction*> readers =
@@ -238,7 +241,9 @@ void MergeLoopProducers(hlo::HloModule& module, HloComputation& c,
   const UserMap users = ComputeUsers(c);
   std::unordered_set<const HloInstruction*> merged;
   Merger merger(module, c, edits);
-  for (const auto& owned : c.instructions()) {
+  std::vector<HloInstruction*> given;  // as they were: merger.Add appends to the computation
+  for (const auto& i : c.instructions()) given.push_back(i.get());
+  for (HloInstruction* owned : given) {
     HloInstruction& consumer = *owned;
     if (!IsLoopFusion(consumer) || &consumer == c.root() || merged.count(&consumer)) continue;
     std::vector<HloInstruction*> producers;
