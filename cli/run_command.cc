@@ -2,6 +2,7 @@
 // check values against the reference evaluator, and report as the TPU profiler would.
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -158,6 +159,8 @@ int RunCommand(const std::vector<std::string>& argv) {
   // A module every core runs whole names no batch: no advice on the batch per core.
   if (low.batch_per_core > 0) ctx.batch_per_core = static_cast<int>(low.batch_per_core);
   ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled.report.peak_hbm_bytes);
+  // An SPMD program is one replica over its partitions' cores (the TPU monitor's line).
+  if (low.partitions > 1) ctx.replica_count = std::max(1, low.replicas / low.partitions);
   ctx.compilations = CompilationCount();
   ctx.steps = a.steps;
   for (const lowering::LoweredOp& op : low.ops) {
