@@ -180,20 +180,27 @@ void MergeSiblings(hlo::HloModule& module, HloComputation& c,
   }
 }
 
+// The instructions of `c` as they were, and their positions: the sweeps walk this, as
+// Merger::Add appends to the computation.
+struct Walk {
+  std::vector<HloInstruction*> given;
+  std::unordered_map<const HloInstruction*, size_t> pos;
+  explicit Walk(const HloComputation& c) {
+    for (const auto& i : c.instructions()) pos[i.get()] = given.size(), given.push_back(i.get());
+  }
+};
+
 // Producer-consumer: a loop fusion read by a reduction fusion and by others computes inside
 // the reduction fusion, which also outputs its value (read once instead of written and read
 // back). Not when another operand of the sums depends on the producer.
 void MergeProducers(hlo::HloModule& module, HloComputation& c,
                     const target::TargetDescription& target, ModuleEdits& edits) {
-  std::unordered_map<const HloInstruction*, size_t> pos;
-  for (const auto& i : c.instructions()) pos[i.get()] = pos.size();
+  const Walk walk(c);
+  const auto& pos = walk.pos;
   const UserMap users = ComputeUsers(c);
   std::unordered_set<const HloInstruction*> merged;
   Merger merger(module, c, edits);
-  // Over the instructions as they were: merger.Add appends to the computation.
-  std::vector<HloInstruction*> given;
-  for (const auto& i : c.instructions()) given.push_back(i.get());
-  for (HloInstruction* owned : given) {
+  for (HloInstruction* owned : walk.given) {
     HloInstruction& sums = *owned;
     if (!IsSumsFusion(sums) || &sums == c.root()) continue;
     std::vector<HloInstruction*> readers =
@@ -236,14 +243,12 @@ void MergeProducers(hlo::HloModule& module, HloComputation& c,
 // when another operand of the consumer depends on one.
 void MergeLoopProducers(hlo::HloModule& module, HloComputation& c,
                         const target::TargetDescription& target, ModuleEdits& edits) {
-  std::unordered_map<const HloInstruction*, size_t> pos;
-  for (const auto& i : c.instructions()) pos[i.get()] = pos.size();
+  const Walk walk(c);
+  const auto& pos = walk.pos;
   const UserMap users = ComputeUsers(c);
   std::unordered_set<const HloInstruction*> merged;
   Merger merger(module, c, edits);
-  std::vector<HloInstruction*> given;  // as they were: merger.Add appends to the computation
-  for (const auto& i : c.instructions()) given.push_back(i.get());
-  for (HloInstruction* owned : given) {
+  for (HloInstruction* owned : walk.given) {
     HloInstruction& consumer = *owned;
     if (!IsLoopFusion(consumer) || &consumer == c.root() || merged.count(&consumer)) continue;
     std::vector<HloInstruction*> producers;
