@@ -64,11 +64,9 @@ TEST(PassRematerialization, AValueHeldAcrossTheCrowdedPointIsRecomputedBeforeIts
   EXPECT_EQ(o.recomputed[0].before, "r");
   EXPECT_EQ(o.recomputed[0].bytes, kMiB);
   // The first dot still reads a; the last reads the copy, made from x again.
-  EXPECT_NE(o.printed.find("%d1 = f32[256,1024] dot(f32[256,1024] %a,"),
-            std::string::npos)
+  EXPECT_NE(o.printed.find("%d1 = f32[256,1024] dot(f32[256,1024] %a,"), std::string::npos)
       << o.printed;
-  EXPECT_NE(o.printed.find("%r = f32[256,256] dot(f32[256,1024] %a.remat,"),
-            std::string::npos)
+  EXPECT_NE(o.printed.find("%r = f32[256,256] dot(f32[256,1024] %a.remat,"), std::string::npos)
       << o.printed;
   // 8 MiB while d2 is made; after: 7 MiB there, 7.25 MiB at r (a's copy, d3 and r's 256 KiB).
   EXPECT_EQ(o.before, 8 * kMiB);
