@@ -65,14 +65,16 @@ Rule Partitioner::FromDeviceTiles(const HloInstruction& i, const std::vector<int
   const std::optional<HloSharding> s = ShardingOfTiles(shards, tile);
   if (!s) return NoRule();
   const int64_t copies = n_ / Product(shards);
-  std::map<std::vector<int64_t>, std::vector<int64_t>> holders;
-  for (int64_t d = 0; d < n_; ++d) holders[tile[d]].push_back(d);
-  // The all-reduce groups of a partial result: in each tile, one device per part.
+  // The all-reduce groups of a partial result: in each tile (the sharding lists a tile's
+  // copies together; replicated: one tile of every device), one device per part.
   hlo::ReplicaGroups groups;
   if (copies % parts != 0) return NoRule();
-  for (const auto& [t, devices] : holders) {
+  for (int64_t t = 0; t < n_ / copies; ++t) {
     std::map<int64_t, std::vector<int64_t>> by_part;
-    for (int64_t d : devices) by_part[part[d]].push_back(d);
+    for (int64_t k = 0; k < copies; ++k) {
+      const int64_t d = s->kind == HloSharding::Kind::kTiled ? s->devices[t * copies + k] : k;
+      by_part[part[d]].push_back(d);
+    }
     if (static_cast<int64_t>(by_part.size()) != parts) return NoRule();
     for (int64_t j = 0; j < copies / parts; ++j) {
       std::vector<int64_t> g;

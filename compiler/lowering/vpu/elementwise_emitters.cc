@@ -81,7 +81,8 @@ std::string ElementwiseOp(const HloInstruction& instr, const OpContext& c, Lower
 
 // A multi-output loop fusion every element of which a get-tuple-element reads: one stream.
 std::string MultiOutputLoop(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  if (!MultiOutputLoopOnExactKernel(instr)) return "";
+  std::optional<VpuBody> body = MultiOutputLoopBody(instr);
+  if (!body) return "";
   std::vector<uint64_t> outputs;
   for (size_t k = 0; k < instr.shape().tuple_shapes.size(); ++k) {
     const std::optional<uint64_t> a = TupleElementAddress(instr, static_cast<int64_t>(k), c);
@@ -89,7 +90,7 @@ std::string MultiOutputLoop(const HloInstruction& instr, const OpContext& c, Low
     outputs.push_back(*a);
   }
   op.exact = true;
-  return MultiOutputStreamOp(instr, c, op, BuildVpuBody(instr), outputs);
+  return MultiOutputStreamOp(instr, c, op, *body, outputs);
 }
 
 }  // namespace

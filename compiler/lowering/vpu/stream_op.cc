@@ -51,16 +51,20 @@ std::string StreamOp(const HloInstruction& instr, const OpContext& c, LoweredOp&
 }
 
 bool MultiOutputLoopOnExactKernel(const HloInstruction& fusion) {
+  return MultiOutputLoopBody(fusion).has_value();
+}
+
+std::optional<VpuBody> MultiOutputLoopBody(const HloInstruction& fusion) {
   const hlo::HloComputation* f = fusion.fused_computation();
   if (!f || fusion.GetWord("kind").value_or("") != "kLoop" ||
       f->root()->opcode() != hlo::Opcode::kTuple || !fusion.shape().IsTuple())
-    return false;
+    return std::nullopt;
   const std::vector<hlo::Shape>& shapes = fusion.shape().tuple_shapes;
-  if (shapes.size() < 2 || shapes.size() > 3) return false;
+  if (shapes.size() < 2 || shapes.size() > 3) return std::nullopt;
   const int64_t n = shapes[0].ElementCount();
   for (const hlo::Shape& s : shapes)
-    if (!FloatOrBf16(s) || s.ElementCount() != n || n % kVregElements) return false;
-  const VpuBody body = BuildVpuBody(fusion);
+    if (!FloatOrBf16(s) || s.ElementCount() != n || n % kVregElements) return std::nullopt;
+  VpuBody body = BuildVpuBody(fusion);
   size_t streamed = 0;
   for (const HloInstruction* in : body.inputs) {
     if (IsF32Scalar(in->shape())) continue;
@@ -68,11 +72,13 @@ bool MultiOutputLoopOnExactKernel(const HloInstruction& fusion) {
     if (in->shape().ElementCount() != n ||
         !(FloatOrBf16(in->shape()) || t == hlo::PrimitiveType::kS32 ||
           t == hlo::PrimitiveType::kU32))
-      return false;
+      return std::nullopt;
     ++streamed;
   }
-  return body.exact && body.inputs.size() <= 6 && streamed + shapes.size() <= 8 &&
-         body.results.size() == shapes.size();
+  if (!body.exact || body.inputs.size() > 6 || streamed + shapes.size() > 8 ||
+      body.results.size() != shapes.size())
+    return std::nullopt;
+  return body;
 }
 
 std::string MultiOutputStreamOp(const HloInstruction& instr, const OpContext& c, LoweredOp& op,

@@ -3,6 +3,7 @@
 // operands, or a fill of the result).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ std::string StreamOp(const hlo::HloInstruction& instr, const OpContext& c, Lower
 // tuple of 2 or 3 float results of one size (a whole number of vregs), its body exact, its
 // inputs (at most 6) full size or f32 scalars, inputs and results in a slot's 8 areas.
 bool MultiOutputLoopOnExactKernel(const hlo::HloInstruction& fusion);
+// The body MultiOutputStreamOp computes `fusion` with, when it does (as above).
+std::optional<VpuBody> MultiOutputLoopBody(const hlo::HloInstruction& fusion);
 
 // A loop fusion whose root is a tuple of elementwise results (XLA's multi-output loop
 // fusion): one stream over its inputs storing each element at `outputs` (addresses, in

@@ -180,13 +180,31 @@ void MergeSiblings(hlo::HloModule& module, HloComputation& c,
   }
 }
 
-// The instructions of `c` as they were, and their positions: the sweeps walk this, as
-// Merger::Add appends to the computation.
-struct Walk {
+// What the producer sweeps share: the instructions of `c` as they were and their positions
+// (they walk this, as Merger::Add appends to the computation), users, what merged already.
+struct ProducerSweep {
   std::vector<HloInstruction*> given;
   std::unordered_map<const HloInstruction*, size_t> pos;
-  explicit Walk(const HloComputation& c) {
-    for (const auto& i : c.instructions()) pos[i.get()] = given.size(), given.push_back(i.get());
+  UserMap users;
+  std::unordered_set<const HloInstruction*> merged;
+  Merger merger;
+  const HloComputation& c;
+
+  ProducerSweep(hlo::HloModule& m, HloComputation& comp, ModuleEdits& edits)
+      : users(ComputeUsers(comp)), merger(m, comp, edits), c(comp) {
+    for (const auto& i : comp.instructions()) pos[i.get()] = given.size(), given.push_back(i.get());
+  }
+
+  // Whether loop fusion `p`, an operand of `consumer`, may be computed inside it: not merged
+  // yet, not the result, read elsewhere too (a producer read only by the consumer would have
+  // fused into it), and no other operand of the consumer depends on it (a cycle).
+  bool Mergeable(const HloInstruction& consumer, const HloInstruction* p) const {
+    if (!IsLoopFusion(*p) || merged.count(p) || p == c.root() || !users.count(p) ||
+        users.at(p).size() < 2)
+      return false;
+    for (const HloInstruction* o : consumer.operands())
+      if (o != p && Reads(*o, *p, pos)) return false;
+    return true;
   }
 };
 
@@ -195,12 +213,10 @@ struct Walk {
 // back). Not when another operand of the sums depends on the producer.
 void MergeProducers(hlo::HloModule& module, HloComputation& c,
                     const target::TargetDescription& target, ModuleEdits& edits) {
-  const Walk walk(c);
-  const auto& pos = walk.pos;
-  const UserMap users = ComputeUsers(c);
-  std::unordered_set<const HloInstruction*> merged;
-  Merger merger(module, c, edits);
-  for (HloInstruction* owned : walk.given) {
+  ProducerSweep sweep(module, c, edits);
+  const UserMap& users = sweep.users;
+  Merger& merger = sweep.merger;
+  for (HloInstruction* owned : sweep.given) {
     HloInstruction& sums = *owned;
     if (!IsSumsFusion(sums) || &sums == c.root()) continue;
     std::vector<HloInstruction*> readers =
@@ -211,13 +227,7 @@ void MergeProducers(hlo::HloModule& module, HloComputation& c,
         }))
       continue;
     for (HloInstruction* producer : sums.operands()) {
-      if (!IsLoopFusion(*producer) || merged.count(producer) || producer == c.root() ||
-          !users.count(producer) || users.at(producer).size() < 2)
-        continue;  // a producer read only by the sums would have fused into them
-      bool cycle = false;
-      for (const HloInstruction* o : sums.operands())
-        if (o != producer && Reads(*o, *producer, pos)) cycle = true;
-      if (cycle) continue;
+      if (!sweep.Mergeable(sums, producer)) continue;
       std::unique_ptr<HloComputation> fused;
       std::unique_ptr<HloInstruction> fusion =
           merger.Build({producer, &sums}, {&sums, producer}, fused);
@@ -230,7 +240,7 @@ void MergeProducers(hlo::HloModule& module, HloComputation& c,
       }
       merger.Replace(*producer, f, static_cast<int64_t>(f->shape().tuple_shapes.size()) - 1);
       merger.Drop(sums), merger.Drop(*producer);
-      merged.insert(producer);
+      sweep.merged.insert(producer);
       break;
     }
   }
@@ -243,25 +253,17 @@ void MergeProducers(hlo::HloModule& module, HloComputation& c,
 // when another operand of the consumer depends on one.
 void MergeLoopProducers(hlo::HloModule& module, HloComputation& c,
                         const target::TargetDescription& target, ModuleEdits& edits) {
-  const Walk walk(c);
-  const auto& pos = walk.pos;
-  const UserMap users = ComputeUsers(c);
-  std::unordered_set<const HloInstruction*> merged;
-  Merger merger(module, c, edits);
-  for (HloInstruction* owned : walk.given) {
+  ProducerSweep sweep(module, c, edits);
+  Merger& merger = sweep.merger;
+  for (HloInstruction* owned : sweep.given) {
     HloInstruction& consumer = *owned;
-    if (!IsLoopFusion(consumer) || &consumer == c.root() || merged.count(&consumer)) continue;
+    if (!IsLoopFusion(consumer) || &consumer == c.root() || sweep.merged.count(&consumer)) continue;
     std::vector<HloInstruction*> producers;
-    for (HloInstruction* p : consumer.operands()) {
-      if (producers.size() == 2 || !IsLoopFusion(*p) || merged.count(p) || p == c.root() ||
-          !users.count(p) || users.at(p).size() < 2 || p->shape().dims != consumer.shape().dims ||
-          std::find(producers.begin(), producers.end(), p) != producers.end())
-        continue;
-      bool cycle = false;
-      for (const HloInstruction* o : consumer.operands())
-        if (o != p && Reads(*o, *p, pos)) cycle = true;
-      if (!cycle) producers.push_back(p);
-    }
+    for (HloInstruction* p : consumer.operands())
+      if (producers.size() < 2 && p->shape().dims == consumer.shape().dims &&
+          std::find(producers.begin(), producers.end(), p) == producers.end() &&
+          sweep.Mergeable(consumer, p))
+        producers.push_back(p);
     if (producers.empty()) continue;
     std::vector<const HloInstruction*> members(producers.begin(), producers.end());
     members.push_back(&consumer);
@@ -280,8 +282,8 @@ void MergeLoopProducers(hlo::HloModule& module, HloComputation& c,
     for (size_t k = 0; k < producers.size(); ++k)
       merger.Replace(*producers[k], f, static_cast<int64_t>(k + 1));
     merger.Drop(consumer);
-    for (HloInstruction* p : producers) merger.Drop(*p), merged.insert(p);
-    merged.insert(&consumer);
+    for (HloInstruction* p : producers) merger.Drop(*p), sweep.merged.insert(p);
+    sweep.merged.insert(&consumer);
   }
 }
 
