@@ -15,8 +15,8 @@ using Rewrite = HloInstruction* (*)(const HloInstruction&, ConvRewriteBuilder&);
 // instructions behind, so each is tried on a scratch computation (operands still point at
 // the real ones) and only then built for real.
 Rewrite ChooseRewrite(const HloInstruction& conv, const target::TargetDescription& kernels) {
-  for (Rewrite r :
-       {&RewriteWeightGrad, &RewriteInputGrad, &RewriteDilatedConv, &RewriteGroupedConv}) {
+  for (Rewrite r : {&RewriteNarrowWeightGrad, &RewriteWeightGrad, &RewriteInputGrad,
+                    &RewriteDilatedConv, &RewriteGroupedConv}) {
     hlo::HloComputation scratch("scratch");
     ConvRewriteBuilder trial(scratch, conv, kernels);
     if (r(conv, trial)) return r;

@@ -6,6 +6,9 @@
 //   weight gradient with window dilation s              -> one stride-1 weight gradient per
 //     (the forward stride)                                  stride phase of X (strided slices),
 //                                                           taps padded into place, added
+//   weight gradient with a bf16 result (as JAX's bf16  -> the same in f32 (the MXU
+//     models ask)                                           accumulates in f32), then rounded
+//                                                           to bf16 once: a convert
 //   input gradient (b01f_01io/01oi->b01f) with input    -> one stride-1 convolution of dY per
 //     dilation s (the forward stride)                       output phase with that phase's
 //                                                           taps, phases interleaved into dX
@@ -29,6 +32,9 @@ namespace tpusim::passes {
 
 // The value that replaces `conv`, built with `b`; nullptr when this rewrite does not apply
 // (the form does not match or some part would not run on an exact kernel).
+// A weight gradient with a bf16 result as the f32 one (when its kernel takes that) and a convert.
+hlo::HloInstruction* RewriteNarrowWeightGrad(const hlo::HloInstruction& conv,
+                                             ConvRewriteBuilder& b);
 hlo::HloInstruction* RewriteWeightGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
 hlo::HloInstruction* RewriteInputGrad(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);
 hlo::HloInstruction* RewriteDilatedConv(const hlo::HloInstruction& conv, ConvRewriteBuilder& b);

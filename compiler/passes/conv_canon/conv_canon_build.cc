@@ -89,12 +89,24 @@ HloInstruction* ConvRewriteBuilder::Transpose(HloInstruction* x, const std::vect
   return t;
 }
 
+hlo::PrimitiveType ConvRewriteBuilder::Accumulation() const {
+  const hlo::ConvDims* cd = conv_.conv_dims();
+  const bool weight_grad = cd && cd->labels == "f01b_i01o->01bf";
+  if (weight_grad && conv_.shape().type == hlo::PrimitiveType::kBF16)
+    return hlo::PrimitiveType::kF32;
+  return conv_.shape().type;
+}
+
+HloInstruction* ConvRewriteBuilder::Finish(HloInstruction* value) {
+  return value ? Convert(value, conv_.shape().type) : nullptr;
+}
+
 HloInstruction* ConvRewriteBuilder::Conv(HloInstruction* lhs, HloInstruction* rhs,
                                          const hlo::Window& window, std::vector<int64_t> dims,
                                          std::string_view suffix) {
   std::unique_ptr<HloInstruction> conv = CloneWithOperands(
       conv_, UniqueName(target_, conv_.name() + "." + std::string(suffix)), {lhs, rhs});
-  conv->mutable_shape() = hlo::Shape::Array(conv_.shape().type, std::move(dims));
+  conv->mutable_shape() = hlo::Shape::Array(Accumulation(), std::move(dims));
   conv->SetAttr("window", window);
   if (!kernels_.ExactConvolution(*conv)) return nullptr;
   return target_.AddInstruction(std::move(conv));

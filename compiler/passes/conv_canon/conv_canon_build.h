@@ -37,11 +37,17 @@ class ConvRewriteBuilder {
   // Output dimension k is operand dimension perm[k].
   hlo::HloInstruction* Transpose(hlo::HloInstruction* x, const std::vector<int64_t>& perm);
   // A copy of the rewritten convolution over `lhs` and `rhs` with `window` and result
-  // dimensions `dims`, named <conv>.<suffix>; nullptr (and nothing emitted) when no exact
-  // kernel takes it.
+  // dimensions `dims` of type Accumulation(), named <conv>.<suffix>; nullptr (and nothing
+  // emitted) when no exact kernel takes it.
   hlo::HloInstruction* Conv(hlo::HloInstruction* lhs, hlo::HloInstruction* rhs,
                             const hlo::Window& window, std::vector<int64_t> dims,
                             std::string_view suffix = "phase");
+  // The result type of the convolutions built: f32 for a weight gradient (f01b_i01o->01bf)
+  // with a bf16 result, which the MXU accumulates in f32 and rounds once (the rewrite
+  // converts its sum: Finish), else the rewritten convolution's own.
+  hlo::PrimitiveType Accumulation() const;
+  // `value` (of type Accumulation()) converted to the rewritten convolution's result type.
+  hlo::HloInstruction* Finish(hlo::HloInstruction* value);
   hlo::HloComputation& target() { return target_; }
   const target::TargetDescription& kernels() const { return kernels_; }
 

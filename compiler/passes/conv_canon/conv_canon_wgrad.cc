@@ -46,6 +46,12 @@ std::vector<WgradPhase> Phases(int64_t in, int64_t k, int64_t n, const hlo::Wind
 
 }  // namespace
 
+HloInstruction* RewriteNarrowWeightGrad(const HloInstruction& conv, ConvRewriteBuilder& b) {
+  if (b.Accumulation() == conv.shape().type) return nullptr;
+  return b.Finish(
+      b.Conv(conv.operand(0), conv.operand(1), *conv.window(), conv.shape().dims, "wide"));
+}
+
 HloInstruction* RewriteWeightGrad(const HloInstruction& conv, ConvRewriteBuilder& b) {
   const hlo::ConvDims* cd = conv.conv_dims();
   const hlo::Window* win = conv.window();
@@ -74,7 +80,7 @@ HloInstruction* RewriteWeightGrad(const HloInstruction& conv, ConvRewriteBuilder
       sum = sum ? b.Add(sum, placed) : placed;
     }
   }
-  return sum;
+  return b.Finish(sum);
 }
 
 }  // namespace tpusim::passes

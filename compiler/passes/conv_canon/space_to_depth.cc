@@ -137,7 +137,7 @@ HloInstruction* WeightGrad(const HloInstruction& conv, ConvRewriteBuilder& b, in
   grad = b.Bitcast(grad, {taps[0], taps[1], s, s, xd[3], out[3]});
   grad = b.Transpose(grad, {0, 2, 1, 3, 4, 5});
   grad = b.Bitcast(grad, {s * taps[0], s * taps[1], xd[3], out[3]});
-  return b.Slice(grad, {{0, out[0], 1}, {0, out[1], 1}, {0, out[2], 1}, {0, out[3], 1}});
+  return b.Finish(b.Slice(grad, {{0, out[0], 1}, {0, out[1], 1}, {0, out[2], 1}, {0, out[3], 1}}));
 }
 
 using Rewrite = HloInstruction* (*)(const HloInstruction&, ConvRewriteBuilder&, int64_t,

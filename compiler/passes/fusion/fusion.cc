@@ -35,29 +35,36 @@ int64_t ElementBytes(const HloInstruction& i) {
 }
 
 // Producers every reader recomputes, as XLA duplicates a cheap producer into each consumer
-// fusion when all of them fuse it: cheap elementwise ops read by several instructions, all
-// of which fuse (`fuses`), whose copies read no more bytes per element than the value would
-// take in HBM (a widening convert; x - mean over a widened bf16 x), counting what the
-// copied producers they read read in turn and nothing for broadcasts, which every group
-// copies anyway.
+// fusion when all of them fuse it: cheap elementwise ops read by several instructions, or by
+// one that is itself recomputed, all of which fuse (`fuses`) or are recomputed, whose copies
+// read no more bytes per element than the value would take in HBM (a widening convert; x -
+// mean over a widened bf16 x), counting what the copied producers they read read in turn and
+// nothing for broadcasts, which every group copies anyway. Copying a producer never makes its
+// readers' copies read more, so the walks repeat until no producer joins.
 Set CheapCopies(const HloComputation& c, const UserMap& users,
                 const std::function<bool(const HloInstruction&)>& fuses) {
   Set copied;
   std::unordered_map<const HloInstruction*, int64_t> reads;  // per element, by a copy
-  for (const auto& owned : c.instructions()) {
-    const HloInstruction& i = *owned;
-    if (!IsCheap(i) || &i == c.root()) continue;
-    int64_t bytes = 0;
-    for (const HloInstruction* o : i.operands()) {
-      if (o->opcode() == Opcode::kBroadcast || o->shape().IsScalar()) continue;
-      bytes += copied.count(o) ? reads.at(o) : ElementBytes(*o);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& owned : c.instructions()) {
+      const HloInstruction& i = *owned;
+      if (!IsCheap(i) || &i == c.root()) continue;
+      int64_t bytes = 0;
+      for (const HloInstruction* o : i.operands()) {
+        if (o->opcode() == Opcode::kBroadcast || o->shape().IsScalar()) continue;
+        bytes += copied.count(o) ? reads.at(o) : ElementBytes(*o);
+      }
+      reads[&i] = bytes;
+      auto it = users.find(&i);
+      if (copied.count(&i) || bytes > ElementBytes(i) || it == users.end()) continue;
+      const auto& u = it->second;
+      auto is_copied = [&](const HloInstruction* x) { return copied.count(x) > 0; };
+      if (u.size() < 2 && !std::any_of(u.begin(), u.end(), is_copied)) continue;
+      if (std::all_of(u.begin(), u.end(),
+                      [&](const HloInstruction* x) { return is_copied(x) || fuses(*x); }))
+        copied.insert(&i), grew = true;
     }
-    reads[&i] = bytes;
-    auto it = users.find(&i);
-    if (bytes > ElementBytes(i) || it == users.end() || it->second.size() < 2) continue;
-    if (std::all_of(it->second.begin(), it->second.end(),
-                    [&](const HloInstruction* u) { return fuses(*u); }))
-      copied.insert(&i);
   }
   return copied;
 }

@@ -42,6 +42,12 @@ inline const std::vector<ConvCase>& ConvCases() {
        "size=8x8 pad=2_3x2_3 rhs_dilate=2x2", "f01b_i01o->01bf"},
       {"WgradOneByOneStrideTwo", "f32[2,8,8,16]", "f32[2,4,4,6]", "f32[1,1,16,6]",
        "size=4x4 pad=0_-1x0_-1 rhs_dilate=2x2", "f01b_i01o->01bf"},
+      // JAX's bf16 models ask for bf16 weight gradients: f32 convolutions, rounded once
+      // (whole vregs of dW: the VPU's bf16 stores round exactly on those).
+      {"WgradBf16ResultPadOne", "bf16[2,8,8,16]", "bf16[2,8,8,64]", "bf16[3,3,16,64]",
+       "size=8x8 pad=1_1x1_1", "f01b_i01o->01bf"},
+      {"WgradBf16ResultStrideTwoSame", "bf16[2,8,8,16]", "bf16[2,4,4,64]", "bf16[3,3,16,64]",
+       "size=4x4 pad=0_1x0_1 rhs_dilate=2x2", "f01b_i01o->01bf"},
       {"DgradOneByOneStrideTwo", "f32[2,4,4,18]", "f32[1,1,5,18]", "f32[2,8,8,5]",
        "size=1x1 pad=0_1x0_1 lhs_dilate=2x2", "b01f_01oi->b01f"},
       {"DgradThreeByThreeStrideTwoSame", "f32[2,4,4,18]", "f32[3,3,5,18]", "f32[2,8,8,5]",

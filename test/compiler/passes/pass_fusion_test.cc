@@ -294,6 +294,36 @@ ENTRY %e (x: bf16[4,256], mean: f32[256], p: f32[4,256], q: f32[4,256]) -> (f32[
   EXPECT_EQ(root.operand(2)->opcode(), hlo::Opcode::kLog);  // groups of one stay
 }
 
+// JAX's batch norm widens x twice (one convert for the sums, one for x - mean): a convert read
+// only by a copied producer is copied with it, so no f32 x is ever stored (ResNet-50 as flax
+// writes it: docs/fidelity.md).
+TEST(PassFusion, AConvertReadOnlyByACopiedProducerIsCopiedToo) {
+  bool changed = false;
+  hlo::HloModule m = Fuse(R"(HloModule t
+ENTRY %e (x: bf16[4,256], mean: f32[256], g: f32[4,256]) -> (f32[4,256], f32[4,256]) {
+  %x = bf16[4,256] parameter(0)
+  %mean = f32[256] parameter(1)
+  %g = f32[4,256] parameter(2)
+  %wide = f32[4,256] convert(bf16[4,256] %x)
+  %m = f32[4,256] broadcast(f32[256] %mean), dimensions={1}
+  %centred = f32[4,256] subtract(f32[4,256] %wide, f32[4,256] %m)
+  %a = f32[4,256] exponential(f32[4,256] %centred)
+  %b = f32[4,256] multiply(f32[4,256] %centred, f32[4,256] %g)
+  ROOT %t = (f32[4,256], f32[4,256]) tuple(%a, %b)
+})",
+                          &changed);
+  EXPECT_TRUE(changed);
+  const hlo::HloComputation& e = *m.entry();
+  EXPECT_EQ(e.Find("wide"), nullptr);  // its one reader, centred, is copied: so is it
+  EXPECT_EQ(e.Find("centred"), nullptr);
+  for (int k : {0, 1}) {
+    const hlo::HloInstruction& f = *e.root()->operand(k);
+    ASSERT_EQ(f.opcode(), hlo::Opcode::kFusion);
+    EXPECT_EQ(CountOps(*f.fused_computation(), hlo::Opcode::kConvert), 1);
+    EXPECT_EQ(f.operand(0)->name(), "x");  // reads bf16 x, not a stored f32 copy
+  }
+}
+
 // Per-feature sums (every dimension but the last) take their producers when the target's
 // kernel computes the fusion (the feature-stream kernel: feature_fusion_kernel.h); without a
 // target, or when the kernel declines (features that do not stream flat), they stay apart.

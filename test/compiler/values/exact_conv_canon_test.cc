@@ -38,6 +38,9 @@ EXACT_CONV_CANON_TEST(GroupedFourGroupsOfFour)
 EXACT_CONV_CANON_TEST(DepthwiseMultiplierTwo)
 EXACT_CONV_CANON_TEST(DepthwiseStrideTwo144Channels)
 EXACT_CONV_CANON_TEST(DepthwiseWeightGradPadOne)
+// JAX's bf16 weight gradients: the f32 kernel, then one rounding to bf16.
+EXACT_CONV_CANON_TEST(WgradBf16ResultPadOne)
+EXACT_CONV_CANON_TEST(WgradBf16ResultStrideTwoSame)
 EXACT_CONV_CANON_TEST(DepthwiseWeightGradStrideTwo)
 EXACT_CONV_CANON_TEST(GroupedInputGrad01oi)
 
