@@ -96,8 +96,28 @@ Rule Partitioner::FromDeviceTiles(const HloInstruction& i, const std::vector<int
   return std::optional<Local>(Local{AllReduce(v, reducer, std::move(groups)), *s});
 }
 
+std::optional<Local> Partitioner::SlicedAlike(const Local& x, const Shape& global, int64_t dim,
+                                              const Local& y, size_t y_rank, int64_t y_dim) {
+  const size_t rank = global.dims.size();
+  std::vector<int64_t> shards;
+  for (size_t k = 0; k < rank; ++k) shards.push_back(x.sharding.ShardsAlong(k));
+  shards[dim] = y.sharding.ShardsAlong(y_dim);
+  std::vector<std::vector<int64_t>> tile(n_);
+  for (int64_t d = 0; d < n_; ++d) {
+    tile[d] = TileOf(x.sharding, rank, d);
+    const std::vector<int64_t> t = TileOf(y.sharding, y_rank, d);
+    if (tile[d].size() != rank || t.size() != y_rank) return std::nullopt;
+    tile[d][dim] = t[y_dim];
+  }
+  const std::optional<HloSharding> s = ShardingOfTiles(shards, tile);
+  if (!s) return std::nullopt;
+  Result<HloInstruction*> v = Reshard(x, global, *s);
+  if (!v.ok()) return std::nullopt;
+  return Local{v.value(), *s};
+}
+
 Rule Partitioner::MeshDotRule(const HloInstruction& i) {
-  const Local &lhs = Of(i.operand(0)), &rhs = Of(i.operand(1));
+  Local lhs = Of(i.operand(0)), rhs = Of(i.operand(1));
   if (!Readable(lhs) || !Readable(rhs) || (lhs.replicated() && rhs.replicated())) return NoRule();
   auto list = [&](const char* key) {
     const hlo::IntList* l = i.GetIntList(key);
@@ -108,6 +128,22 @@ Rule Partitioner::MeshDotRule(const HloInstruction& i) {
   const size_t lrank = i.operand(0)->shape().dims.size();
   const size_t rrank = i.operand(1)->shape().dims.size();
   if (lb.size() != rb.size() || lc.size() != rc.size()) return NoRule();
+  // A contracted dimension split in one operand only (a Megatron LM head's vocabulary, its
+  // output gradient split by batch alone): the other operand, which holds it whole, takes
+  // the same slices locally, as XLA's partitioner does, so the sum runs on the slices.
+  for (size_t k = 0; k < lc.size(); ++k) {
+    const int64_t a = lhs.sharding.ShardsAlong(lc[k]), b = rhs.sharding.ShardsAlong(rc[k]);
+    std::optional<Local> sliced;
+    if (a == 1 && b > 1) {
+      if (!(sliced = SlicedAlike(lhs, i.operand(0)->shape(), lc[k], rhs, rrank, rc[k])))
+        return NoRule();
+      lhs = *sliced;
+    } else if (b == 1 && a > 1) {
+      if (!(sliced = SlicedAlike(rhs, i.operand(1)->shape(), rc[k], lhs, lrank, lc[k])))
+        return NoRule();
+      rhs = *sliced;
+    }
+  }
   auto free_dims = [](size_t rank, const hlo::IntList& a, const hlo::IntList& b) {
     std::vector<int64_t> f;
     for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)

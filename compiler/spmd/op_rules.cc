@@ -183,7 +183,18 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
   auto whole = [&](const Local& o, const hlo::HloInstruction* global) -> Result<HloInstruction*> {
     return Reshard(o, global->shape(), HloSharding::Replicated());
   };
-  if (ld >= 0 && !Contains(lb, ld) && !Contains(lc, ld) && !(rd >= 0 && !Contains(rc, rd))) {
+  // Both split along free dimensions (FSDP's weights beside batch-split activations): the
+  // smaller operand is gathered and the larger keeps its split, as XLA's partitioner does (a
+  // layer gathers its weights; the LM head, whose weights outweigh the activations, gathers
+  // those and splits the vocabulary).
+  const bool lfree = ld >= 0 && !Contains(lb, ld) && !Contains(lc, ld);
+  const bool rfree = rd >= 0 && !Contains(rb, rd) && !Contains(rc, rd);
+  auto bits = [&](size_t k) {
+    const Shape& s = i.operand(k)->shape();
+    return static_cast<double>(s.ElementCount()) * hlo::PrimitiveTypeBits(s.type);
+  };
+  const bool keep_rhs = lfree && rfree && bits(1) > bits(0);
+  if (lfree && (!rfree || !keep_rhs)) {
     Result<HloInstruction*> w = whole(rhs, i.operand(1));  // rows split
     if (!w.ok()) return w.status();
     HloSharding s = Tiled1D(rank, batch + FreeIndex(ld, lrank, lb, lc));
@@ -191,7 +202,7 @@ Result<std::optional<Local>> Partitioner::DotRule(const HloInstruction& i) {
     if (!ls.ok()) return NoRule();
     return std::optional<Local>(Local{Clone(i, ls.value(), {lhs.value, w.value()}), s});
   }
-  if (rd >= 0 && !Contains(rb, rd) && !Contains(rc, rd) && ld < 0) {  // columns split
+  if (rfree && (ld < 0 || keep_rhs)) {  // columns split
     Result<HloInstruction*> x = whole(lhs, i.operand(0));
     if (!x.ok()) return x.status();
     size_t lhs_free = lrank - batch - (lc ? lc->size() : 0);

@@ -69,6 +69,10 @@ class Partitioner {
   // take none: dots whose operands' tiles line up (partial sums all-reduced within each
   // result tile), convolutions over their feature dimensions, reduces, transposes,
   // broadcasts and reshapes.
+  // `x` (global shape `global`) sliced along `dim` as `y` (rank `y_rank`) is along `y_dim`
+  // on each device, the rest of its layout kept; nullopt when that makes no sharding.
+  std::optional<Local> SlicedAlike(const Local& x, const hlo::Shape& global, int64_t dim,
+                                   const Local& y, size_t y_rank, int64_t y_dim);
   hlo::Result<std::optional<Local>> MeshDotRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> MeshReduceRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> MeshMoveRule(const hlo::HloInstruction& i);

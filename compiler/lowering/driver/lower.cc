@@ -31,24 +31,25 @@ int64_t LeadingShards(const HloInstruction& p) {
 
 // The inputs of a per-device program: the parameters whose recorded global layout splits
 // their leading dimension over every device (the batch of a data-parallel step: examples
-// and labels); on a mesh, over one axis (2 x 4: the batch over 'data'), those a tuple result
-// does not return in their shape (a training step returns its weights, a weight split along
-// its rows among them), the first one's split giving the batch; else the first array
-// parameter.
+// and labels), those a tuple result does not return in their shape first (a training step
+// returns its weights: FSDP splits them too); on a mesh, over one axis (2 x 4: the batch
+// over 'data'), those not returned, the first one's split giving the batch; else the first
+// array parameter.
 std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int64_t devices) {
-  std::vector<const HloInstruction*> split, mesh;
+  std::vector<const HloInstruction*> split, inputs, mesh;
   std::vector<const hlo::Shape*> results;
   const HloInstruction* root = entry.root();
   if (root->opcode() == Opcode::kTuple)
     for (const HloInstruction* o : root->operands()) results.push_back(&o->shape());
   for (const HloInstruction* p : entry.parameters()) {
     const int64_t shards = LeadingShards(*p);
-    if (shards == devices) split.push_back(p);
     const bool returned = std::any_of(results.begin(), results.end(), [&](const hlo::Shape* r) {
       return r->dims == p->shape().dims && r->type == p->shape().type;
     });
+    if (shards == devices) (returned ? split : inputs).push_back(p);
     if (shards > 1 && shards < devices && !returned) mesh.push_back(p);
   }
+  if (!inputs.empty()) return inputs;
   if (!split.empty()) return split;
   if (!mesh.empty()) return mesh;
   for (const HloInstruction* p : entry.parameters())

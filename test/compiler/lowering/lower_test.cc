@@ -114,6 +114,25 @@ TEST(Lower, SingleReplicaTrainStepSplitsTheBatchAndAllReducesWeightGradients) {
   EXPECT_NE(m.programs[0], m.programs[1]);  // ring positions differ
 }
 
+// FSDP splits the weights along their rows over the same devices as the batch: the step
+// returns its weights, so the batch is the split parameter it does not return.
+TEST(Lower, FsdpWeightsSplitAlongTheirRowsAreNotTheBatch) {
+  auto c = Compile(R"(HloModule fsdp, num_partitions=8
+ENTRY main {
+  w = f32[256,16] parameter(0), sharding={devices=[8,1]<=[8]}
+  x = f32[64,256] parameter(1), sharding={devices=[8,1]<=[8]}
+  h = f32[64,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  two = f32[] constant(2)
+  t = f32[256,16] broadcast(two), dimensions={}
+  w2 = f32[256,16] multiply(w, t)
+  ROOT r = (f32[256,16], f32[64,16]) tuple(w2, h)
+})");
+  ASSERT_TRUE(c);
+  EXPECT_THAT(c->lowered.batch_parameters, ::testing::ElementsAre("x"));
+  EXPECT_EQ(c->lowered.global_batch, 64);
+  EXPECT_EQ(c->lowered.batch_per_core, 8);
+}
+
 TEST(Lower, DotFlopsArePerCoreAndPaddingIsNoted) {
   auto c = Compile(Slurp("examples/hlo/dot_bf16.hlo"));
   ASSERT_TRUE(c);

@@ -62,6 +62,25 @@ TEST(SpmdMesh, ADenseLayerOverDataAndModelAxesRunsOnEachDevicesTiles) {
   EXPECT_LT(PartitionError(kMeshMlp), 1e-4);  // sums over 64 rows, in another order
 }
 
+// A Megatron LM head's input gradient: dlogits split by batch over data and whole along the
+// vocabulary, the head's weights split by vocabulary over model. Each device slices its
+// vocabulary of dlogits locally and the partial sums go round the model axis: no gather.
+TEST(SpmdMesh, AContractionSplitInOneOperandSlicesTheOther) {
+  const std::string text = std::string("HloModule mesh, num_partitions=8\n") + R"(
+ENTRY main {
+  g = f32[16,64] parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  w = f32[32,64] parameter(1), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  ROOT dx = f32[16,32] dot(g, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+}
+)";
+  const std::string ir = Partition(text);
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_TRUE(Has(ir, "dynamic-slice(f32[8,64] %g,"));
+  EXPECT_TRUE(Has(ir, "%dx = f32[8,32] dot(f32[8,16] "));
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,1,2,3},{4,5,6,7}}"));
+  EXPECT_LT(PartitionError(text), 1e-5);
+}
+
 // A contraction split over more devices than it has parts (the model axis's 4 copies of
 // each half of the rows): partial sums are combined once per part, in groups of two.
 TEST(SpmdMesh, PartialSumsAreCombinedOncePerPart) {

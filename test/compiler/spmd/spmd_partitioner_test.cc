@@ -95,6 +95,31 @@ TEST(SpmdPartitioner, ReshardsBetweenLayouts) {
   EXPECT_LT(PartitionError(kReshard), 1e-5);
 }
 
+// FSDP with the weight split along its columns (the larger dimension) beside a batch split
+// over the same devices: the smaller operand is gathered and the larger keeps its split. A
+// layer gathers its weights and keeps the batch split; an LM head whose weights outweigh the
+// activations gathers those and splits the vocabulary (as XLA does: gpt_fsdp8_b16).
+const std::string kFsdpColumns = std::string("HloModule fsdp\n") + R"(
+ENTRY main {
+  x = f32[64,32] parameter(0), sharding={devices=[8,1]<=[8]}
+  w = f32[32,16] parameter(1), sharding={devices=[1,8]<=[8]}
+  v = f32[32,512] parameter(2), sharding={devices=[1,8]<=[8]}
+  h = f32[64,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  l = f32[64,512] dot(x, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT r = (f32[64,16], f32[64,512]) tuple(h, l)
+}
+)";
+
+TEST(SpmdPartitioner, FsdpGathersTheSmallerOperandOfADot) {
+  std::string ir = Partition(kFsdpColumns);
+  EXPECT_TRUE(Has(ir, "all-gather(f32[32,2] %w)"));
+  EXPECT_TRUE(Has(ir, "%h = f32[8,16] dot(f32[8,32] %x,"));  // the batch stays split
+  EXPECT_TRUE(Has(ir, "all-gather(f32[8,32] %x)"));
+  EXPECT_TRUE(Has(ir, "%l = f32[64,64] dot(f32[64,32] "));  // the columns stay split
+  EXPECT_FALSE(Has(ir, "all-gather(f32[32,64] %v)"));
+  EXPECT_LT(PartitionError(kFsdpColumns), 1e-5);
+}
+
 // shard_map (Shardy's form): the body runs as written on each device's shard; constants
 // inside it are used as they are.
 const std::string kShardMap =
