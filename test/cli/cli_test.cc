@@ -141,6 +141,23 @@ TEST(Cli, RunEveryJaxModule) {
   }
 }
 
+// The programs users run, as JAX printed them (stop 33): flax's ResNet-50 over 8 and a GPT
+// under FSDP and on a 2 x 4 mesh. The batch is the tokens' or images' split, and the work is
+// what XLA counts (4.30 and 24.3 TFLOP per step): no operand computed whole on every core.
+TEST(Cli, RunJaxResNetAndGptStepsAsSharded) {
+  Output fsdp = Tpusim("run examples/jax/gpt_fsdp8_b16.pre.hlo --timing");
+  ASSERT_EQ(fsdp.status, 0) << fsdp.text;
+  EXPECT_THAT(fsdp.text, HasSubstr("8 partitions, one per core: global batch 16, 2 per core"));
+  EXPECT_THAT(fsdp.text, HasSubstr(" 4.31 TFLOP per step"));
+  Output mesh = Tpusim("run examples/jax/gpt_mesh2x4_b16.pre.hlo --timing");
+  ASSERT_EQ(mesh.status, 0) << mesh.text;
+  EXPECT_THAT(mesh.text, HasSubstr("global batch 16, 8 per core"));
+  Output resnet = Tpusim("run examples/jax/resnet50_bf16_dp8_b1024.pre.hlo --timing");
+  ASSERT_EQ(resnet.status, 0) << resnet.text;
+  EXPECT_THAT(resnet.text, HasSubstr("global batch 1024, 128 per core"));
+  EXPECT_THAT(resnet.text, HasSubstr(" 24.7 TFLOP per step"));
+}
+
 // The JAX op and the user's source line of each HLO op (metadata op_name, stack frames):
 // on the one-screen result, in the summary's op profile and its view by framework op, in
 // the trace's XLA Ops events and the HTML page.
