@@ -36,6 +36,8 @@ std::vector<std::string> ScaleLines(int gamma, int var, int t, int dst) {
 // mean (2); with a normalize, its scale (8) and beta (11); the dx pass also s / rows /
 // (var + eps) (9) and dy's mean (10).
 constexpr int kMeanArea = 2, kScaleArea = 8, kBetaArea = 11;
+// A column-sums stream's third sum (Stream's `third`) and where it folds to.
+constexpr int kThirdSumArea = 10, kThirdFoldArea = 11;
 std::vector<int> GradPatterns(bool normalize, bool dx_pass) {
   std::vector<int> areas = {kMeanArea};
   if (dx_pass) areas.insert(areas.end(), {kScaleArea, 9, 10});
@@ -146,7 +148,8 @@ void FlatBatchNorm::Flush() {
 
 void FlatBatchNorm::Stream(std::vector<std::pair<uint64_t, int>> inputs, std::vector<int> patterns,
                            bool accumulate, std::vector<std::string> body, int result,
-                           uint64_t output, std::vector<std::string> prologue, int output_bytes) {
+                           uint64_t output, std::vector<std::string> prologue, int output_bytes,
+                           bool third) {
   Flush();
   FeatureStream st;
   st.vregs = rows_ * features_ / 1024, st.period = Period();
@@ -157,6 +160,7 @@ void FlatBatchNorm::Stream(std::vector<std::pair<uint64_t, int>> inputs, std::ve
   st.output_bytes = output_bytes ? output_bytes : out_bytes_;
   for (int p : patterns) st.patterns.push_back(Area(p));
   if (accumulate) st.accumulators = {Area(0), Area(1)}, st.sums_and_output = output_bytes != 0;
+  if (accumulate && third) st.accumulators.push_back(Area(kThirdSumArea));
   st.prologue = std::move(prologue);
   st.body = std::move(body), st.result = result, st.output = output, st.tag = tag_;
   code_ += assembly::ScopeKernel(FeatureStreamKernel(st), "fs" + std::to_string(streams_++) + "_");
@@ -233,12 +237,14 @@ std::string FlatBatchNorm::ColumnSums(const std::vector<std::pair<uint64_t, int>
                                       std::optional<uint64_t> output, int output_bytes) {
   const std::vector<int> patterns = ExpandAll(vectors);
   Stream(matrices, patterns, true, std::move(body), result, output.value_or(0), std::move(prologue),
-         output ? output_bytes : 0);
+         output ? output_bytes : 0, sums.size() > 2);
   for (size_t k = 0; k < sums.size(); ++k) {
-    if (!sums[k]) continue;                // nothing reads it
-    const int area = static_cast<int>(k);  // the accumulators hold patterns from 1024 features
-    if (features_ < 1024) Fold(area, 8 + area);
-    Store(features_ < 1024 ? 8 + area : area, *sums[k]);
+    if (!sums[k]) continue;  // nothing reads it
+    // the accumulators hold patterns from 1024 features; fewer fold first
+    const int area = k < 2 ? static_cast<int>(k) : kThirdSumArea;
+    const int folded = k < 2 ? 8 + area : kThirdFoldArea;
+    if (features_ < 1024) Fold(area, folded);
+    Store(features_ < 1024 ? folded : area, *sums[k]);
   }
   Flush();
   return code_;

@@ -122,9 +122,10 @@ class FlatBatchNorm {
   void Flush();                                            // waits for the stores; ends the block
   // `inputs`: (HBM address, bytes per element); the output has out_bytes_ per element.
   // `output_bytes` 0: the result's (out_bytes_); with `accumulate`, a non-zero one also stores.
+  // `accumulate` sums into areas 0 and 1 (v30, v31), and with `third` also area 10 (v29).
   void Stream(std::vector<std::pair<uint64_t, int>> inputs, std::vector<int> patterns,
               bool accumulate, std::vector<std::string> body, int result, uint64_t output,
-              std::vector<std::string> prologue = {}, int output_bytes = 0);
+              std::vector<std::string> prologue = {}, int output_bytes = 0, bool third = false);
   std::string Desc(const std::string& text);
 
   // One read of x: the areas that hold the per-feature sums of x and of x^2.

@@ -10,6 +10,7 @@
 
 #include "compiler/lowering/buffers/tuple_results.h"
 #include "compiler/lowering/reduce/batch_norm_flat.h"
+#include "compiler/lowering/reduce/feature_stream.h"
 #include "compiler/lowering/vpu/vpu_body.h"
 
 namespace tpusim::lowering {
@@ -21,9 +22,9 @@ using hlo::PrimitiveType;
 
 constexpr int kMaxMatrices = 4;    // loaded into v0 .. v3 (FeatureStream)
 constexpr int kFirstPattern = 24;  // vectors' patterns, then the scalars, to v29
-constexpr int kLastConst = 29;     // v30, v31 accumulate
+constexpr int kLastConst = 29;     // v30, v31 accumulate (and v29 for a third sum)
 constexpr int kFirstTemp = 6;      // v6 .. v23
-constexpr int kAccumulators[] = {30, 31};
+constexpr size_t kMaxSums = 3;
 
 // The fusion's parts: the sums (reduces inside it) and the leaves their values read.
 struct Plan {
@@ -102,7 +103,7 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
   } else {
     return std::nullopt;
   }
-  if (p.sums.size() > 2) return std::nullopt;
+  if (p.sums.size() > kMaxSums) return std::nullopt;
   for (const HloInstruction* r : p.sums) {
     if (r->opcode() != Opcode::kReduce || r->operand_count() != 2 || !IsF32Add(r->to_apply()) ||
         r->shape().type != PrimitiveType::kF32 || r->shape().rank() != 1)
@@ -155,8 +156,12 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
       p.vectors.size() > 6)
     return std::nullopt;
   int next = kFirstPattern + static_cast<int>(p.vectors.size());
-  // A map's stream keeps no accumulators: their registers hold constants too.
-  const int last_const = p.sums.empty() ? kAccumulators[1] : kLastConst;
+  // A map's stream keeps no accumulators: their registers hold constants too. A third sum
+  // accumulates in v29 (FeatureStreamAccumulator).
+  const int last_const = p.sums.empty()      ? FeatureStreamAccumulator(1)
+                         : p.sums.size() > 2 ? kLastConst - 1
+                                             : kLastConst;
+  if (next - 1 > last_const) return std::nullopt;
   // One register per distinct constant (the sums' zero inits take none).
   std::map<std::string, int> held;
   for (const auto& [value, v] : p.scalars) {
@@ -184,12 +189,12 @@ std::optional<Plan> Match(const HloInstruction& fusion) {
   // Each sum's value, then its accumulation; a later value's constants follow the earlier's.
   for (size_t k = 0; k < p.sums.size(); ++k) {
     ReducerBody b =
-        BuildExpressionBody(bound, *p.sums[k]->operand(0), first_temp, next, kLastConst);
+        BuildExpressionBody(bound, *p.sums[k]->operand(0), first_temp, next, last_const);
     if (!b.exact) return std::nullopt;
     next += static_cast<int>(b.prologue.size());
     p.prologue.insert(p.prologue.end(), b.prologue.begin(), b.prologue.end());
     p.body.insert(p.body.end(), b.body.begin(), b.body.end());
-    const std::string acc = "v" + std::to_string(kAccumulators[k]);
+    const std::string acc = "v" + std::to_string(FeatureStreamAccumulator(k));
     p.body.push_back("vadd " + acc + ", " + acc + ", v" + std::to_string(b.results.at(0)));
   }
   // Every parameter must be a leaf the kernel loads or knows.

@@ -31,7 +31,7 @@ std::string Registers(const FeatureStream& st, int64_t j, bool store) {
     s << "    li r3, " << st.patterns[k] + at << "\n    vld v" << 24 + k << ", r3\n";
   for (size_t a = 0; a < st.accumulators.size(); ++a)
     s << "    li r3, " << st.accumulators[a] + at << "\n    " << (store ? "vst" : "vld") << " v"
-      << 30 + a << ", r3\n";
+      << FeatureStreamAccumulator(a) << ", r3\n";
   return s.str();
 }
 
@@ -123,8 +123,9 @@ std::string Pass(const FeatureStream& st, int64_t chunks, int64_t chunk_vregs, i
 
 std::string FeatureStreamKernel(const FeatureStream& st) {
   if (st.inputs.empty() || st.inputs.size() > 4 || st.patterns.size() > 6 ||
-      st.accumulators.size() > 2 || st.vregs <= 0 || st.period <= 0 ||
-      st.input_bytes.size() > st.inputs.size() || (st.output_bytes != 4 && st.output_bytes != 2) ||
+      st.accumulators.size() > 3 || st.patterns.size() + st.accumulators.size() > 8 ||
+      st.vregs <= 0 || st.period <= 0 || st.input_bytes.size() > st.inputs.size() ||
+      (st.output_bytes != 4 && st.output_bytes != 2) ||
       std::any_of(st.input_bytes.begin(), st.input_bytes.end(),
                   [](int b) { return b != 4 && b != 2; }) ||
       kFeatureStreamChunkVregs % st.period || st.vregs % st.period)

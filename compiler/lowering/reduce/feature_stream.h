@@ -29,9 +29,10 @@ struct FeatureStream {
   // empty: all 4. The output's likewise (bf16: rounded to nearest even by the store).
   std::vector<int> input_bytes;
   int output_bytes = 4;
-  std::vector<uint64_t> patterns;  // VMEM, `period` vregs each: into v24.. (at most 6)
-  // VMEM, `period` vregs each, zeroed first: v30, v31 while a vloop runs (at most 2); the
-  // body accumulates into them.
+  // VMEM, `period` vregs each: into v24.. (at most 6; at most 5 with three accumulators)
+  std::vector<uint64_t> patterns;
+  // VMEM, `period` vregs each, zeroed first: v30, v31, then v29 while a vloop runs (at most
+  // 3: FeatureStreamAccumulator); the body accumulates into them.
   std::vector<uint64_t> accumulators;
   std::vector<std::string> prologue, body;  // v6..v23 are free temps
   int result = 0;                           // the body's result, stored per vreg...
@@ -39,6 +40,9 @@ struct FeatureStream {
   bool sums_and_output = false;             // ... or with them, when this is set
   std::string tag;
 };
+
+// The register accumulator `k` lives in while a vloop runs: v30, v31, v29.
+inline int FeatureStreamAccumulator(size_t k) { return k < 2 ? 30 + static_cast<int>(k) : 29; }
 
 // Assembly of the kernel (labels local: wrap it with ScopeKernel); it ends once its
 // results are in HBM (or VMEM). Throws std::invalid_argument outside the bounds above.

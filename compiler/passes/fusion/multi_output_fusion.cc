@@ -151,7 +151,8 @@ bool IsLoopFusion(const HloInstruction& i) {
          i.GetWord("kind").value_or("") == "kLoop" && i.shape().IsArray();
 }
 
-// Siblings: pairs of reduction fusions that share an operand.
+// Siblings: reduction fusions that share an operand, grouped while the target's kernel
+// computes the group (batch norm's gradient in flax's form sums dy, dy (x - mean) and -dy c).
 void MergeSiblings(hlo::HloModule& module, HloComputation& c,
                    const target::TargetDescription& target, ModuleEdits& edits) {
   std::unordered_map<const HloInstruction*, size_t> pos;
@@ -163,19 +164,34 @@ void MergeSiblings(hlo::HloModule& module, HloComputation& c,
   std::unordered_set<const HloInstruction*> merged;
   Merger merger(module, c, edits);
   for (size_t x = 0; x < candidates.size(); ++x) {
-    HloInstruction& a = *candidates[x];
-    if (merged.count(&a)) continue;
+    if (merged.count(candidates[x])) continue;
+    std::vector<const HloInstruction*> group = {candidates[x]};
+    std::unique_ptr<HloComputation> fused;
+    std::unique_ptr<HloInstruction> fusion;
     for (size_t y = x + 1; y < candidates.size(); ++y) {
       HloInstruction& b = *candidates[y];
-      if (merged.count(&b) || !ShareAnOperand(a, b) || Reads(b, a, pos)) continue;
-      std::unique_ptr<HloComputation> fused;
-      std::unique_ptr<HloInstruction> fusion = merger.Build({&a, &b}, {&a, &b}, fused);
-      if (!target.ExactReductionFusion(*fusion)) continue;
-      HloInstruction* f = merger.Add(std::move(fusion), std::move(fused));
-      merger.Replace(a, f, 0), merger.Replace(b, f, 1);
-      merger.Drop(a), merger.Drop(b);
-      merged.insert(&a), merged.insert(&b);
-      break;
+      // (the group's members precede b, so only b can read one of them)
+      if (merged.count(&b) ||
+          std::none_of(group.begin(), group.end(),
+                       [&](const HloInstruction* g) { return ShareAnOperand(*g, b); }) ||
+          std::any_of(group.begin(), group.end(),
+                      [&](const HloInstruction* g) { return Reads(b, *g, pos); }))
+        continue;
+      std::vector<const HloInstruction*> more = group;
+      more.push_back(&b);
+      std::unique_ptr<HloComputation> f;
+      std::unique_ptr<HloInstruction> candidate = merger.Build(more, more, f);
+      if (!target.ExactReductionFusion(*candidate)) continue;
+      group = std::move(more), fused = std::move(f), fusion = std::move(candidate);
+    }
+    if (group.size() < 2) continue;
+    HloInstruction* f = merger.Add(std::move(fusion), std::move(fused));
+    for (size_t k = 0; k < group.size(); ++k) {
+      HloInstruction& old = *candidates[std::find(candidates.begin(), candidates.end(), group[k]) -
+                                        candidates.begin()];
+      merger.Replace(old, f, static_cast<int64_t>(k));
+      merger.Drop(old);
+      merged.insert(&old);
     }
   }
 }

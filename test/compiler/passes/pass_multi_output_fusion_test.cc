@@ -74,6 +74,45 @@ TEST(PassMultiOutputFusion, SiblingSumsOfOneValueBecomeOneFusion) {
   EXPECT_TRUE(lowering::TensorCoreTarget().ExactReductionFusion(f));
 }
 
+// flax's batch-norm gradient sums dy, dy (x - mean) and -dy c: all three in one read, the
+// third on the feature stream's third accumulator.
+TEST(PassMultiOutputFusion, ThreeSiblingSumsBecomeOneFusion) {
+  bool changed = false;
+  hlo::HloModule m = FuseSums(
+      R"(ENTRY %e (x: bf16[2,4,4,256], dy: bf16[2,4,4,256], mean: f32[256], c: f32[256]) -> (f32[256], f32[256], f32[256]) {
+  %x = bf16[2,4,4,256] parameter(0)
+  %dy = bf16[2,4,4,256] parameter(1)
+  %mean = f32[256] parameter(2)
+  %c = f32[256] parameter(3)
+  %xw = f32[2,4,4,256] convert(bf16[2,4,4,256] %x)
+  %dw = f32[2,4,4,256] convert(bf16[2,4,4,256] %dy)
+  %mb = f32[2,4,4,256] broadcast(f32[256] %mean), dimensions={3}
+  %cb = f32[2,4,4,256] broadcast(f32[256] %c), dimensions={3}
+  %xc = f32[2,4,4,256] subtract(f32[2,4,4,256] %xw, f32[2,4,4,256] %mb)
+  %p = f32[2,4,4,256] multiply(f32[2,4,4,256] %dw, f32[2,4,4,256] %xc)
+  %q = f32[2,4,4,256] multiply(f32[2,4,4,256] %dw, f32[2,4,4,256] %cb)
+  %nq = f32[2,4,4,256] negate(f32[2,4,4,256] %q)
+  %z = f32[] constant(0)
+  %s1 = f32[256] reduce(f32[2,4,4,256] %dw, f32[] %z), dimensions={0,1,2}, to_apply=%add
+  %s2 = f32[256] reduce(f32[2,4,4,256] %p, f32[] %z), dimensions={0,1,2}, to_apply=%add
+  %s3 = f32[256] reduce(f32[2,4,4,256] %nq, f32[] %z), dimensions={0,1,2}, to_apply=%add
+  ROOT %t = (f32[256], f32[256], f32[256]) tuple(f32[256] %s1, f32[256] %s2, f32[256] %s3)
+})",
+      &changed);
+  EXPECT_TRUE(changed);
+  const hlo::HloComputation& e = *m.entry();
+  ASSERT_EQ(Fusions(e), 1);
+  const hlo::HloInstruction& root = *e.root();
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(root.operand(k)->opcode(), hlo::Opcode::kGetTupleElement);
+    EXPECT_EQ(root.operand(k)->GetInt("index"), k);
+    EXPECT_EQ(root.operand(k)->operand(0), root.operand(0)->operand(0));
+  }
+  const hlo::HloInstruction& f = *root.operand(0)->operand(0);
+  EXPECT_EQ(f.fused_computation()->root()->operand_count(), 3u);
+  EXPECT_TRUE(lowering::TensorCoreTarget().ExactReductionFusion(f));
+}
+
 // sum(x - sum(x)) reads the first sum: merging would make the fusion read its own result.
 TEST(PassMultiOutputFusion, ASumThatReadsAnotherStaysApart) {
   bool changed = false;

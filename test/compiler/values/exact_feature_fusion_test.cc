@@ -60,6 +60,35 @@ TEST(ExactFeatureFusion, SumsOfABf16ValueAndItsSquaresOverTwoVregsPerRow) {
   EXPECT_TRUE(Uses(Sums("8,2,2,2048", "2048"), "# feature stream: 8 vregs, period 2"));
 }
 
+// flax's batch-norm gradient: three per-feature sums over the same dy and x (of dy, of
+// dy (x - mean), of -dy c), one multi-output fusion whose third sum accumulates in v29.
+std::string ThreeSums(const std::string& shape, const std::string& features) {
+  const std::string m = "f32[" + shape + "]{3,2,1,0}", v = "f32[" + features + "]{0}";
+  return std::string(kAdd) + "ENTRY %main (x: bf16[" + shape + "], dy: bf16[" + shape +
+         "], mean: " + v + ", c: " + v + ") -> (" + v + ", " + v + ", " + v + ") {\n" +
+         "  %x = bf16[" + shape + "]{3,2,1,0} parameter(0)\n  %dy = bf16[" + shape +
+         "]{3,2,1,0} parameter(1)\n  %mean = " + v + " parameter(2)\n  %c = " + v +
+         " parameter(3)\n  %xw = " + m + " convert(%x)\n  %dw = " + m + " convert(%dy)\n" +
+         "  %mb = " + m + " broadcast(%mean), dimensions={3}\n  %cb = " + m +
+         " broadcast(%c), dimensions={3}\n  %xc = " + m + " subtract(%xw, %mb)\n" + "  %p = " + m +
+         " multiply(%dw, %xc)\n  %q = " + m + " multiply(%dw, %cb)\n" + "  %nq = " + m +
+         " negate(%q)\n  %z = f32[] constant(0)\n" + "  %s1 = " + v +
+         " reduce(%dw, %z), dimensions={0,1,2}, to_apply=%add\n" + "  %s2 = " + v +
+         " reduce(%p, %z), dimensions={0,1,2}, to_apply=%add\n" + "  %s3 = " + v +
+         " reduce(%nq, %z), dimensions={0,1,2}, to_apply=%add\n" + "  ROOT %t = (" + v + ", " + v +
+         ", " + v + ") tuple(%s1, %s2, %s3)\n}\n";
+}
+
+TEST(ExactFeatureFusion, ThreeSumsOfOneGradientFoldedRows) {
+  ExpectMatch(ThreeSums("16,8,8,64", "64"));
+  EXPECT_TRUE(Uses(ThreeSums("16,8,8,64", "64"), "vadd v29, v29, "));
+}
+
+TEST(ExactFeatureFusion, ThreeSumsOfOneGradientOverTwoVregsPerRow) {
+  ExpectMatch(ThreeSums("8,2,2,2048", "2048"));
+  EXPECT_TRUE(Uses(ThreeSums("8,2,2,2048", "2048"), "vadd v29, v29, "));
+}
+
 constexpr const char* kTrainingBlock =
     R"(ENTRY %main (x: bf16[16,4,4,256], g: f32[256], b: f32[256], dz: bf16[16,4,4,256]) -> (bf16[16,4,4,256], bf16[16,4,4,256], f32[256], f32[256]) {
   %x = bf16[16,4,4,256]{3,2,1,0} parameter(0)
