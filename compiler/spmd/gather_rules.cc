@@ -78,6 +78,21 @@ Result<std::optional<Local>> Partitioner::GatherRule(const HloInstruction& i) {
   if (op.replicated() && id >= 0 && id != ivd && ob.empty()) {
     return out(BatchPosition(id, ivd, offset, shape.dims.size()), sizes);
   }
+  // Indices split along a batching dimension, the operand laid out otherwise (take_along_axis
+  // over an LM head's logits split by vocabulary): the operand takes the indices' split along
+  // the matching batching dimension (an all-to-all, or a local slice of a whole operand), as
+  // XLA reshards it, and each device gathers its own rows instead of every device all of them.
+  if (id >= 0 && id != ivd && Has(ib, id) && (op.replicated() || od >= 0)) {
+    const int64_t want = ob.at(IndexOf(ib, id));
+    const int64_t dim = BatchPosition(id, ivd, offset, shape.dims.size());
+    Result<HloInstruction*> operand =
+        Reshard(op, i.operand(0)->shape(), Tiled1D(i.operand(0)->shape().dims.size(), want));
+    if (dim < 0 || !operand.ok()) return NoRule();
+    HloSharding s = Tiled1D(shape.dims.size(), dim);
+    Result<Shape> ls = LocalShape(shape, s);
+    if (!ls.ok()) return NoRule();
+    return std::optional<Local>(Local{Clone(i, ls.value(), {operand.value(), idx.value}), s});
+  }
   return NoRule();
 }
 

@@ -466,6 +466,23 @@ ENTRY main {
 }
 )";
 
+// take_along_axis over logits split by vocabulary (an FSDP LM head's), labels split by
+// batch: the logits are resharded by batch with one all-to-all, not gathered whole.
+TEST(SpmdRules, TakeAlongAxisOverLogitsSplitByVocabularyReshardsThem) {
+  const std::string text = std::string("HloModule g\n") + R"(
+ENTRY main {
+  logits = f32[16,64] parameter(0), sharding={devices=[1,8]<=[8]}
+  labels = s32[16,1] parameter(1), sharding={devices=[8,1]<=[8]}
+  ROOT g = f32[16] gather(logits, labels), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=1, slice_sizes={1,1}
+}
+)";
+  const std::string ir = Partition(text);
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_EQ(Count(ir, " all-to-all("), 1);
+  EXPECT_TRUE(Has(ir, "%g = f32[2] gather("));
+  EXPECT_LT(PartitionError(text), 1e-6);
+}
+
 TEST(SpmdRules, ScatterAddOfEachDevicesRowsIsAllReduced) {
   const std::string ir = Partition(kScatterAdd);
   EXPECT_EQ(Count(ir, " all-reduce("), 2);
