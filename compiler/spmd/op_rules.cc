@@ -68,9 +68,19 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
                            cat == OpCategory::kElementwiseBinary ||
                            cat == OpCategory::kElementwiseTernary || i.opcode() == Opcode::kCopy;
   if (elementwise && shape.IsArray()) {
+    // The operands meet in the layout of the one split into the most tiles (the first such):
+    // the others are sliced to it where they hold more, as XLA's propagation prefers the
+    // more partitioned sharding, rather than it gathered (softmax's row sums, split by batch
+    // only, beside logits split by batch and vocabulary).
+    auto tiles = [](const HloSharding& s) {
+      int64_t t = 1;
+      for (size_t k = 0; k < s.tile_dims.size(); ++k)
+        if (!(s.last_tile_dim_replicate && k + 1 == s.tile_dims.size())) t *= s.tile_dims[k];
+      return t;
+    };
     const HloSharding* target = nullptr;
     for (const Local* o : ops) {
-      if (o->tiled()) target = target ? target : &o->sharding;
+      if (o->tiled() && (!target || tiles(o->sharding) > tiles(*target))) target = &o->sharding;
     }
     if (!target) return NoRule();
     std::vector<HloInstruction*> vals;

@@ -81,6 +81,26 @@ ENTRY main {
   EXPECT_LT(PartitionError(text), 1e-5);
 }
 
+// Softmax-like rows over logits split by batch over data and by vocabulary over model: the row
+// sums, split by batch only, are sliced to each device's logits (no gather of the logits), and the
+// result keeps the logits' layout, as XLA's propagation prefers the more partitioned operand.
+TEST(SpmdMesh, ElementwiseOperandsMeetInTheMostSplitLayout) {
+  const std::string text = std::string("HloModule mesh, num_partitions=8\n") + kAdd + R"(
+ENTRY main {
+  l = f32[16,64] parameter(0), sharding={devices=[2,4]<=[8]}
+  e = f32[16,64] tanh(l)
+  zero = f32[] constant(0)
+  s = f32[16] reduce(e, zero), dimensions={1}, to_apply=add
+  sb = f32[16,64] broadcast(s), dimensions={0}
+  ROOT p = f32[16,64] multiply(sb, e)
+}
+)";
+  const std::string ir = Partition(text);
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_TRUE(Has(ir, "%p = f32[8,16] multiply("));
+  EXPECT_LT(PartitionError(text), 1e-5);
+}
+
 // A contraction split over more devices than it has parts (the model axis's 4 copies of
 // each half of the rows): partial sums are combined once per part, in groups of two.
 TEST(SpmdMesh, PartialSumsAreCombinedOncePerPart) {
