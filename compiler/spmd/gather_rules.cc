@@ -93,7 +93,102 @@ Result<std::optional<Local>> Partitioner::GatherRule(const HloInstruction& i) {
     if (!ls.ok()) return NoRule();
     return std::optional<Local>(Local{Clone(i, ls.value(), {operand.value(), idx.value}), s});
   }
-  return NoRule();
+  return MaskedGatherRule(i);
+}
+
+// The operand split along the one dimension the indices index, with slices of one element
+// (take_along_axis over logits split by vocabulary on a mesh), and elsewhere only along
+// batching dimensions the indices split alike: each device gathers from its own slice with
+// the indices moved into it (those outside clamped, their results zero), and the devices
+// holding the other slices of the same rows sum theirs. XLA partitions a gather whose operand
+// is split only on trivially sliced dimensions so (openxla/xla
+// xla/service/spmd/gather_scatter_handler.cc,
+// GatherScatterOperandPartitionedOnlyOnTrivialSliceDims).
+Result<std::optional<Local>> Partitioner::MaskedGatherRule(const HloInstruction& i) {
+  const Local &op = Of(i.operand(0)), &idx = Of(i.operand(1));
+  const Shape &shape = i.shape(), &os = i.operand(0)->shape(), &is = i.operand(1)->shape();
+  const IntList &offset = List(i, "offset_dims"), &index_map = List(i, "start_index_map");
+  const IntList &ob = List(i, "operand_batching_dims"),
+                &ib = List(i, "start_indices_batching_dims");
+  const IntList& sizes = List(i, "slice_sizes");
+  const int64_t ivd = i.GetInt("index_vector_dim").value_or(0);
+  const size_t orank = os.dims.size(), irank = is.dims.size();
+  if (!op.tiled() || op.partial || idx.partial || !(idx.tiled() || idx.replicated()) ||
+      !offset.empty() || index_map.size() != 1 || ob.size() != ib.size() ||
+      is.type != hlo::PrimitiveType::kS32 || !shape.IsArray() ||
+      (ivd < static_cast<int64_t>(irank) && is.dims[ivd] != 1) || sizes.size() != orank)
+    return NoRule();
+  const int64_t c = index_map[0];
+  const int64_t parts = op.sharding.ShardsAlong(c);
+  if (parts < 2 || sizes[c] != 1) return NoRule();
+  for (size_t d = 0; d < orank; ++d)
+    if (static_cast<int64_t>(d) != c && !Has(ob, d) && op.sharding.ShardsAlong(d) > 1)
+      return NoRule();
+  for (size_t k = 0; k < ob.size(); ++k)
+    if (op.sharding.ShardsAlong(ob[k]) != idx.sharding.ShardsAlong(ib[k])) return NoRule();
+  // The result's tiles follow the indices' (their dims but the index vector's, in order).
+  std::vector<int64_t> shards;
+  for (size_t j = 0; j < irank; ++j) {
+    if (static_cast<int64_t>(j) == ivd) continue;
+    if (!Has(ib, j) && idx.sharding.ShardsAlong(j) > 1) return NoRule();
+    shards.push_back(idx.sharding.ShardsAlong(j));
+  }
+  std::vector<std::vector<int64_t>> tile(n_);
+  std::vector<int64_t> part(n_, 0);
+  for (int64_t d = 0; d < n_; ++d) {
+    const std::vector<int64_t> ot = op.sharding.TileIndexOf(d),
+                               it = idx.tiled() ? idx.sharding.TileIndexOf(d)
+                                                : std::vector<int64_t>(irank, 0);
+    if (ot.size() != orank || it.size() != irank) return NoRule();
+    for (size_t k = 0; k < ob.size(); ++k)
+      if (ot[ob[k]] != it[ib[k]]) return NoRule();  // each device's rows of both
+    for (size_t j = 0; j < irank; ++j)
+      if (static_cast<int64_t>(j) != ivd) tile[d].push_back(it[j]);
+    part[d] = ot[c];
+  }
+  const int64_t extent = os.dims[c] / parts;
+  const Shape& li = idx.value->shape();
+  const Shape s32 = Shape::Array(hlo::PrimitiveType::kS32, li.dims);
+  auto fill = [&](HloInstruction* scalar, const Shape& to) {
+    HloInstruction* b = Add(i.name() + ".fill", Opcode::kBroadcast, to, {scalar});
+    b->SetAttr("dimensions", IntList{});
+    return b;
+  };
+  // (the gather clamps a start index into the operand: so does each device, first)
+  HloInstruction* low = fill(S32Constant(0), s32);
+  HloInstruction* start = Add(i.name() + ".index", Opcode::kMaximum, s32,
+                              {Add(i.name() + ".index", Opcode::kMinimum, s32,
+                                   {idx.value, fill(S32Constant(os.dims[c] - 1), s32)}),
+                               low});
+  HloInstruction* moved = Add(i.name() + ".local-index", Opcode::kSubtract, s32,
+                              {start, fill(TileOffset(op.sharding, c, extent), s32)});
+  HloInstruction* high = fill(S32Constant(extent - 1), s32);
+  HloInstruction* clamped =
+      Add(i.name() + ".local-index", Opcode::kMaximum, s32,
+          {Add(i.name() + ".local-index", Opcode::kMinimum, s32, {moved, high}), low});
+  // Whether each result's index lies in this device's slice, decided in the result's shape
+  // (so the predicate fuses with the select and is never stored).
+  auto masked = [&](HloInstruction* g) {
+    const Shape& gs = g->shape();
+    const Shape index = Shape::Array(hlo::PrimitiveType::kS32, gs.dims);
+    HloInstruction* at = Add(i.name() + ".local-index", Opcode::kReshape, index, {moved});
+    auto compare = [&](int64_t bound, const char* dir) {
+      HloInstruction* r = Add(i.name() + ".in-slice", Opcode::kCompare,
+                              Shape::Array(hlo::PrimitiveType::kPred, gs.dims),
+                              {at, fill(S32Constant(bound), index)});
+      r->SetAttr("direction", hlo::Word{dir});
+      return r;
+    };
+    HloInstruction* inside =
+        Add(i.name() + ".in-slice", Opcode::kAnd, Shape::Array(hlo::PrimitiveType::kPred, gs.dims),
+            {compare(0, "GE"), compare(extent - 1, "LE")});
+    HloInstruction* zero =
+        Add(i.name() + ".zero", Opcode::kConstant, Shape::Array(gs.type, {}), {});
+    zero->mutable_literal().floats = {0.0};
+    return Add(i.name() + ".masked", Opcode::kSelect, gs, {inside, g, fill(zero, gs)});
+  };
+  return FromDeviceTiles(i, shards, tile, part, parts, {op.value, clamped},
+                         AddComputation(shape.type), masked);
 }
 
 Result<std::optional<Local>> Partitioner::ScatterRule(const HloInstruction& i) {

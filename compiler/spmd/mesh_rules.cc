@@ -61,7 +61,8 @@ Rule Partitioner::FromDeviceTiles(const HloInstruction& i, const std::vector<int
                                   const std::vector<std::vector<int64_t>>& tile,
                                   const std::vector<int64_t>& part, int64_t parts,
                                   const std::vector<HloInstruction*>& operands,
-                                  hlo::HloComputation* reducer) {
+                                  hlo::HloComputation* reducer,
+                                  const std::function<HloInstruction*(HloInstruction*)>& then) {
   const std::optional<HloSharding> s = ShardingOfTiles(shards, tile);
   if (!s) return NoRule();
   const int64_t copies = n_ / Product(shards);
@@ -88,6 +89,7 @@ Rule Partitioner::FromDeviceTiles(const HloInstruction& i, const std::vector<int
   Result<Shape> local = LocalShape(i.shape(), *s);
   if (!local.ok()) return NoRule();
   HloInstruction* v = Clone(i, local.value(), operands);
+  if (then) v = then(v);
   if (parts == 1) return std::optional<Local>(Local{v, *s});
   if (pure_) {  // inside a fusion: its caller all-reduces, over every device only
     if (groups.groups.size() != 1) return NoRule();

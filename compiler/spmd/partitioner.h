@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -49,6 +50,7 @@ class Partitioner {
   hlo::Result<std::optional<Local>> DotRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> ConvolutionRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> GatherRule(const hlo::HloInstruction& i);  // gather_rules.cc
+  hlo::Result<std::optional<Local>> MaskedGatherRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> ScatterRule(const hlo::HloInstruction& i);
   hlo::Result<std::optional<Local>> ScatterAddOfShares(const hlo::HloInstruction& i,
                                                        hlo::HloInstruction* indices,
@@ -80,12 +82,14 @@ class Partitioner {
   hlo::Result<std::optional<Local>> MeshConvRule(const hlo::HloInstruction& i);
   // `i` on every device with `operands`, its result tiled `shards` per dimension, device d
   // holding tile `tile[d]` and part `part[d]` of `parts` of a sum `reducer` combines (parts 1:
-  // a whole value). nullopt when the tiles do not make a sharding (unequal copies).
+  // a whole value); `then` (when given) maps the clone before the parts are combined.
+  // nullopt when the tiles do not make a sharding (unequal copies).
   hlo::Result<std::optional<Local>> FromDeviceTiles(
       const hlo::HloInstruction& i, const std::vector<int64_t>& shards,
       const std::vector<std::vector<int64_t>>& tile, const std::vector<int64_t>& part,
       int64_t parts, const std::vector<hlo::HloInstruction*>& operands,
-      hlo::HloComputation* reducer);
+      hlo::HloComputation* reducer,
+      const std::function<hlo::HloInstruction*(hlo::HloInstruction*)>& then = nullptr);
 
   // The sharding under which device d holds tile `tile[d]` of a value split `shards` per
   // dimension (row-major tiles, copies of a tile in device order); nullopt when the devices do
@@ -158,6 +162,10 @@ class Partitioner {
                                          hlo::HloInstruction* partition);
   hlo::Result<hlo::HloInstruction*> DynamicSliceOf(hlo::HloInstruction* v, const hlo::Shape& global,
                                                    const hlo::HloSharding& to);
+  // This device's index (partition-id as s32), made once per computation.
+  hlo::HloInstruction* PartitionIndex();
+  // The offset along `d` of this device's tile under `to`, tiles `extent` long (s32 scalar).
+  hlo::HloInstruction* TileOffset(const hlo::HloSharding& to, size_t d, int64_t extent);
 
   hlo::HloModule& m_;
   int64_t n_;

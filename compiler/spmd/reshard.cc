@@ -164,10 +164,7 @@ HloInstruction* Partitioner::BitWeightedOffset(const HloSharding& to, size_t d, 
   return offset;
 }
 
-Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Shape& global,
-                                                    const HloSharding& to) {
-  Result<Shape> local = LocalShape(global, to);
-  if (!local.ok()) return local.status();
+HloInstruction* Partitioner::PartitionIndex() {
   impure_ |= pure_;  // partition-id has no place in a fusion
   HloInstruction*& partition_id_ = partition_ids_[comp_];
   if (!partition_id_) {
@@ -176,57 +173,60 @@ Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Sha
     partition_id_ =
         Add("partition-index", Opcode::kConvert, Shape::Array(hlo::PrimitiveType::kS32, {}), {pid});
   }
-  std::vector<HloInstruction*> ops{v};
+  return partition_id_;
+}
+
+HloInstruction* Partitioner::TileOffset(const HloSharding& to, size_t d, int64_t extent) {
+  HloInstruction* partition_id_ = PartitionIndex();
   const Shape s32 = Shape::Array(hlo::PrimitiveType::kS32, {});
   std::vector<int64_t> iota(n_);
   std::iota(iota.begin(), iota.end(), 0);
   int64_t stride = 1;  // devices per step of the tile index along d (row-major tiles)
   std::vector<int64_t> strides(to.tile_dims.size());
-  for (size_t d = to.tile_dims.size(); d-- > 0;) strides[d] = stride, stride *= to.tile_dims[d];
-  for (size_t d = 0; d < global.dims.size(); ++d) {
-    if (to.tile_dims[d] == 1) {
-      ops.push_back(S32Constant(0));
-      continue;
+  for (size_t k = to.tile_dims.size(); k-- > 0;) strides[k] = stride, stride *= to.tile_dims[k];
+  // The tile index along d as ((p / step) % tiles) for device p: the step is the stride of
+  // d's tiles when the devices are in order, another where a mesh lists them transposed
+  // (`<=[2,4]T(1,0)`: d's tiles follow p % 4, or p / 4); on the scalar path.
+  const int64_t tiles = to.tile_dims[d];
+  int64_t step = to.devices == iota ? strides[d] : 0;
+  for (int64_t st = 1; step == 0 && st < n_; ++st) {
+    bool fits = true;
+    for (int64_t p = 0; p < n_ && fits; ++p) {
+      const std::vector<int64_t> idx = to.TileIndexOf(p);
+      fits = !idx.empty() && idx[d] == (p / st) % tiles;
     }
-    // The tile index along d as ((p / step) % tiles) for device p: the step is the stride
-    // of d's tiles when the devices are in order, another where a mesh lists them transposed
-    // (`<=[2,4]T(1,0)`: d's tiles follow p % 4, or p / 4); on the scalar path.
-    const int64_t tiles = to.tile_dims[d];
-    int64_t step = to.devices == iota ? strides[d] : 0;
-    for (int64_t s = 1; step == 0 && s < n_; ++s) {
-      bool fits = true;
-      for (int64_t p = 0; p < n_ && fits; ++p) {
-        const std::vector<int64_t> idx = to.TileIndexOf(p);
-        fits = !idx.empty() && idx[d] == (p / s) % tiles;
-      }
-      if (fits) step = s;
-    }
-    if (step > 0) {
-      HloInstruction* idx = Digit(partition_id_, step, tiles);
-      ops.push_back(Add("offset", Opcode::kMultiply, s32, {idx, S32Constant(local->dims[d])}));
-      continue;
-    }
-    // Over a power-of-two count of devices, an order that mixes the mesh's axes (a tiling
-    // made of the tiles devices already hold) still gives each bit of p a weight in the tile
-    // index: the sum of ((p / 2^b) % 2) x weight x tile extent.
-    if (HloInstruction* offset = BitWeightedOffset(to, d, local->dims[d], partition_id_)) {
-      ops.push_back(offset);
-      continue;
-    }
-    // Any other device order: the offset of each device, from a table.
-    std::vector<int64_t> table(n_, 0);
-    for (int64_t p = 0; p < n_; ++p) {
-      std::vector<int64_t> idx = to.TileIndexOf(p);
-      table[p] = idx.empty() ? 0 : idx[d] * local->dims[d];
-    }
-    HloInstruction* t =
-        Add("offsets", Opcode::kConstant, Shape::Array(hlo::PrimitiveType::kS32, {n_}), {});
-    t->mutable_literal().ints = table;
-    HloInstruction* one = Add("offset", Opcode::kDynamicSlice,
-                              Shape::Array(hlo::PrimitiveType::kS32, {1}), {t, partition_id_});
-    one->SetAttr("dynamic_slice_sizes", hlo::IntList{1});
-    ops.push_back(Add("offset", Opcode::kReshape, s32, {one}));
+    if (fits) step = st;
   }
+  if (step > 0) {
+    HloInstruction* idx = Digit(partition_id_, step, tiles);
+    return Add("offset", Opcode::kMultiply, s32, {idx, S32Constant(extent)});
+  }
+  // Over a power-of-two count of devices, an order that mixes the mesh's axes (a tiling made
+  // of the tiles devices already hold) still gives each bit of p a weight in the tile index:
+  // the sum of ((p / 2^b) % 2) x weight x tile extent.
+  if (HloInstruction* offset = BitWeightedOffset(to, d, extent, partition_id_)) return offset;
+  // Any other device order: the offset of each device, from a table.
+  std::vector<int64_t> table(n_, 0);
+  for (int64_t p = 0; p < n_; ++p) {
+    std::vector<int64_t> idx = to.TileIndexOf(p);
+    table[p] = idx.empty() ? 0 : idx[d] * extent;
+  }
+  HloInstruction* t =
+      Add("offsets", Opcode::kConstant, Shape::Array(hlo::PrimitiveType::kS32, {n_}), {});
+  t->mutable_literal().ints = table;
+  HloInstruction* one = Add("offset", Opcode::kDynamicSlice,
+                            Shape::Array(hlo::PrimitiveType::kS32, {1}), {t, partition_id_});
+  one->SetAttr("dynamic_slice_sizes", hlo::IntList{1});
+  return Add("offset", Opcode::kReshape, s32, {one});
+}
+
+Result<HloInstruction*> Partitioner::DynamicSliceOf(HloInstruction* v, const Shape& global,
+                                                    const HloSharding& to) {
+  Result<Shape> local = LocalShape(global, to);
+  if (!local.ok()) return local.status();
+  std::vector<HloInstruction*> ops{v};
+  for (size_t d = 0; d < global.dims.size(); ++d)
+    ops.push_back(to.tile_dims[d] == 1 ? S32Constant(0) : TileOffset(to, d, local->dims[d]));
   HloInstruction* ds = Add(v->name() + ".shard", Opcode::kDynamicSlice, local.value(), ops);
   ds->SetAttr("dynamic_slice_sizes", hlo::IntList(local->dims.begin(), local->dims.end()));
   return ds;

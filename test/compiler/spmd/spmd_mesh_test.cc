@@ -101,6 +101,25 @@ ENTRY main {
   EXPECT_LT(PartitionError(text), 1e-5);
 }
 
+// take_along_axis over logits split by batch over data and by vocabulary over model, labels
+// split by batch: each device gathers from its vocabulary slice with the labels moved into it
+// (out-of-slice ones give zero) and the model axis sums the parts; no logits gathered. Labels
+// past either end are clamped first, as the gather clamps them.
+TEST(SpmdMesh, TakeAlongAxisOverVocabularySplitLogitsGathersEachSlice) {
+  const std::string text = std::string("HloModule mesh, num_partitions=8\n") + kAdd + R"(
+ENTRY main {
+  l = f32[16,64] parameter(0), sharding={devices=[2,4]<=[8]}
+  y = s32[16,1] parameter(1), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  ROOT g = f32[16] gather(l, y), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=1, slice_sizes={1,1}
+}
+)";
+  const std::string ir = Partition(text);
+  EXPECT_EQ(Count(ir, " all-gather("), 0);
+  EXPECT_TRUE(Has(ir, "%g = f32[8] gather(f32[8,16] %l,"));
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,1,2,3},{4,5,6,7}}"));
+  EXPECT_LT(PartitionError(text), 1e-6);
+}
+
 // A contraction split over more devices than it has parts (the model axis's 4 copies of
 // each half of the rows): partial sums are combined once per part, in groups of two.
 TEST(SpmdMesh, PartialSumsAreCombinedOncePerPart) {
