@@ -166,6 +166,7 @@ void MergeSiblings(hlo::HloModule& module, HloComputation& c,
   for (size_t x = 0; x < candidates.size(); ++x) {
     if (merged.count(candidates[x])) continue;
     std::vector<const HloInstruction*> group = {candidates[x]};
+    std::vector<HloInstruction*> members = {candidates[x]};  // the same, to edit
     std::unique_ptr<HloComputation> fused;
     std::unique_ptr<HloInstruction> fusion;
     for (size_t y = x + 1; y < candidates.size(); ++y) {
@@ -183,15 +184,14 @@ void MergeSiblings(hlo::HloModule& module, HloComputation& c,
       std::unique_ptr<HloInstruction> candidate = merger.Build(more, more, f);
       if (!target.ExactReductionFusion(*candidate)) continue;
       group = std::move(more), fused = std::move(f), fusion = std::move(candidate);
+      members.push_back(&b);
     }
     if (group.size() < 2) continue;
     HloInstruction* f = merger.Add(std::move(fusion), std::move(fused));
-    for (size_t k = 0; k < group.size(); ++k) {
-      HloInstruction& old = *candidates[std::find(candidates.begin(), candidates.end(), group[k]) -
-                                        candidates.begin()];
-      merger.Replace(old, f, static_cast<int64_t>(k));
-      merger.Drop(old);
-      merged.insert(&old);
+    for (size_t k = 0; k < members.size(); ++k) {
+      merger.Replace(*members[k], f, static_cast<int64_t>(k));
+      merger.Drop(*members[k]);
+      merged.insert(members[k]);
     }
   }
 }
