@@ -158,6 +158,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   ctx.tpu_type = board.name.rfind("v2", 0) == 0 ? "TPU v2" : "TPU v3";
   // A module every core runs whole names no batch: no advice on the batch per core.
   if (low.batch_per_core > 0) ctx.batch_per_core = static_cast<int>(low.batch_per_core);
+  ctx.rows_per_example = low.rows_per_example;
   ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled.report.peak_hbm_bytes);
   // An SPMD program is one replica over its partitions' cores (the TPU monitor's line).
   if (low.partitions > 1) ctx.replica_count = std::max(1, low.replicas / low.partitions);

@@ -78,15 +78,25 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                        TimeByKind(ops, 4) + " of the op time (--summary lists every op).",
                    infeed, "%", 0});
   }
-  if (ctx.batch_per_core && *ctx.batch_per_core < t.batch_per_core) {
-    const double lost = 100.0 * (1.0 - static_cast<double>(*ctx.batch_per_core) /
-                                           static_cast<double>(t.batch_per_core));
+  // A layer's MXU rows are the examples, or all their positions (tokens, pixels).
+  const int64_t rows = ctx.batch_per_core ? *ctx.batch_per_core * ctx.rows_per_example : 0;
+  if (ctx.batch_per_core && rows < t.batch_per_core) {
+    const double lost =
+        100.0 * (1.0 - static_cast<double>(rows) / static_cast<double>(t.batch_per_core));
+    const std::string what =
+        ctx.rows_per_example > 1
+            ? " (x " + std::to_string(ctx.rows_per_example) +
+                  " positions: " + std::to_string(rows) + " MXU rows per layer), below " +
+                  std::to_string(t.batch_per_core) + " rows per core that keep"
+            : ", below " + std::to_string(t.batch_per_core) + " examples per core that keep";
     out.push_back({"small_batch",
-                   "The batch per core is " + std::to_string(*ctx.batch_per_core) + ", below " +
-                       std::to_string(t.batch_per_core) +
-                       " examples per core that keep the 128x128 MXU busy: about " + F1(lost) +
+                   "The batch per core is " + std::to_string(*ctx.batch_per_core) + what +
+                       " the 128x128 MXU busy: about " + F1(lost) +
                        "% of the MXU's rows go unused. Raise the global batch to " +
-                       std::to_string(t.batch_per_core) + " x the number of cores if it fits.",
+                       std::to_string(t.batch_per_core / ctx.rows_per_example > 0
+                                          ? t.batch_per_core / ctx.rows_per_example
+                                          : 1) +
+                       " x the number of cores if it fits.",
                    lost, "%", lost * Percent(b.compute_ms, b.step_ms) / 100});
   }
   for (const PaddingInfo& p : ctx.padding) {

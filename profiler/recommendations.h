@@ -37,6 +37,9 @@ struct RecommendationThresholds {
 struct RunContext {
   std::string tpu_type = "TPU v3";
   std::optional<int> batch_per_core;
+  // MXU rows per example in a layer (a token model's sequence length, an image's pixels;
+  // 1 for [batch, features] inputs).
+  int64_t rows_per_example = 1;
   std::optional<int> steps_per_execution;
   std::optional<uint64_t> hbm_peak_bytes_per_core;
   std::optional<uint64_t> hbm_capacity_bytes_per_core;  // else HardwarePeaks's

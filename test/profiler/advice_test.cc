@@ -162,6 +162,27 @@ OpProfileEntry OpTime(const std::string& name, double ms) {
   return e;
 }
 
+// A token model's layers see each example's positions as MXU rows: 2 sequences of 512 tokens
+// per core fill the MXU, 1 of 64 does not (and the advice counts rows, not examples).
+TEST(Recommendations, ATokenModelsRowsArePositions) {
+  RunContext ctx;
+  ctx.batch_per_core = 2;
+  ctx.rows_per_example = 512;
+  auto none = Recommend(WithBreakdown(100, 0, 0), ctx, TestPeaks(), {});
+  for (const Recommendation& r : none) EXPECT_NE(r.id, "small_batch");
+  ctx.batch_per_core = 1;
+  ctx.rows_per_example = 64;
+  auto r = Recommend(WithBreakdown(100, 0, 0), ctx, TestPeaks(), {});
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r[0].id, "small_batch");
+  EXPECT_DOUBLE_EQ(r[0].figure, 50.0);
+  EXPECT_NE(r[0].text.find("The batch per core is 1 (x 64 positions: 64 MXU rows per layer), "
+                           "below 128 rows per core"),
+            std::string::npos)
+      << r[0].text;
+  EXPECT_NE(r[0].text.find("Raise the global batch to 2 x the number of cores"), std::string::npos);
+}
+
 TEST(Recommendations, RankedByTheShareOfStepTimeAtStake) {
   RunContext ctx;
   ctx.batch_per_core = 32;  // 75% of the MXU rows unused, over 80% compute: 60%

@@ -154,6 +154,14 @@ void Lowerer::SetUpInfeed() {
   for (const HloInstruction* in : inputs_) {
     if (out_.batch_per_core > 0)
       out_.example_bytes += ByteSize(in->shape()) / static_cast<uint64_t>(out_.batch_per_core);
+    const hlo::PrimitiveType t = in->shape().type;
+    const bool ids = t == hlo::PrimitiveType::kS32 || t == hlo::PrimitiveType::kU32 ||
+                     t == hlo::PrimitiveType::kS64;
+    const size_t rank = in->shape().dims.size();
+    int64_t positions = 1;
+    for (size_t d = 1; d < (ids ? rank : rank - 1) && rank > 0; ++d)
+      positions *= in->shape().dims[d];
+    out_.rows_per_example = std::max(out_.rows_per_example, positions);
   }
   if (!inputs_.empty()) out_.infeed_address = Address(inputs_[0]);
 }

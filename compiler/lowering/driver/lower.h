@@ -72,7 +72,11 @@ struct LoweredModule {
   int64_t global_batch = 0, batch_per_core = 0;
   std::vector<std::string> batch_parameters;  // the inputs the host feeds each step
   uint64_t example_bytes = 0;                 // bytes per example of those inputs
-  uint64_t infeed_address = 0;                // where the step's batch lands in HBM
+  // MXU rows each example feeds a layer: its positions, the input's dimensions after the batch
+  // (token ids: an embedding gives each its row; pixels: a convolution's rows), not a float
+  // input's last one (its features): 1 for [batch, features].
+  int64_t rows_per_example = 1;
+  uint64_t infeed_address = 0;  // where the step's batch lands in HBM
   std::vector<OutputBuffer> outputs;
   double flops_per_step_per_core = 0;
   double model_flops_per_step_per_core = 0;  // LoweredOp::model_flops x executions, summed

@@ -133,6 +133,27 @@ ENTRY main {
   EXPECT_EQ(c->lowered.batch_per_core, 8);
 }
 
+// Token ids feed an embedding one row per position: a layer's MXU rows per example are the
+// sequence's length; a [batch, features] float input counts one.
+TEST(Lower, TokenIdsFeedOneMxuRowPerPosition) {
+  auto c = Compile(R"(HloModule lm, num_partitions=8
+ENTRY main {
+  e = f32[64,16] parameter(0)
+  t = s32[16,32] parameter(1), sharding={devices=[8,1]<=[8]}
+  one = s32[] constant(1)
+  ones = s32[16,32] broadcast(one), dimensions={}
+  m = s32[16,32] add(t, ones)
+  ROOT r = (f32[64,16], s32[16,32]) tuple(e, m)
+})");
+  ASSERT_TRUE(c);
+  EXPECT_THAT(c->lowered.batch_parameters, ::testing::ElementsAre("t"));
+  EXPECT_EQ(c->lowered.batch_per_core, 2);
+  EXPECT_EQ(c->lowered.rows_per_example, 32);
+  auto mlp = Compile(Slurp("examples/hlo/mlp_train_step.hlo"));
+  ASSERT_TRUE(mlp);
+  EXPECT_EQ(mlp->lowered.rows_per_example, 1);
+}
+
 TEST(Lower, DotFlopsArePerCoreAndPaddingIsNoted) {
   auto c = Compile(Slurp("examples/hlo/dot_bf16.hlo"));
   ASSERT_TRUE(c);
