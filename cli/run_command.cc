@@ -162,6 +162,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   ctx.hbm_peak_bytes_per_core = static_cast<uint64_t>(compiled.report.peak_hbm_bytes);
   // An SPMD program is one replica over its partitions' cores (the TPU monitor's line).
   if (low.partitions > 1) ctx.replica_count = std::max(1, low.replicas / low.partitions);
+  ctx.partitioned = low.partitions > 1;
   ctx.compilations = CompilationCount();
   ctx.steps = a.steps;
   for (const lowering::LoweredOp& op : low.ops) {

@@ -117,14 +117,21 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
   }
   const double all_reduce = Percent(b.all_reduce_ms, b.step_ms);
   if (b.step_ms > 0 && all_reduce > t.all_reduce_percent) {
+    const std::string what =
+        ctx.partitioned
+            ? "The collectives take " + F1(all_reduce) + "% of the step time (" +
+                  Ms(b.all_reduce_ms) +
+                  "). A partitioned program gathers the weights it splits (FSDP) and sums "
+                  "partial results (a contraction split over a model axis) besides the "
+                  "gradients: the summary's op profile names each collective. "
+            : "The cross-replica all-reduce takes " + F1(all_reduce) + "% of the step time (" +
+                  Ms(b.all_reduce_ms) +
+                  "). In a data-parallel training step it moves the gradients, whose size "
+                  "does not grow with the batch: a larger batch per core amortizes it. ";
     out.push_back({"all_reduce_bound",
-                   "The cross-replica all-reduce takes " + F1(all_reduce) + "% of the step time (" +
-                       Ms(b.all_reduce_ms) +
-                       "). In a data-parallel training step it moves the gradients, whose size "
-                       "does not grow with the batch: a larger batch per core amortizes it. "
-                       "tpusim runs collectives in turn with the other ops; XLA on a TPU "
-                       "overlaps part of a training step's all-reduce with the backward pass, "
-                       "so a TPU shows less of it.",
+                   what + "tpusim runs collectives in turn with the other ops; XLA on a TPU "
+                          "overlaps part of a training step's all-reduce with the backward pass, "
+                          "so a TPU shows less of it.",
                    all_reduce, "%", all_reduce});
   }
   const double host = Percent(b.host_overhead_ms, b.step_ms);

@@ -45,6 +45,9 @@ struct RunContext {
   std::optional<uint64_t> hbm_capacity_bytes_per_core;  // else HardwarePeaks's
   std::optional<int> compilations;
   std::optional<int> replica_count;  // else the number of cores
+  // An SPMD program (num_partitions > 1): its collectives also gather split weights and sum
+  // partial results, not only a data-parallel step's gradients.
+  bool partitioned = false;
   std::vector<PaddingInfo> padding;
   // HLO ops that are collectives (their op-profile time is the step's all-reduce share).
   std::vector<std::string> collective_ops;

@@ -153,6 +153,14 @@ TEST(Recommendations, AllReduceBoundAboveTenPercentOfTheStep) {
   ASSERT_TRUE(Has(r, "all_reduce_bound"));
   EXPECT_DOUBLE_EQ(r[0].step_share_percent, 24.0);
   EXPECT_NE(r[0].text.find("24.0% of the step time (2.4 ms)"), std::string::npos) << r[0].text;
+  EXPECT_NE(r[0].text.find("it moves the gradients"), std::string::npos);
+  ctx.partitioned = true;  // FSDP or a model axis: not only gradients
+  auto p = Recommend(m, ctx, TestPeaks(), {});
+  ASSERT_TRUE(Has(p, "all_reduce_bound"));
+  EXPECT_NE(p[0].text.find("The collectives take 24.0% of the step time (2.4 ms). A partitioned "
+                           "program gathers the weights it splits"),
+            std::string::npos)
+      << p[0].text;
 }
 
 OpProfileEntry OpTime(const std::string& name, double ms) {
