@@ -332,7 +332,23 @@ Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global
     return AllToAll(v.value, global, a, b);
   if (from.kind == HloSharding::Kind::kTiled && to.kind == HloSharding::Kind::kTiled) {
     if (std::optional<HloSharding> within = Refinement(from, to, global.dims.size())) {
-      // Each device's new tile lies inside the one it holds: a slice of it, no collective.
+      // Each device's new tile lies inside the one it holds: a slice of it, no collective. A
+      // broadcast newly split only along dimensions it creates is broadcast to the new tile
+      // instead, so the whole is never written (a row vector meeting vocabulary-split logits).
+      const hlo::IntList* made =
+          v.value->opcode() == Opcode::kBroadcast ? v.value->dimensions() : nullptr;
+      bool along_made = made != nullptr;
+      for (size_t d = 0; made && d < global.dims.size(); ++d)
+        if (within->ShardsAlong(d) > 1 &&
+            std::find(made->begin(), made->end(), static_cast<int64_t>(d)) != made->end())
+          along_made = false;
+      Result<Shape> tile = LocalShape(global, to);
+      if (along_made && tile.ok()) {
+        HloInstruction* b = Add(v.value->name() + ".shard", Opcode::kBroadcast, tile.value(),
+                                {v.value->operand(0)});
+        b->SetAttr("dimensions", *made);
+        return b;
+      }
       Result<Shape> held = LocalShape(global, from);
       if (held.ok()) return DynamicSliceOf(v.value, held.value(), *within);
     }

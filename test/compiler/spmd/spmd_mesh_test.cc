@@ -49,8 +49,9 @@ TEST(SpmdMesh, ADenseLayerOverDataAndModelAxesRunsOnEachDevicesTiles) {
   EXPECT_TRUE(Has(ir, "%gw2 = f32[16,32] dot("));
   EXPECT_TRUE(Has(ir, "%gw1 = f32[32,16] dot("));
   EXPECT_EQ(Count(ir, " all-gather("), 0);
-  // The bias, held for every row, is sliced to the device's rows: no collective.
-  EXPECT_TRUE(Has(ir, "%bb.shard = f32[32,16] dynamic-slice(f32[64,16] %bb,"));
+  // The bias, held for every row, is broadcast to the device's rows only: no collective, and
+  // the whole [64,16] broadcast is never written.
+  EXPECT_TRUE(Has(ir, "%bb.shard = f32[32,16] broadcast(f32[16] %b1), dimensions={1}"));
   // y's partial sums over the model axis; the gradients' over the data axis.
   EXPECT_TRUE(Has(ir, "%y.all-reduce = f32[32,32] all-reduce(f32[32,32] %y), channel_id="));
   EXPECT_TRUE(Has(ir, "replica_groups={{0,1,2,3},{4,5,6,7}}"));
