@@ -93,6 +93,18 @@ Result<std::optional<Local>> Partitioner::GatherRule(const HloInstruction& i) {
     if (!ls.ok()) return NoRule();
     return std::optional<Local>(Local{Clone(i, ls.value(), {operand.value(), idx.value}), s});
   }
+  // Lookups split by example into an operand split otherwise (FSDP's embedding table split
+  // along its rows): the operand is gathered whole, as a dot's split weights are, and each
+  // device looks up its own examples' rows rather than every device all of them.
+  if (op.tiled() && id >= 0 && id != ivd && ob.empty()) {
+    Result<HloInstruction*> whole = Reshard(op, i.operand(0)->shape(), HloSharding::Replicated());
+    const int64_t dim = BatchPosition(id, ivd, offset, shape.dims.size());
+    if (!whole.ok() || dim < 0) return NoRule();
+    HloSharding s = Tiled1D(shape.dims.size(), dim);
+    Result<Shape> ls = LocalShape(shape, s);
+    if (!ls.ok()) return NoRule();
+    return std::optional<Local>(Local{Clone(i, ls.value(), {whole.value(), idx.value}), s});
+  }
   return MaskedGatherRule(i);
 }
 

@@ -483,6 +483,24 @@ ENTRY main {
   EXPECT_LT(PartitionError(text), 1e-6);
 }
 
+// An embedding lookup under FSDP: the table split along its rows, the token ids by example.
+// The table is gathered whole (as a dot's split weights are) and each device looks up its
+// own examples only.
+TEST(SpmdRules, LookupsIntoARowSplitTableStayOnEachDevicesExamples) {
+  const std::string text = std::string("HloModule e\n") + R"(
+ENTRY main {
+  t = f32[64,32] parameter(0), sharding={devices=[8,1]<=[8]}
+  ids = s32[16,4] parameter(1), sharding={devices=[8,1]<=[8]}
+  ROOT g = f32[16,4,32] gather(t, ids), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,32}
+}
+)";
+  const std::string ir = Partition(text);
+  EXPECT_TRUE(Has(ir, "all-gather(f32[8,32] %t)"));
+  EXPECT_FALSE(Has(ir, "all-gather(s32[2,4] %ids)"));
+  EXPECT_TRUE(Has(ir, "%g = f32[2,4,32] gather("));
+  EXPECT_LT(PartitionError(text), 1e-6);
+}
+
 TEST(SpmdRules, ScatterAddOfEachDevicesRowsIsAllReduced) {
   const std::string ir = Partition(kScatterAdd);
   EXPECT_EQ(Count(ir, " all-reduce("), 2);
