@@ -158,9 +158,9 @@ void Lowerer::SetUpInfeed() {
     const bool ids = t == hlo::PrimitiveType::kS32 || t == hlo::PrimitiveType::kU32 ||
                      t == hlo::PrimitiveType::kS64;
     const size_t rank = in->shape().dims.size();
+    const size_t end = ids ? rank : (rank > 0 ? rank - 1 : 0);  // a float's features last
     int64_t positions = 1;
-    for (size_t d = 1; d < (ids ? rank : rank - 1) && rank > 0; ++d)
-      positions *= in->shape().dims[d];
+    for (size_t d = 1; d < end; ++d) positions *= in->shape().dims[d];
     out_.rows_per_example = std::max(out_.rows_per_example, positions);
   }
   if (!inputs_.empty()) out_.infeed_address = Address(inputs_[0]);
