@@ -89,15 +89,14 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                   " positions: " + std::to_string(rows) + " MXU rows per layer), below " +
                   std::to_string(t.batch_per_core) + " rows per core that keep"
             : ", below " + std::to_string(t.batch_per_core) + " examples per core that keep";
-    out.push_back({"small_batch",
-                   "The batch per core is " + std::to_string(*ctx.batch_per_core) + what +
-                       " the 128x128 MXU busy: about " + F1(lost) +
-                       "% of the MXU's rows go unused. Raise the global batch to " +
-                       std::to_string(t.batch_per_core / ctx.rows_per_example > 0
-                                          ? t.batch_per_core / ctx.rows_per_example
-                                          : 1) +
-                       " x the number of cores if it fits.",
-                   lost, "%", lost * Percent(b.compute_ms, b.step_ms) / 100});
+    out.push_back(
+        {"small_batch",
+         "The batch per core is " + std::to_string(*ctx.batch_per_core) + what +
+             " the 128x128 MXU busy: about " + F1(lost) +
+             "% of the MXU's rows go unused. Raise the global batch to " +
+             std::to_string(std::max<int64_t>(1, t.batch_per_core / ctx.rows_per_example)) +
+             " x the number of cores if it fits.",
+         lost, "%", lost * Percent(b.compute_ms, b.step_ms) / 100});
   }
   for (const PaddingInfo& p : ctx.padding) {
     const double wf = Percent(p.padded_flops - p.useful_flops, p.padded_flops);

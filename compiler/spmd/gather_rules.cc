@@ -57,12 +57,22 @@ Result<std::optional<Local>> Partitioner::GatherRule(const HloInstruction& i) {
   const IntList& ib = List(i, "start_indices_batching_dims");
   const int64_t ivd = i.GetInt("index_vector_dim").value_or(0);
   const int64_t od = OneTiledDim(op.sharding), id = OneTiledDim(idx.sharding);
-  auto out = [&](int64_t dim, IntList sizes) -> Result<std::optional<Local>> {
+  // The gather on each device, its result split along `dim`; the operand first laid out as
+  // `operand_as` when given.
+  auto out =
+      [&](int64_t dim, IntList sizes,
+          const std::optional<HloSharding>& operand_as = {}) -> Result<std::optional<Local>> {
     if (dim < 0) return NoRule();
     HloSharding s = Tiled1D(shape.dims.size(), dim);
     Result<Shape> ls = LocalShape(shape, s);
     if (!ls.ok()) return NoRule();
-    HloInstruction* g = Clone(i, ls.value(), {op.value, idx.value});
+    HloInstruction* operand = op.value;
+    if (operand_as) {
+      Result<HloInstruction*> r = Reshard(op, i.operand(0)->shape(), *operand_as);
+      if (!r.ok()) return NoRule();
+      operand = r.value();
+    }
+    HloInstruction* g = Clone(i, ls.value(), {operand, idx.value});
     g->SetAttr("slice_sizes", sizes);
     return std::optional<Local>(Local{g, s});
   };
@@ -83,27 +93,15 @@ Result<std::optional<Local>> Partitioner::GatherRule(const HloInstruction& i) {
   // the matching batching dimension (an all-to-all, or a local slice of a whole operand), as
   // XLA reshards it, and each device gathers its own rows instead of every device all of them.
   if (id >= 0 && id != ivd && Has(ib, id) && (op.replicated() || od >= 0)) {
-    const int64_t want = ob.at(IndexOf(ib, id));
-    const int64_t dim = BatchPosition(id, ivd, offset, shape.dims.size());
-    Result<HloInstruction*> operand =
-        Reshard(op, i.operand(0)->shape(), Tiled1D(i.operand(0)->shape().dims.size(), want));
-    if (dim < 0 || !operand.ok()) return NoRule();
-    HloSharding s = Tiled1D(shape.dims.size(), dim);
-    Result<Shape> ls = LocalShape(shape, s);
-    if (!ls.ok()) return NoRule();
-    return std::optional<Local>(Local{Clone(i, ls.value(), {operand.value(), idx.value}), s});
+    const size_t rank = i.operand(0)->shape().dims.size();
+    return out(BatchPosition(id, ivd, offset, shape.dims.size()), sizes,
+               Tiled1D(rank, ob.at(IndexOf(ib, id))));
   }
   // Lookups split by example into an operand split otherwise (FSDP's embedding table split
   // along its rows): the operand is gathered whole, as a dot's split weights are, and each
   // device looks up its own examples' rows rather than every device all of them.
   if (op.tiled() && id >= 0 && id != ivd && ob.empty()) {
-    Result<HloInstruction*> whole = Reshard(op, i.operand(0)->shape(), HloSharding::Replicated());
-    const int64_t dim = BatchPosition(id, ivd, offset, shape.dims.size());
-    if (!whole.ok() || dim < 0) return NoRule();
-    HloSharding s = Tiled1D(shape.dims.size(), dim);
-    Result<Shape> ls = LocalShape(shape, s);
-    if (!ls.ok()) return NoRule();
-    return std::optional<Local>(Local{Clone(i, ls.value(), {whole.value(), idx.value}), s});
+    return out(BatchPosition(id, ivd, offset, shape.dims.size()), sizes, HloSharding::Replicated());
   }
   return MaskedGatherRule(i);
 }

@@ -72,10 +72,9 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
     // the others are sliced to it where they hold more, as XLA's propagation prefers the
     // more partitioned sharding, rather than it gathered (softmax's row sums, split by batch
     // only, beside logits split by batch and vocabulary).
-    auto tiles = [](const HloSharding& s) {
+    auto tiles = [&](const HloSharding& s) {
       int64_t t = 1;
-      for (size_t k = 0; k < s.tile_dims.size(); ++k)
-        if (!(s.last_tile_dim_replicate && k + 1 == s.tile_dims.size())) t *= s.tile_dims[k];
+      for (size_t d = 0; d < shape.dims.size(); ++d) t *= s.ShardsAlong(d);
       return t;
     };
     const HloSharding* target = nullptr;

@@ -165,28 +165,26 @@ void MergeSiblings(hlo::HloModule& module, HloComputation& c,
   Merger merger(module, c, edits);
   for (size_t x = 0; x < candidates.size(); ++x) {
     if (merged.count(candidates[x])) continue;
-    std::vector<const HloInstruction*> group = {candidates[x]};
-    std::vector<HloInstruction*> members = {candidates[x]};  // the same, to edit
+    std::vector<HloInstruction*> members = {candidates[x]};
     std::unique_ptr<HloComputation> fused;
     std::unique_ptr<HloInstruction> fusion;
     for (size_t y = x + 1; y < candidates.size(); ++y) {
       HloInstruction& b = *candidates[y];
       // (the group's members precede b, so only b can read one of them)
       if (merged.count(&b) ||
-          std::none_of(group.begin(), group.end(),
+          std::none_of(members.begin(), members.end(),
                        [&](const HloInstruction* g) { return ShareAnOperand(*g, b); }) ||
-          std::any_of(group.begin(), group.end(),
+          std::any_of(members.begin(), members.end(),
                       [&](const HloInstruction* g) { return Reads(b, *g, pos); }))
         continue;
-      std::vector<const HloInstruction*> more = group;
+      std::vector<const HloInstruction*> more(members.begin(), members.end());
       more.push_back(&b);
       std::unique_ptr<HloComputation> f;
       std::unique_ptr<HloInstruction> candidate = merger.Build(more, more, f);
       if (!target.ExactReductionFusion(*candidate)) continue;
-      group = std::move(more), fused = std::move(f), fusion = std::move(candidate);
-      members.push_back(&b);
+      members.push_back(&b), fused = std::move(f), fusion = std::move(candidate);
     }
-    if (group.size() < 2) continue;
+    if (members.size() < 2) continue;
     HloInstruction* f = merger.Add(std::move(fusion), std::move(fused));
     for (size_t k = 0; k < members.size(); ++k) {
       merger.Replace(*members[k], f, static_cast<int64_t>(k));
