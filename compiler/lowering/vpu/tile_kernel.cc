@@ -48,14 +48,17 @@ struct Layout {
   }
 };
 
+// A tile is `blocks` column blocks of 128 side by side (more than one only in a wide column
+// reduction, WideBlocks); each block's rows fill `vregs` vregs.
 struct Tile {
-  int64_t group = 0, r0 = 0, c0 = 0, rows = 0, cols = 0, vregs = 0;
+  int64_t group = 0, r0 = 0, c0 = 0, rows = 0, cols = 0, vregs = 0, blocks = 1;
+  int64_t block_cols() const { return cols / blocks; }
   bool first_col = true, last_col = true, last_row = true, masked = false;
 };
 
 class Emitter {
  public:
-  explicit Emitter(const TileProgram& p) : p_(p), l_(p.inputs.size()) {}
+  explicit Emitter(const TileProgram& p) : p_(p), l_(p.inputs.size()), blocks_(WideBlocks()) {}
 
   std::string Run() {
     const std::string neutral = !p_.max ? "0.0" : "-inf";
@@ -76,10 +79,27 @@ class Emitter {
   }
 
  private:
+  // Column blocks per tile: a column reduction of whole blocks whose rows fit one tile (the
+  // mean over a 7x7 image's pixels: 49 rows, 7 vregs) takes as many blocks per tile as its
+  // staging buffer holds, moved as the planes of one DMA per operand. Each copy's fixed
+  // start-up is then paid once per tile of blocks, not once per 25 KiB block (the streams'
+  // chunk-size trade-off, docs/fidelity.md mechanism 8). 1 otherwise.
+  int64_t WideBlocks() const {
+    if (p_.reduce != TileReduce::kCols || p_.cols % kTileEdge != 0 || p_.rows > l_.rows()) return 1;
+    for (const TileOperand& o : p_.inputs)
+      if (o.vmem || o.col_stride != 1 || o.row_stride == 0 || o.period != 0 ||
+          o.index != TileIndex::kNone)
+        return 1;
+    const int64_t vregs = (p_.rows + kTileSublanes - 1) / kTileSublanes, cbs = p_.cols / kTileEdge;
+    int64_t k = std::min(cbs, l_.vregs / vregs);
+    while (k > 1 && cbs % k != 0) --k;
+    return std::max<int64_t>(k, 1);
+  }
+
   std::vector<Tile> Tiles() const {
     std::vector<Tile> out;
     const int64_t tile_rows = l_.rows(), rbs = (p_.rows + tile_rows - 1) / tile_rows;
-    const int64_t cbs = (p_.cols + kTileEdge - 1) / kTileEdge;
+    const int64_t tile_cols = blocks_ * kTileEdge, cbs = (p_.cols + tile_cols - 1) / tile_cols;
     const bool rows_outer = p_.reduce == TileReduce::kRows;
     const bool reduce = p_.reduce != TileReduce::kNone;
     // Groups go outermost where partial results span a row of tiles (kRows, kAll), else
@@ -93,9 +113,9 @@ class Emitter {
             const int64_t rb = rows_outer ? a : b, cb = rows_outer ? b : a;
             Tile t;
             t.group = go + gi;
-            t.r0 = rb * tile_rows, t.c0 = cb * kTileEdge;
+            t.r0 = rb * tile_rows, t.c0 = cb * tile_cols;
             t.rows = std::min(tile_rows, p_.rows - t.r0),
-            t.cols = std::min(kTileEdge, p_.cols - t.c0);
+            t.cols = std::min(tile_cols, p_.cols - t.c0), t.blocks = blocks_;
             t.vregs = (t.rows + kTileSublanes - 1) / kTileSublanes;
             t.first_col = cb == 0, t.last_col = cb + 1 == cbs, t.last_row = rb + 1 == rbs;
             t.masked = reduce && (t.rows < t.vregs * kTileSublanes || t.cols < kTileEdge);
@@ -241,8 +261,8 @@ class Emitter {
     s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
     if (t.masked)
       s << "    li r1, " << mask << "\n    li r2, " << l_.ones() << "\n    dma.vv r1, r2, "
-        << Desc("rows=" + std::to_string(t.rows) + " row_bytes=" + std::to_string(t.cols * 4) +
-                " src_stride=0 dst_stride=512")
+        << Desc("rows=" + std::to_string(t.rows) +
+                " row_bytes=" + std::to_string(t.block_cols() * 4) + " src_stride=0 dst_stride=512")
         << ", f" << slot << "\n";
     for (size_t i = 0; i < p_.inputs.size(); ++i) {
       // A broadcast operand moves once, not once per element it fills: a row repeated on
@@ -252,12 +272,16 @@ class Emitter {
       // Rows repeating within the tile arrive as planes: one period each, read again.
       const bool planes = o.period > 0 && o.period < t.rows;
       const int64_t rows = o.row_stride == 0 ? kTileSublanes : planes ? o.period : t.rows;
-      const int64_t row_bytes = o.col_stride == 0 ? 4 : t.cols * 4;
+      const int64_t row_bytes = o.col_stride == 0 ? 4 : t.block_cols() * 4;
       std::string d = "rows=" + std::to_string(rows) + " row_bytes=" + std::to_string(row_bytes) +
                       " src_stride=" + std::to_string(o.row_stride * 4) + " dst_stride=512";
       if (planes)
         d += " planes=" + std::to_string(t.rows / o.period) +
              " src_plane_stride=0 dst_plane_stride=" + std::to_string(o.period * 512);
+      if (t.blocks > 1)  // block b's rows go to the buffer's vregs from b x t.vregs
+        d += " planes=" + std::to_string(t.blocks) +
+             " src_plane_stride=" + std::to_string(t.block_cols() * 4) +
+             " dst_plane_stride=" + std::to_string(t.vregs * kVregBytes);
       s << "    li r1, " << base + static_cast<int64_t>(i) * l_.buf_bytes() << "\n"
         << (o.vmem ? "    dma.vv" : "    dma.hv") << " r1, r" << kHbmPtr[i] << ", " << Desc(d)
         << ", f" << slot << "\n";
@@ -307,8 +331,38 @@ class Emitter {
     return b;
   }
 
+  // A tile of several column blocks of a column reduction (WideBlocks): each block is summed
+  // over its rows as a one-block tile is, its row of results goes to vreg b of the output
+  // buffer, and one DMA stores the blocks' rows side by side.
+  std::string ComputeBlocks(const Tile& t, int slot) {
+    std::ostringstream s;
+    const int64_t base = slot * l_.slot_bytes(), out = base + l_.out() * l_.buf_bytes();
+    const int dmas = static_cast<int>(p_.inputs.size()) + (t.masked ? 1 : 0);
+    s << "    wait vpu, f" << slot << ", " << dmas << "\n    li r" << kMaskPtr << ", "
+      << base + l_.mask() * l_.buf_bytes() << "\n";
+    const std::vector<std::string> trip = Trip(t);
+    for (int64_t b = 0; b < t.blocks; ++b) {
+      s << "    vmovi v31, " << (p_.max ? "-inf" : "0.0") << "\n";
+      for (size_t i = 0; i < p_.inputs.size(); ++i)
+        s << "    li r" << kInPtr[i] << ", "
+          << base + static_cast<int64_t>(i) * l_.buf_bytes() + b * t.vregs * kVregBytes << "\n";
+      s << "    li r16, " << t.vregs << "\n    vloop r16, " << trip.size() << "\n";
+      for (const std::string& line : trip) s << "    " << line << "\n";
+      if (b == 0) s << "    wait vpu, f" << 6 + slot << ", 1\n";  // the last store left
+      s << "    vredsub." << (p_.max ? "max" : "sum") << " v22, v31\n    vmovi v20, " << Init()
+        << "\n    " << Op("v22", "v22", "v20") << "\n    li r3, " << out + b * kVregBytes
+        << "\n    vst v22, r3\n";
+    }
+    const std::string row = std::to_string(t.block_cols() * 4);
+    s << Store(slot, out,
+               "rows=" + std::to_string(t.blocks) + " row_bytes=" + row +
+                   " src_stride=" + std::to_string(kVregBytes) + " dst_stride=" + row);
+    return s.str();
+  }
+
   // The VPU computes the tile from `slot`; results leave by DMA when the tile completes one.
   std::string Compute(const Tile& t, int slot) {
+    if (t.blocks > 1) return ComputeBlocks(t, slot);
     std::ostringstream s;
     const int64_t base = slot * l_.slot_bytes(), out = base + l_.out() * l_.buf_bytes();
     const int dmas = static_cast<int>(p_.inputs.size()) + (t.masked ? 1 : 0);
@@ -376,6 +430,7 @@ class Emitter {
 
   const TileProgram& p_;
   const Layout l_;
+  const int64_t blocks_;  // WideBlocks()
   std::vector<Tile> tiles_;
   std::ostringstream head_, s_;
   std::map<std::string, std::string> descs_;

@@ -79,4 +79,34 @@ ENTRY %main (x: f32[5,1100,40], y: f32[2,3,9,4,70]) -> (f32[5,40], f32[2,4,70]) 
 }
 
 }  // namespace
+// Whole column blocks: each tile moves several blocks as planes of one DMA (tile_kernel.cc,
+// WideBlocks). ResNet-50's head at 512 features (7 vregs of 49 masked rows, 4 blocks a
+// tile), 200 rows of 768 columns with max (25 vregs: 3 of the 6 blocks a tile), and 1,100
+// rows (more than a tile: one block at a time).
+TEST(ExactAveragePool, ReductionsOfSeveralColumnBlocksPerTile) {
+  ExpectMatch(R"(HloModule m, replica_count=8
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[3,7,7,512], y: f32[2,25,8,768], z: f32[2,1100,256]) -> (f32[3,512], f32[2,768], f32[2,256]) {
+  %x = f32[3,7,7,512]{3,2,1,0} parameter(0)
+  %y = f32[2,25,8,768]{3,2,1,0} parameter(1)
+  %z = f32[2,1100,256]{2,1,0} parameter(2)
+  %zero = f32[] constant(0)
+  %low = f32[] constant(-inf)
+  %s = f32[3,512]{1,0} reduce(%x, %zero), dimensions={1,2}, to_apply=%sum
+  %m = f32[2,768]{1,0} reduce(%y, %low), dimensions={1,2}, to_apply=%max
+  %l = f32[2,256]{1,0} reduce(%z, %zero), dimensions={1}, to_apply=%sum
+  ROOT %t = (f32[3,512]{1,0}, f32[2,768]{1,0}, f32[2,256]{1,0}) tuple(%s, %m, %l)
+})",
+              1e-5);  // sums of up to 1,100 terms in the kernel's order
+}
+
 }  // namespace tpusim
