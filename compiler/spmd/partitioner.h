@@ -120,6 +120,9 @@ class Partitioner {
   // or inside a fusion a partial Local the fusion's caller all-reduces.
   Local Combined(hlo::HloInstruction* part, hlo::HloComputation* reducer);
   hlo::HloComputation* AddComputation(hlo::PrimitiveType t);  // scalar a + b
+  // The layouts the entry's values are read in (reader_layouts.cc): where every reader of a
+  // value takes one 1-D tiling over all devices, found backwards from the stated shardings.
+  void FindReaderLayouts();
 
   // New instructions go to the computation being partitioned under names derived from `base`.
   hlo::HloInstruction* Add(std::string_view base, hlo::Opcode op, hlo::Shape shape,
@@ -184,6 +187,7 @@ class Partitioner {
   hlo::HloComputation* CopyOfGlobal(const hlo::HloComputation& c);
   std::unordered_set<const hlo::HloInstruction*> remove_;  // replaced or rolled back
   std::unordered_map<const hlo::HloInstruction*, Local> local_;
+  std::unordered_map<const hlo::HloInstruction*, hlo::HloSharding> wanted_;  // FindReaderLayouts
   std::unordered_map<int, hlo::HloComputation*> adders_;
 };
 

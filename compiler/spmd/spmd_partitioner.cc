@@ -135,6 +135,27 @@ void Partitioner::MarkCollective(HloInstruction& c, hlo::ReplicaGroups groups,
 
 Local Partitioner::Combined(HloInstruction* part, hlo::HloComputation* reducer) {
   if (pure_) return Local{part, HloSharding::Replicated(), reducer};
+  // A sum every reader takes in one tiled layout: each device keeps only its reduced tile
+  // (a reduce-scatter, half the ring traffic of an all-reduce), as XLA partitions a partial
+  // result whose propagated sharding is tiled.
+  auto want = current_ ? wanted_.find(current_) : wanted_.end();
+  const hlo::Shape& shape = part->shape();
+  if (want != wanted_.end() && shape.IsArray() && current_->shape() == shape &&
+      reducer->root()->opcode() == Opcode::kAdd) {
+    const int64_t d = OneTiledDim(want->second);
+    if (d >= 0 && shape.dims[static_cast<size_t>(d)] % n_ == 0) {
+      hlo::Shape out = shape;
+      out.dims[static_cast<size_t>(d)] /= n_;
+      HloInstruction* r =
+          Add(part->name() + ".reduce-scatter", Opcode::kReduceScatter, out, {part});
+      MarkCollective(*r, AllDevices(), d);
+      hlo::ComputationRefs refs;
+      refs.names = {reducer->name()};
+      refs.computations = {reducer};
+      r->SetAttr("to_apply", refs);
+      return Local{r, want->second};
+    }
+  }
   return Local{AllReduce(part, reducer), HloSharding::Replicated()};
 }
 
@@ -304,6 +325,7 @@ Result<std::optional<Local>> Partitioner::PartitionCalled(
 
 Status Partitioner::Run() {
   comp_ = m_.entry();
+  FindReaderLayouts();
   std::vector<const HloInstruction*> old;
   for (const auto& i : comp_->instructions()) old.push_back(i.get());
   const HloInstruction* old_root = comp_->root();

@@ -120,6 +120,38 @@ TEST(SpmdPartitioner, FsdpGathersTheSmallerOperandOfADot) {
   EXPECT_LT(PartitionError(kFsdpColumns), 1e-5);
 }
 
+// An FSDP optimizer step: the weight gradient is a partial sum over the split batch, and
+// every reader (momentum, then the update of the split weight, through a transpose) takes it
+// in the weight's rows. It is reduce-scattered into those rows, as XLA's propagation makes
+// it, not all-reduced whole and sliced; the loss, read whole, keeps its all-reduce.
+const std::string kFsdpUpdate = std::string("HloModule fsdp_update\n") + kAdd + R"(
+ENTRY main {
+  x = f32[64,32] parameter(0), sharding={devices=[8,1]<=[8]}
+  dy = f32[64,1024] parameter(1), sharding={devices=[8,1]<=[8]}
+  w = f32[1024,32] parameter(2), sharding={devices=[8,1]<=[8]}
+  m = f32[32,1024] parameter(3), sharding={devices=[1,8]<=[8]}
+  gw = f32[32,1024] dot(x, dy), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  beta = f32[] constant(0.9)
+  betas = f32[32,1024] broadcast(beta), dimensions={}
+  decayed = f32[32,1024] multiply(m, betas)
+  m2 = f32[32,1024] add(decayed, gw)
+  step = f32[1024,32] transpose(m2), dimensions={1,0}
+  w2 = f32[1024,32] subtract(w, step)
+  zero = f32[] constant(0)
+  loss = f32[] reduce(x, zero), dimensions={0,1}, to_apply=add
+  ROOT r = (f32[1024,32], f32[32,1024], f32[]) tuple(w2, m2, loss)
+}
+)";
+
+TEST(SpmdPartitioner, FsdpGradientsAreReduceScatteredIntoTheShardsTheirReadersTake) {
+  std::string ir = Partition(kFsdpUpdate);
+  EXPECT_TRUE(Has(ir, "f32[32,128] reduce-scatter(f32[32,1024] %gw)")) << ir;
+  EXPECT_TRUE(Has(ir, "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={1}"));
+  EXPECT_FALSE(Has(ir, "all-reduce(f32[32,1024]"));
+  EXPECT_TRUE(Has(ir, "f32[] all-reduce("));  // the loss
+  EXPECT_LT(PartitionError(kFsdpUpdate), 1e-5);
+}
+
 // shard_map (Shardy's form): the body runs as written on each device's shard; constants
 // inside it are used as they are.
 const std::string kShardMap =
