@@ -147,6 +147,11 @@ class Partitioner {
   hlo::Result<Local> Replicated(const hlo::HloInstruction& i);
   hlo::Result<hlo::HloInstruction*> AllGather(hlo::HloInstruction* v, const hlo::Shape& global,
                                               const hlo::HloSharding& from);
+  // A broadcast `v` split along `split` (a dimension of its operand) wanted split only along
+  // dimensions it creates (`to`): its operand gathered whole and broadcast to the new tile,
+  // when the operand is no larger than that tile (an all-to-all moves the tile); else null.
+  hlo::HloInstruction* RebroadcastForTile(const Local& v, const hlo::Shape& global, int64_t split,
+                                          const hlo::HloSharding& to);
   hlo::Result<hlo::HloInstruction*> AllToAll(hlo::HloInstruction* v, const hlo::Shape& global,
                                              int64_t from_dim, int64_t to_dim);
   // Where every device's tile under `to` lies inside its tile under `from` (rank-`rank`

@@ -301,6 +301,37 @@ std::optional<HloSharding> Partitioner::Refinement(const HloSharding& from, cons
   return ShardingOfTiles(ratio, within);
 }
 
+HloInstruction* Partitioner::RebroadcastForTile(const Local& v, const Shape& global, int64_t split,
+                                                const HloSharding& to) {
+  const HloInstruction* bc = v.value;
+  if (bc->opcode() != Opcode::kBroadcast || !bc->dimensions()) return nullptr;
+  const hlo::IntList& dims = *bc->dimensions();  // operand dimension k is result dims[k]
+  auto mapped = [&](size_t d) {
+    return std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end();
+  };
+  for (size_t d = 0; d < global.dims.size(); ++d)
+    if (to.ShardsAlong(d) > 1 && mapped(d)) return nullptr;
+  const auto k = std::find(dims.begin(), dims.end(), split);
+  if (k == dims.end()) return nullptr;
+  Shape operand = bc->operand(0)->shape();  // global: the split dimension whole
+  int64_t operand_bytes = std::max(1, hlo::PrimitiveTypeBits(operand.type) / 8);
+  for (size_t j = 0; j < dims.size(); ++j) {
+    operand.dims[j] = global.dims[static_cast<size_t>(dims[j])];
+    operand_bytes *= operand.dims[j];
+  }
+  Result<Shape> tile = LocalShape(global, to);
+  if (!tile.ok()) return nullptr;
+  int64_t tile_bytes = std::max(1, hlo::PrimitiveTypeBits(global.type) / 8);
+  for (int64_t e : tile.value().dims) tile_bytes *= e;
+  if (operand_bytes > tile_bytes) return nullptr;  // the all-to-all moves less
+  Result<HloInstruction*> whole = AllGather(
+      bc->operand(0), operand, Tiled1D(dims.size(), static_cast<size_t>(k - dims.begin())));
+  if (!whole.ok()) return nullptr;
+  HloInstruction* r = Add(bc->name() + ".shard", Opcode::kBroadcast, tile.value(), {whole.value()});
+  r->SetAttr("dimensions", dims);
+  return r;
+}
+
 Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global,
                                              const HloSharding& to) {
   const HloSharding& from = v.sharding;
@@ -328,6 +359,8 @@ Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global
     return Add(v.value->name() + ".resharded", Opcode::kTuple, Shape::Tuple(shapes), parts);
   }
   const int64_t a = OneTiledDim(from), b = OneTiledDim(to);
+  if (a >= 0 && to.kind == HloSharding::Kind::kTiled)
+    if (HloInstruction* r = RebroadcastForTile(v, global, a, to)) return r;
   if (a >= 0 && b >= 0 && a != b && global.dims[b] % n_ == 0)
     return AllToAll(v.value, global, a, b);
   if (from.kind == HloSharding::Kind::kTiled && to.kind == HloSharding::Kind::kTiled) {

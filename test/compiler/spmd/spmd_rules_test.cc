@@ -268,6 +268,27 @@ TEST(SpmdRules, TiledToTiledIsOneAllToAll) {
   EXPECT_EQ(PartitionError(kAllToAll), 0);
 }
 
+// A broadcast split along its operand's dimension (a position embedding split over the
+// hidden features, as FSDP splits it) meeting a batch-split value: its operand is gathered
+// (64 floats) and broadcast to each device's rows, not the broadcast's tiles exchanged by an
+// all-to-all (2 x 64 floats per device pair).
+const std::string kRebroadcast = std::string("HloModule rb\n") + R"(
+ENTRY main {
+  x = f32[16,64] parameter(0), sharding={devices=[8,1]<=[8]}
+  pos = f32[64] parameter(1), sharding={devices=[8]<=[8]}
+  b = f32[16,64] broadcast(pos), dimensions={1}
+  ROOT a = f32[16,64] add(x, b)
+}
+)";
+
+TEST(SpmdRules, ABroadcastWantedSplitAlongADimensionItCreatesGathersItsOperand) {
+  const std::string ir = Partition(kRebroadcast);
+  EXPECT_EQ(Count(ir, " all-to-all("), 0) << ir;
+  EXPECT_TRUE(Has(ir, "f32[64] all-gather(f32[8] %pos)"));
+  EXPECT_TRUE(Has(ir, "%b.shard = f32[2,64] broadcast(f32[64] "));
+  EXPECT_EQ(PartitionError(kRebroadcast), 0);
+}
+
 // Two loops share one body and condition (HLO allows it): each is partitioned on its own
 // copy of the global computations (found by scripts/difftest.py: "its body also serves
 // another loop").
