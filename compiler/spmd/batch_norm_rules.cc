@@ -61,10 +61,7 @@ class Expander {
     Shape out = Shape::Array(type_, {x->shape().dims[f_]});
     HloInstruction* r = p_.Add(bn_.name() + ".sum", Opcode::kReduce, out, {x, Scalar(0)});
     r->SetAttr("dimensions", dims);
-    hlo::ComputationRefs refs;
-    refs.computations = {p_.AddComputation(type_)};
-    refs.names = {refs.computations[0]->name()};
-    r->SetAttr("to_apply", refs);
+    p_.SetReducer(*r, p_.AddComputation(type_));
     return r;
   }
   // The sums of every device.

@@ -112,6 +112,8 @@ class Partitioner {
   // global device ids, the gathered or split `dimension` if any.
   void MarkCollective(hlo::HloInstruction& c, hlo::ReplicaGroups groups,
                       std::optional<int64_t> dimension = std::nullopt);
+  // `to_apply` of a reduce or reducing collective: the scalar computation `reducer`.
+  void SetReducer(hlo::HloInstruction& c, hlo::HloComputation* reducer);
   // all-reduce of `v` by `reducer` (a scalar computation) within `groups` (none: every
   // device).
   hlo::HloInstruction* AllReduce(hlo::HloInstruction* v, hlo::HloComputation* reducer,

@@ -110,11 +110,15 @@ HloInstruction* Partitioner::AllReduce(HloInstruction* v, hlo::HloComputation* r
                                        std::optional<hlo::ReplicaGroups> groups) {
   HloInstruction* r = Add(v->name() + ".all-reduce", Opcode::kAllReduce, v->shape(), {v});
   MarkCollective(*r, groups ? std::move(*groups) : AllDevices());
+  SetReducer(*r, reducer);
+  return r;
+}
+
+void Partitioner::SetReducer(HloInstruction& c, hlo::HloComputation* reducer) {
   hlo::ComputationRefs refs;
   refs.names = {reducer->name()};
   refs.computations = {reducer};
-  r->SetAttr("to_apply", refs);
-  return r;
+  c.SetAttr("to_apply", refs);
 }
 
 hlo::ReplicaGroups Partitioner::AllDevices() const {
@@ -149,10 +153,7 @@ Local Partitioner::Combined(HloInstruction* part, hlo::HloComputation* reducer) 
       HloInstruction* r =
           Add(part->name() + ".reduce-scatter", Opcode::kReduceScatter, out, {part});
       MarkCollective(*r, AllDevices(), d);
-      hlo::ComputationRefs refs;
-      refs.names = {reducer->name()};
-      refs.computations = {reducer};
-      r->SetAttr("to_apply", refs);
+      SetReducer(*r, reducer);
       return Local{r, want->second};
     }
   }
