@@ -313,9 +313,13 @@ HloInstruction* Partitioner::RebroadcastForTile(const Local& v, const Shape& glo
     if (to.ShardsAlong(d) > 1 && mapped(d)) return nullptr;
   const auto k = std::find(dims.begin(), dims.end(), split);
   if (k == dims.end()) return nullptr;
-  Shape operand = bc->operand(0)->shape();  // global: the split dimension whole
+  const size_t kd = static_cast<size_t>(k - dims.begin());
+  Shape operand = bc->operand(0)->shape();  // this device's tile of it: a tile along kd
+  if (operand.dims.size() != dims.size() ||
+      operand.dims[kd] * n_ != global.dims[static_cast<size_t>(split)])
+    return nullptr;
   int64_t operand_bytes = std::max(1, hlo::PrimitiveTypeBits(operand.type) / 8);
-  for (size_t j = 0; j < dims.size(); ++j) {
+  for (size_t j = 0; j < dims.size(); ++j) {  // the whole operand
     operand.dims[j] = global.dims[static_cast<size_t>(dims[j])];
     operand_bytes *= operand.dims[j];
   }
@@ -324,8 +328,7 @@ HloInstruction* Partitioner::RebroadcastForTile(const Local& v, const Shape& glo
   int64_t tile_bytes = std::max(1, hlo::PrimitiveTypeBits(global.type) / 8);
   for (int64_t e : tile.value().dims) tile_bytes *= e;
   if (operand_bytes > tile_bytes) return nullptr;  // the all-to-all moves less
-  Result<HloInstruction*> whole = AllGather(
-      bc->operand(0), operand, Tiled1D(dims.size(), static_cast<size_t>(k - dims.begin())));
+  Result<HloInstruction*> whole = AllGather(bc->operand(0), operand, Tiled1D(dims.size(), kd));
   if (!whole.ok()) return nullptr;
   HloInstruction* r = Add(bc->name() + ".shard", Opcode::kBroadcast, tile.value(), {whole.value()});
   r->SetAttr("dimensions", dims);
