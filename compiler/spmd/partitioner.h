@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -97,7 +98,9 @@ class Partitioner {
   std::optional<hlo::HloSharding> ShardingOfTiles(
       const std::vector<int64_t>& shards, const std::vector<std::vector<int64_t>>& tile) const;
 
-  // Resharding (reshard.cc): `v` (holding global shape `global`) laid out as `to`.
+  // Resharding (reshard.cc): `v` (holding global shape `global`) laid out as `to`. A value
+  // resharded to a layout it was resharded to before gets the same instruction back (XLA's
+  // reshard cache: a weight FSDP gathers for the forward dot serves the backward one too).
   hlo::Result<hlo::HloInstruction*> Reshard(const Local& v, const hlo::Shape& global,
                                             const hlo::HloSharding& to);
   // This device's shape of a `global` value laid out as `s`.
@@ -196,6 +199,10 @@ class Partitioner {
   std::unordered_map<const hlo::HloInstruction*, Local> local_;
   std::unordered_map<const hlo::HloInstruction*, hlo::HloSharding> wanted_;  // FindReaderLayouts
   std::unordered_map<int, hlo::HloComputation*> adders_;
+  hlo::Result<hlo::HloInstruction*> ReshardOnce(const Local& v, const hlo::Shape& global,
+                                                const hlo::HloSharding& to);
+  std::map<std::pair<const hlo::HloInstruction*, std::string>, hlo::HloInstruction*>
+      reshards_;  // (value, "its layout -> target layout") -> its resharded form (Reshard)
 };
 
 }  // namespace tpusim::spmd

@@ -337,6 +337,19 @@ HloInstruction* Partitioner::RebroadcastForTile(const Local& v, const Shape& glo
 
 Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global,
                                              const HloSharding& to) {
+  if (v.sharding == to) return v.value;
+  // Inside a fusion's body (pure_) a collective must mark the attempt impure: no reuse there.
+  if (pure_) return ReshardOnce(v, global, to);
+  const auto key = std::make_pair(static_cast<const HloInstruction*>(v.value),
+                                  v.sharding.ToString() + " -> " + to.ToString());
+  if (auto it = reshards_.find(key); it != reshards_.end()) return it->second;
+  Result<HloInstruction*> r = ReshardOnce(v, global, to);
+  if (r.ok()) reshards_[key] = r.value();
+  return r;
+}
+
+Result<HloInstruction*> Partitioner::ReshardOnce(const Local& v, const Shape& global,
+                                                 const HloSharding& to) {
   const HloSharding& from = v.sharding;
   if (from == to) return v.value;
   if (from.kind == HloSharding::Kind::kManual || to.kind == HloSharding::Kind::kManual) {

@@ -120,6 +120,25 @@ TEST(SpmdPartitioner, FsdpGathersTheSmallerOperandOfADot) {
   EXPECT_LT(PartitionError(kFsdpColumns), 1e-5);
 }
 
+// Two dots read one FSDP-split weight (a forward and a backward dot): it is gathered once and
+// both read the gathered copy, as XLA's reshard cache makes them.
+const std::string kFsdpTwoReaders = std::string("HloModule fsdp2\n") + R"(
+ENTRY main {
+  x = f32[64,32] parameter(0), sharding={devices=[8,1]<=[8]}
+  y = f32[64,32] parameter(1), sharding={devices=[8,1]<=[8]}
+  w = f32[32,16] parameter(2), sharding={devices=[1,8]<=[8]}
+  h = f32[64,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  g = f32[64,16] dot(y, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[64,16], f32[64,16]) tuple(h, g)
+}
+)";
+
+TEST(SpmdPartitioner, AWeightTwoDotsReadIsGatheredOnce) {
+  std::string ir = Partition(kFsdpTwoReaders);
+  EXPECT_EQ(Count(ir, "all-gather(f32[32,2] %w)"), 1) << ir;
+  EXPECT_LT(PartitionError(kFsdpTwoReaders), 1e-5);
+}
+
 // An FSDP optimizer step: the weight gradient is a partial sum over the split batch, and
 // every reader (momentum, then the update of the split weight, through a transpose) takes it
 // in the weight's rows. It is reduce-scattered into those rows, as XLA's propagation makes
