@@ -16,6 +16,7 @@
 #include "compiler/passes/fusion/multi_output_fusion.h"
 #include "compiler/passes/memory_scheduler.h"
 #include "compiler/passes/rematerialization.h"
+#include "compiler/passes/transposed_dot.h"
 #include "compiler/spmd/batch_sharding.h"
 #include "compiler/spmd/spmd_partitioner.h"
 
@@ -26,6 +27,7 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<spmd::BatchShardingPass>(options.devices);
   p.AddPass<spmd::SpmdPartitionerPass>(options.devices);
   p.AddPass<passes::AsyncConversionPass>();
+  p.AddPass<passes::TransposedDotPass>();
   p.AddPass<passes::AllReduceCombinerPass>(options.all_reduce_combine_bytes);
   const target::TargetDescription& kernels =
       options.target ? *options.target : lowering::TensorCoreTarget();

@@ -95,27 +95,28 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
                                              "01-batch-sharding.hlo",
                                              "02-spmd-partitioner.hlo",
                                              "03-async-conversion.hlo",
-                                             "04-all-reduce-combiner.hlo",
-                                             "05-contraction-defusion.hlo",
-                                             "06-dce.hlo",
-                                             "07-algsimp.hlo",
-                                             "08-dce.hlo",
-                                             "09-space-to-depth.hlo",
-                                             "10-conv-canonicalization.hlo",
-                                             "11-bf16-conversion-folding.hlo",
-                                             "12-dce.hlo",
-                                             "13-layout-assignment.hlo",
-                                             "14-elementwise-fusion.hlo",
-                                             "15-batch-norm-fusion.hlo",
-                                             "16-fusion-merger.hlo",
-                                             "17-multi-output-fusion.hlo",
-                                             "18-fusion-merger.hlo",
-                                             "19-convolution-statistics-fusion.hlo",
-                                             "20-dce.hlo",
-                                             "21-memory-scheduler.hlo",
-                                             "22-rematerialization.hlo",
-                                             "23-memory-planning.hlo"}));
-  std::ifstream in(dir / "23-memory-planning.hlo");
+                                             "04-transposed-dot.hlo",
+                                             "05-all-reduce-combiner.hlo",
+                                             "06-contraction-defusion.hlo",
+                                             "07-dce.hlo",
+                                             "08-algsimp.hlo",
+                                             "09-dce.hlo",
+                                             "10-space-to-depth.hlo",
+                                             "11-conv-canonicalization.hlo",
+                                             "12-bf16-conversion-folding.hlo",
+                                             "13-dce.hlo",
+                                             "14-layout-assignment.hlo",
+                                             "15-elementwise-fusion.hlo",
+                                             "16-batch-norm-fusion.hlo",
+                                             "17-fusion-merger.hlo",
+                                             "18-multi-output-fusion.hlo",
+                                             "19-fusion-merger.hlo",
+                                             "20-convolution-statistics-fusion.hlo",
+                                             "21-dce.hlo",
+                                             "22-memory-scheduler.hlo",
+                                             "23-rematerialization.hlo",
+                                             "24-memory-planning.hlo"}));
+  std::ifstream in(dir / "24-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -132,6 +133,7 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   EXPECT_EQ(names, (std::vector<std::string>{"batch-sharding",
                                              "spmd-partitioner",
                                              "async-conversion",
+                                             "transposed-dot",
                                              "all-reduce-combiner",
                                              "contraction-defusion",
                                              "dce",
@@ -155,12 +157,13 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding
   EXPECT_FALSE(rep.passes[2].changed);   // no async pair
-  EXPECT_FALSE(rep.passes[3].changed);   // no all-reduce
-  EXPECT_FALSE(rep.passes[4].changed);   // no fusion holds a dot
-  EXPECT_TRUE(rep.passes[5].changed);    // %unused
-  EXPECT_TRUE(rep.passes[6].changed);    // multiply by one
-  EXPECT_FALSE(rep.passes[8].changed);   // no strided convolution
-  EXPECT_FALSE(rep.passes[14].changed);  // no batch norm
+  EXPECT_FALSE(rep.passes[3].changed);   // no transposed dot
+  EXPECT_FALSE(rep.passes[4].changed);   // no all-reduce
+  EXPECT_FALSE(rep.passes[5].changed);   // no fusion holds a dot
+  EXPECT_TRUE(rep.passes[6].changed);    // %unused
+  EXPECT_TRUE(rep.passes[7].changed);    // multiply by one
+  EXPECT_FALSE(rep.passes[9].changed);   // no strided convolution
+  EXPECT_FALSE(rep.passes[15].changed);  // no batch norm
   // The optimized module: dot, then one loop fusion of bias-add + relu.
   hlo::HloModule out = Parse(rep.hlo);
   EXPECT_TRUE(hlo::VerifyModule(out).ok());
