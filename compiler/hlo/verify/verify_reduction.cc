@@ -130,7 +130,22 @@ Status VerifyGatherScatter(const HloModule&, const HloInstruction& i) {
                    "the operand's rank " +
                        Str(a.rank()));
     }
+    // Every dimension list in range and without repeats (fuzzing found a batching dimension 5
+    // of a rank-2 operand read past the partitioner's tile counts).
+    IntList dropped = *collapsed;  // collapsed or batching: each operand dimension once
+    if (batching) dropped.insert(dropped.end(), batching->begin(), batching->end());
+    HLO_RETURN_IF_ERROR(ExpectDims(i, dropped, a.rank(), "collapsed or batching dimension"));
     int64_t ivd = i.GetInt("index_vector_dim").value_or(idx.rank());
+    if (ivd < 0 || ivd > idx.rank())
+      return Error(i,
+                   "index_vector_dim " + Str(ivd) + " is out of range for rank " + Str(idx.rank()));
+    if (const IntList* map = i.GetIntList("start_index_map"))
+      HLO_RETURN_IF_ERROR(ExpectDims(i, *map, a.rank(), "start_index_map dimension"));
+    if (const IntList* b = i.GetIntList("start_indices_batching_dims")) {
+      HLO_RETURN_IF_ERROR(ExpectDims(i, *b, idx.rank(), "start indices batching dimension"));
+      if (std::count(b->begin(), b->end(), ivd))
+        return Error(i, "index_vector_dim " + Str(ivd) + " is also a batching dimension");
+    }
     int64_t batch_rank = ivd < idx.rank() ? idx.rank() - 1 : idx.rank();
     if (i.shape().rank() != batch_rank + static_cast<int64_t>(offset->size())) {
       return Error(i, "result rank " + Str(i.shape().rank()) + " should be " +
@@ -169,6 +184,16 @@ Status VerifyGatherScatter(const HloModule&, const HloInstruction& i) {
                  "cover the operand's rank " +
                      Str(a.rank()));
   }
+  IntList dropped = *inserted;  // inserted or batching: each operand dimension once
+  if (batching) dropped.insert(dropped.end(), batching->begin(), batching->end());
+  HLO_RETURN_IF_ERROR(ExpectDims(i, dropped, a.rank(), "inserted or batching dimension"));
+  const Shape& sidx = i.operand(n)->shape();
+  if (const IntList* map = i.GetIntList("scatter_dims_to_operand_dims"))
+    HLO_RETURN_IF_ERROR(ExpectDims(i, *map, a.rank(), "scatter_dims_to_operand_dims dimension"));
+  if (const IntList* b = i.GetIntList("scatter_indices_batching_dims"))
+    HLO_RETURN_IF_ERROR(ExpectDims(i, *b, sidx.rank(), "scatter indices batching dimension"));
+  HLO_RETURN_IF_ERROR(
+      ExpectDims(i, *window, i.operand(n + 1)->shape().rank(), "update window dimension"));
   std::vector<Shape> results;
   std::vector<PrimitiveType> types;
   for (size_t k = 0; k < n; ++k) {

@@ -76,6 +76,33 @@ TEST(Verifier, GatherOffsetDimensionsAreTheSliceSizes) {  // an embedding lookup
             "%g: slice_sizes[1] = 17 exceeds the operand's dimension 16");
 }
 
+// Gather and scatter dimension lists in range and without repeats: pipeline_fuzz (stop 34)
+// found a take_along_axis gather with operand_batching_dims={5} on a rank-2 operand, which
+// the counts above let through and the partitioner's gather rule read past its tile counts.
+TEST(Verifier, GatherAndScatterDimensionsAreInRange) {
+  const std::string ops = "%x = f32[1024,10] parameter(0)\n%i = s32[1024,1,1] parameter(1)\n";
+  const std::string gather =
+      "ROOT %g = f32[1024,1] gather(%x, %i), offset_dims={}, collapsed_slice_dims={1}, "
+      "start_index_map={1}, start_indices_batching_dims={0}, index_vector_dim=2, "
+      "slice_sizes={1,1}, operand_batching_dims=";
+  EXPECT_EQ(VerifyError(ops + gather + "{0}"), "");  // take_along_axis as JAX writes it
+  EXPECT_EQ(VerifyError(ops + gather + "{5}"),
+            "%g: collapsed or batching dimension 5 is out of range for rank 2");
+  EXPECT_EQ(VerifyError(ops + gather + "{1}"),
+            "%g: collapsed or batching dimension 1 appears twice");
+  EXPECT_EQ(VerifyError(ops + "ROOT %g = f32[1024,1] gather(%x, %i), offset_dims={}, "
+                              "collapsed_slice_dims={1}, start_index_map={3}, "
+                              "start_indices_batching_dims={0}, index_vector_dim=2, "
+                              "slice_sizes={1,1}, operand_batching_dims={0}"),
+            "%g: start_index_map dimension 3 is out of range for rank 2");
+  EXPECT_EQ(VerifyError("%t = f32[8,4] parameter(0)\n%i = s32[2,1] parameter(1)\n"
+                        "%u = f32[2,4] parameter(2)\n"
+                        "ROOT %s = f32[8,4] scatter(%t, %i, %u), update_window_dims={1}, "
+                        "inserted_window_dims={7}, scatter_dims_to_operand_dims={0}, "
+                        "index_vector_dim=1, to_apply=%add"),
+            "%s: inserted or batching dimension 7 is out of range for rank 2");
+}
+
 TEST(Verifier, ElementwiseNeedsSameShapes) {
   EXPECT_EQ(VerifyError("%x = f32[2,3] parameter(0)\n%y = f32[3] parameter(1)\n"
                         "ROOT %s = f32[2,3] add(%x, %y)"),
