@@ -9,7 +9,6 @@ namespace tpusim::spmd {
 
 using hlo::HloInstruction;
 using hlo::HloSharding;
-using hlo::OpCategory;
 using hlo::Opcode;
 using hlo::Result;
 using hlo::Shape;
@@ -36,7 +35,6 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
     any_tiled |= !ops.back()->replicated();
   }
   if (!any_tiled) return NoRule();
-  const OpCategory cat = hlo::GetOpcodeInfo(i.opcode()).category;
   const Shape& shape = i.shape();
   auto local = [&](const HloSharding& s, std::vector<HloInstruction*> operands) -> Rule {
     Result<Shape> ls = LocalShape(shape, s);
@@ -64,10 +62,7 @@ Rule Partitioner::TiledRule(const HloInstruction& i) {
     }
     return std::optional<Local>(Local{Clone(i, Shape::Tuple(shapes), vals), s});
   }
-  const bool elementwise = cat == OpCategory::kElementwiseUnary ||
-                           cat == OpCategory::kElementwiseBinary ||
-                           cat == OpCategory::kElementwiseTernary || i.opcode() == Opcode::kCopy;
-  if (elementwise && shape.IsArray()) {
+  if (IsElementwiseOp(i) && shape.IsArray()) {
     // The operands meet in the layout of the one split into the most tiles (the first such):
     // the others are sliced to it where they hold more, as XLA's propagation prefers the
     // more partitioned sharding, rather than it gathered (softmax's row sums, split by batch

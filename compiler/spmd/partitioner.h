@@ -34,6 +34,14 @@ struct Local {
 using Rule = hlo::Result<std::optional<Local>>;
 inline Rule NoRule() { return std::optional<Local>(); }
 
+// Ops the elementwise rule partitions (op_rules.cc), and reader_layouts.cc follows: every
+// elementwise category, and copy.
+inline bool IsElementwiseOp(const hlo::HloInstruction& i) {
+  const hlo::OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
+  return c == hlo::OpCategory::kElementwiseUnary || c == hlo::OpCategory::kElementwiseBinary ||
+         c == hlo::OpCategory::kElementwiseTernary || i.opcode() == hlo::Opcode::kCopy;
+}
+
 // Whether list `l` (absent: empty) holds dimension `d`.
 inline bool Contains(const hlo::IntList* l, int64_t d) {
   return l && std::find(l->begin(), l->end(), d) != l->end();

@@ -11,21 +11,10 @@
 #include "compiler/spmd/partitioner.h"
 
 namespace tpusim::spmd {
-namespace {
 
 using hlo::HloInstruction;
 using hlo::HloSharding;
-using hlo::OpCategory;
 using hlo::Opcode;
-
-bool IsElementwise(const HloInstruction& i) {
-  const OpCategory c = hlo::GetOpcodeInfo(i.opcode()).category;
-  return i.shape().IsArray() &&
-         (c == OpCategory::kElementwiseUnary || c == OpCategory::kElementwiseBinary ||
-          c == OpCategory::kElementwiseTernary || i.opcode() == Opcode::kCopy);
-}
-
-}  // namespace
 
 void Partitioner::FindReaderLayouts() {
   using Layouts = std::unordered_map<const HloInstruction*, HloSharding>;
@@ -43,7 +32,7 @@ void Partitioner::FindReaderLayouts() {
     if (i->opcode() == Opcode::kParameter) {
       hlo::Result<std::optional<HloSharding>> s = StatedSharding(m_, *i);
       if (s.ok() && s.value() && OneTiledDim(**s) >= 0) forward[i] = **s;
-    } else if (IsElementwise(*i)) {
+    } else if (IsElementwiseOp(*i)) {
       for (const HloInstruction* o : i->operands())
         if (o->shape().dims == i->shape().dims && tiled_dim(forward, o) >= 0) {
           forward[i] = forward.at(o);
@@ -69,7 +58,7 @@ void Partitioner::FindReaderLayouts() {
     for (const HloInstruction* u : users[i]) {
       std::optional<HloSharding> t;
       const Layouts* from = forward.count(u) ? &forward : wanted_.count(u) ? &wanted_ : nullptr;
-      if (from && IsElementwise(*u) && u->shape().dims == i->shape().dims) {
+      if (from && IsElementwiseOp(*u) && u->shape().dims == i->shape().dims) {
         t = from->at(u);
       } else if (from && u->opcode() == Opcode::kTranspose && u->dimensions()) {
         const int64_t k = tiled_dim(*from, u);

@@ -318,16 +318,11 @@ HloInstruction* Partitioner::RebroadcastForTile(const Local& v, const Shape& glo
   if (operand.dims.size() != dims.size() ||
       operand.dims[kd] * n_ != global.dims[static_cast<size_t>(split)])
     return nullptr;
-  int64_t operand_bytes = std::max(1, hlo::PrimitiveTypeBits(operand.type) / 8);
-  for (size_t j = 0; j < dims.size(); ++j) {  // the whole operand
+  for (size_t j = 0; j < dims.size(); ++j)  // the whole operand
     operand.dims[j] = global.dims[static_cast<size_t>(dims[j])];
-    operand_bytes *= operand.dims[j];
-  }
   Result<Shape> tile = LocalShape(global, to);
-  if (!tile.ok()) return nullptr;
-  int64_t tile_bytes = std::max(1, hlo::PrimitiveTypeBits(global.type) / 8);
-  for (int64_t e : tile.value().dims) tile_bytes *= e;
-  if (operand_bytes > tile_bytes) return nullptr;  // the all-to-all moves less
+  // (one element type on both sides) a larger operand: the all-to-all of the tile moves less
+  if (!tile.ok() || operand.ElementCount() > tile.value().ElementCount()) return nullptr;
   Result<HloInstruction*> whole = AllGather(bc->operand(0), operand, Tiled1D(dims.size(), kd));
   if (!whole.ok()) return nullptr;
   HloInstruction* r = Add(bc->name() + ".shard", Opcode::kBroadcast, tile.value(), {whole.value()});
@@ -350,8 +345,7 @@ Result<HloInstruction*> Partitioner::Reshard(const Local& v, const Shape& global
 
 Result<HloInstruction*> Partitioner::ReshardOnce(const Local& v, const Shape& global,
                                                  const HloSharding& to) {
-  const HloSharding& from = v.sharding;
-  if (from == to) return v.value;
+  const HloSharding& from = v.sharding;  // differs from `to` (Reshard)
   if (from.kind == HloSharding::Kind::kManual || to.kind == HloSharding::Kind::kManual) {
     return Status::Error("%" + v.value->name() + ": no resharding between " + from.ToString() +
                          " and " + to.ToString() + " outside a shard_map body");
