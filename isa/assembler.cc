@@ -138,6 +138,7 @@ class Assembler {
   std::unordered_map<std::string, int32_t> labels_, descs_, equs_;
   std::unordered_map<std::string, uint16_t> tag_ids_{{"", 0}};
   uint16_t tag_ = 0;
+  int collective_line_ = 0;  // where .collective stands
   std::vector<Fixup> fixups_;
 };
 
@@ -160,6 +161,9 @@ Result<Program> Assembler::Run(std::string_view text) {
       return Error::AtText(file_, f.line, f.col, "undefined label '" + f.name + "'");
     p_.code[f.instr].a[f.operand] = it->second;
   }
+  if (p_.collective_entry && *p_.collective_entry >= p_.code.size())
+    return Error::AtText(file_, collective_line_, 1,
+                         ".collective is not followed by an instruction");
   return std::move(p_);
 }
 
@@ -187,6 +191,13 @@ std::optional<Error> Assembler::Statement(std::vector<Token>& t) {
       if (t[i].kind != Tok::kString || i % 2 == 0) return Err(t[i].col, "expected a string");
       if (auto e = Intern(t[i], nullptr)) return e;
     }
+    return std::nullopt;
+  }
+  if (w == ".collective") {  // the collective stream starts at the next instruction
+    if (t.size() != 1) return Err(t[1].col, ".collective takes no operands");
+    if (p_.collective_entry) return Err(t[0].col, "a second .collective (a program has one)");
+    p_.collective_entry = static_cast<uint32_t>(p_.code.size());
+    collective_line_ = line_;
     return std::nullopt;
   }
   if (w == ".equ") {

@@ -132,6 +132,7 @@ std::string Disassemble(const Program& p) {
       out += ":\n";
     }
     if (i == p.code.size()) break;
+    if (p.collective_entry == i) out += ".collective\n";
     const Instr& in = p.code[i];
     if (in.tag != tag) {
       tag = in.tag;

@@ -136,10 +136,12 @@ Result<Instr> DecodeInstr(std::span<const uint8_t> bytes) {
 }
 
 std::vector<uint8_t> EncodeProgram(const Program& p) {
-  std::vector<uint8_t> out(kProgramMagic.begin(), kProgramMagic.end());
+  const std::string_view magic = p.collective_entry ? kProgramMagic2 : kProgramMagic;
+  std::vector<uint8_t> out(magic.begin(), magic.end());
   Put(out, p.tags.size(), 4);
   Put(out, p.descs.size(), 4);
   Put(out, p.code.size(), 4);
+  if (p.collective_entry) Put(out, *p.collective_entry, 4);
   for (const std::string& t : p.tags) {
     Put(out, t.size(), 4);
     out.insert(out.end(), t.begin(), t.end());
@@ -169,14 +171,18 @@ Result<Program> DecodeProgram(std::span<const uint8_t> bytes) {
     return Error::AtOffset(at, std::move(why));
   };
   auto truncated = [&]() { return fail(r.pos, "truncated"); };
-  if (bytes.size() < kProgramMagic.size() ||
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), kProgramMagic.size()) !=
-          kProgramMagic)
-    return fail(0, "bad magic (expected \"TPUSIM01\")");
+  const std::string_view magic =
+      bytes.size() < kProgramMagic.size()
+          ? std::string_view()
+          : std::string_view(reinterpret_cast<const char*>(bytes.data()), kProgramMagic.size());
+  if (magic != kProgramMagic && magic != kProgramMagic2)
+    return fail(0, "bad magic (expected \"TPUSIM01\" or \"TPUSIM02\")");
   r.pos = kProgramMagic.size();
-  uint64_t num_tags, num_descs, num_instrs;
+  uint64_t num_tags, num_descs, num_instrs, entry = 0;
   size_t counts_at = r.pos;
   if (!r.Get(num_tags, 4) || !r.Get(num_descs, 4) || !r.Get(num_instrs, 4)) return truncated();
+  const bool has_entry = magic == kProgramMagic2;
+  if (has_entry && !r.Get(entry, 4)) return truncated();
   // Each count is bounded by its limit and by the smallest encoding of its items.
   if (num_tags == 0 || num_tags > kMaxTags || num_tags * 4 > r.left())
     return fail(counts_at, "absurd tag count " + std::to_string(num_tags));
@@ -185,6 +191,13 @@ Result<Program> DecodeProgram(std::span<const uint8_t> bytes) {
   if (num_instrs * (kInstrBytes + 2) > r.left())
     return fail(counts_at + 8, "absurd instruction count " + std::to_string(num_instrs));
   Program p;
+  if (has_entry) {
+    if (entry >= num_instrs)
+      return fail(counts_at + 12, "collective entry " + std::to_string(entry) +
+                                      " is not an instruction (" + std::to_string(num_instrs) +
+                                      ")");
+    p.collective_entry = static_cast<uint32_t>(entry);
+  }
   p.tags.clear();
   p.tags.reserve(num_tags);
   std::set<std::string_view> seen;
@@ -246,6 +259,9 @@ std::optional<Error> Validate(const Program& p) {
   if (p.tags.size() > kMaxTags) return fail("too many tags");
   if (p.descs.size() > static_cast<size_t>(kMaxDescriptors)) return fail("too many descriptors");
   if (p.code.size() > INT32_MAX) return fail("too many instructions");
+  if (p.collective_entry && *p.collective_entry >= p.code.size())
+    return fail("the collective entry " + std::to_string(*p.collective_entry) +
+                " is not an instruction");
   std::set<std::string_view> seen;
   for (const std::string& t : p.tags)
     if (!seen.insert(t).second) return fail("duplicate tag \"" + t + "\"");

@@ -6,8 +6,9 @@
 // remaining bit is zero.
 //
 // Program (all integers little-endian):
-//   "TPUSIM01"                               magic, 8 bytes
+//   "TPUSIM01" or "TPUSIM02"                 magic, 8 bytes
 //   u32 num_tags, u32 num_descs, u32 num_instrs
+//   u32 collective_entry                     TPUSIM02 only: Program::collective_entry
 //   num_tags x    { u32 len, len bytes }     tags[0] must be ""
 //   num_descs x   { u32 name_len, name, u32 rows, u32 row_bytes, i64 src_stride,
 //                   i64 dst_stride, u32 planes, i64 src_plane_stride, i64 dst_plane_stride }
@@ -29,8 +30,9 @@
 namespace tpusim::isa {
 
 inline constexpr size_t kInstrBytes = 16;
-inline constexpr std::string_view kProgramMagic = "TPUSIM01";
-inline constexpr size_t kMaxTags = 65536;  // tag indices are uint16
+inline constexpr std::string_view kProgramMagic = "TPUSIM01";   // one instruction stream
+inline constexpr std::string_view kProgramMagic2 = "TPUSIM02";  // with a collective stream
+inline constexpr size_t kMaxTags = 65536;                       // tag indices are uint16
 
 // Packs one instruction (its tag is not part of the 16 bytes). Operand values are masked
 // to their field widths, so encode only programs that pass Validate().

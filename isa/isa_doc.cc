@@ -57,6 +57,21 @@ One TensorCore has a scalar sequencer (`seq`) that fetches every instruction in 
 and hands it to the in-order queue of its unit: `dma`, `mxu0`..`mxu3` (a v3 core has
 two MXUs) or `vpu`. Units run concurrently and synchronise through 32 counting flags.
 
+### Two instruction streams
+
+A program may hold a second stream, the collective stream, from the instruction after
+`.collective` to its own `halt`. A second sequencer runs it beside the main one (from
+instruction 0), with a DMA queue and a VPU queue of its own and a bank of 32 flags of its
+own; its copies take the core's DMA engines in turn with the main stream's (there is one
+set of engines), and it has no MXU. A `wait` or `signal` waits on, and a copy's
+completion adds to, the flags of the stream that issued it (a `dma.g` adds to that
+stream's flag on the destination core); `xsignal` adds to a flag of the other stream,
+which is how the main stream hands the collective stream its work and learns it is done.
+A collective all-reduce thus runs while the main stream computes, as XLA's asynchronous
+collectives (`all-reduce-start` / `all-reduce-done`) do on a TPU. The collective stream's
+VPU queue is an approximation: a TensorCore has one vector unit, which the real program
+shares between the two (its work there is a collective's folds, one vector add per 4 KiB).
+
 ## Operands
 
 | letter | kind | assembly | bits |
@@ -88,8 +103,9 @@ A program file (all integers little-endian):
 
 | field | contents |
 |---|---|
-| magic | the 8 bytes `TPUSIM01` |
+| magic | the 8 bytes `TPUSIM01`, or `TPUSIM02` for a program with a collective stream |
 | counts | u32 num_tags (1..65536), u32 num_descs (0..65536), u32 num_instrs |
+| collective entry | `TPUSIM02` only: u32, the index of the collective stream's first instruction (below num_instrs) |
 | tags | num_tags x { u32 length, bytes }; tags[0] is "" and tags are distinct |
 | descriptors | num_descs x { u32 name length, name, u32 rows, u32 row_bytes, i64 src_stride, i64 dst_stride, u32 planes, i64 src_plane_stride, i64 dst_plane_stride } |
 | code | num_instrs x 16-byte instruction |
@@ -109,6 +125,7 @@ One statement per line; `#` and `;` start a comment (outside strings).
 .equ NAME value        # integer constant, usable wherever an immediate is
 .tag "text"            # provenance tag (HLO op name) of the following instructions; "" = none
 .tags "a", "b"         # intern tags in this order (the disassembler emits it when needed)
+.collective            # the collective stream starts at the next instruction (one per program)
 label:                 # alone or before a statement; forward and backward references
 mnemonic op, op, ...   # e.g. add r1, r2, r3 / li r4, -16 / beq r1, r2, loop
 ```

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct Program {
   std::vector<Instr> code;
   std::vector<DmaDesc> descs;
   std::vector<std::string> tags{""};  // tags[0] is "", the untagged entry
+  // Where the core's collective stream starts (docs/isa.md, "Two instruction streams"):
+  // a second sequencer runs code from here to its own halt, with DMA and VPU queues and
+  // sync flags of its own. Unset: the core runs one stream, from instruction 0.
+  std::optional<uint32_t> collective_entry;
   bool operator==(const Program&) const = default;
 };
 

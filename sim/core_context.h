@@ -80,10 +80,15 @@ class SyncFlags {
     changed_[f].Notify();
   }
   void Set(int f, int64_t n) { Add(f, n - value_[f]); }
+  // Whether the other instruction stream's xsignal has added to flag f (main stream: a
+  // wait on it waits for a collective).
+  void MarkCollective(int f) { collective_ |= uint32_t{1} << f; }
+  bool collective(int f) const { return collective_ >> f & 1; }
   WaitableEvent& changed(int f) { return changed_[f]; }
 
  private:
   std::array<int64_t, isa::kNumFlags> value_{};
+  uint32_t collective_ = 0;
   std::array<WaitableEvent, isa::kNumFlags> changed_;
 };
 
@@ -150,7 +155,10 @@ struct CoreContext {
   const CoreConfig* cfg = nullptr;
   const isa::Program* program = nullptr;
   bool functional = true;
-  SyncFlags flags;
+  SyncFlags flags;             // the main stream's
+  SyncFlags collective_flags;  // the collective stream's (isa::Program::collective_entry)
+  // Stream 0 is the main stream, 1 the collective stream.
+  SyncFlags& Flags(int stream) { return stream ? collective_flags : flags; }
   LinearMemory* vmem = nullptr;
   LinearMemory* smem = nullptr;
   SparseMemory* hbm = nullptr;

@@ -41,8 +41,9 @@ DmaEndpoints DmaUnit::Resolve(const Issued& it) {
   return e;
 }
 
-DmaUnit::DmaUnit(sc_core::sc_module_name name, CoreContext& ctx)
-    : Unit(name, ctx, isa::Unit::kDma) {
+DmaUnit::DmaUnit(sc_core::sc_module_name name, CoreContext& ctx, int stream, DmaUnit* engines_of)
+    : Unit(name, ctx, isa::Unit::kDma, stream), pool_(engines_of ? engines_of : this) {
+  if (engines_of) return;
   for (int i = 0; i < ctx.cfg->dma_engines; ++i)
     engines_.push_back(std::make_unique<DmaEngine>(("engine" + std::to_string(i)).c_str(), *this));
 }
@@ -80,19 +81,19 @@ TimeFs DmaUnit::Execute(const Issued& it, TimeFs earliest) {
   CheckRange(it, e.dst_core, e.dst_space, e.dst, /*is_src=*/false);
   WaitUntil(earliest);
   for (;;) {
-    for (auto& e : engines_) {
+    for (auto& e : pool_->engines_) {
       if (e->busy()) continue;
-      e->Start(it, copies_.Start());
+      e->Start(it, copies_.Start(), *this);
       return ctx_.Now();
     }
-    engine_free_.Wait();
+    pool_->engine_free_.Wait();
   }
 }
 
 void DmaUnit::EngineDone(uint64_t seq, TimeFs end) {
   ExtendDrain(end);
   copies_.Finish(seq);
-  engine_free_.Notify();
+  pool_->engine_free_.Notify();
   WorkFinished();
 }
 

@@ -19,10 +19,13 @@ namespace tpusim::sim {
 
 class DmaUnit : public Unit {
  public:
-  DmaUnit(sc_core::sc_module_name name, CoreContext& ctx);
+  // The main stream's unit owns the core's engines; the collective stream's (stream 1)
+  // takes them in turn with it: `engines_of` is the unit whose engines it uses.
+  DmaUnit(sc_core::sc_module_name name, CoreContext& ctx, int stream = 0,
+          DmaUnit* engines_of = nullptr);
   std::vector<std::unique_ptr<DmaEngine>>& engines() { return engines_; }
   CoreContext& ctx() { return ctx_; }
-  // Copy number `seq` (in issue order) ended at `end`.
+  // Copy number `seq` (in this unit's issue order) ended at `end`.
   void EngineDone(uint64_t seq, TimeFs end);
   DmaEndpoints Resolve(const Issued& it);
   // This core's memory ports' channels by space, for timing-only copies that stay on the
@@ -40,10 +43,11 @@ class DmaUnit : public Unit {
 
  private:
   void CheckRange(const Issued& it, int core, Space space, int64_t base, bool is_src);
-  std::vector<std::unique_ptr<DmaEngine>> engines_;
+  std::vector<std::unique_ptr<DmaEngine>> engines_;  // empty unless this unit owns them
+  DmaUnit* pool_;                                    // the unit that owns the engines used
   BandwidthChannel* local_channels_[kNumSpaces] = {};
-  WaitableEvent engine_free_;
-  CompletionTracker copies_;  // copies by number in issue order
+  WaitableEvent engine_free_;  // the owner's: an engine became free
+  CompletionTracker copies_;   // copies by number in issue order
 };
 
 }  // namespace tpusim::sim

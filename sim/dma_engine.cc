@@ -16,11 +16,12 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, DmaUnit& unit)
 
 DmaEngine::~DmaEngine() { gp_.clear_extension(&latency_); }  // the payload must not free it
 
-void DmaEngine::Start(const Issued& it, uint64_t seq) {
+void DmaEngine::Start(const Issued& it, uint64_t seq, DmaUnit& issuer) {
   busy_ = true;
   job_ = Job{};
   job_.it = it;
   job_.seq = seq;
+  job_.issuer = &issuer;
   start_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -138,10 +139,11 @@ void DmaEngine::Finish() {
   const uint64_t hbm_bytes = d.bytes() * ((e.src_space == Space::kHbm && e.src_core == ctx.core) +
                                           (e.dst_space == Space::kHbm && e.dst_core == ctx.core));
   ctx.Record(isa::Unit::kDma, job_.it, job_.start, end, 0, hbm_bytes);
-  ctx.Peer(e.dst_core)->flags.Add(job_.it.instr.a[3], 1);  // the receiver learns of the data
+  // The receiver learns of the data, on the issuing stream's flag.
+  ctx.Peer(e.dst_core)->Flags(job_.issuer->stream()).Add(job_.it.instr.a[3], 1);
   busy_ = false;
   job_.desc = nullptr;
-  unit_.EngineDone(job_.seq, end);
+  job_.issuer->EngineDone(job_.seq, end);
 }
 
 }  // namespace tpusim::sim

@@ -36,8 +36,9 @@ class DmaEngine : public sc_core::sc_module {
   ~DmaEngine() override;
 
   bool busy() const { return busy_; }
-  // Takes copy number `seq` (issue order); it starts now, in the next delta cycle.
-  void Start(const Issued& it, uint64_t seq);
+  // Takes copy number `seq` (in the issuing unit's order); it starts now, in the next
+  // delta cycle, and reports its end to `issuer` (this engine's unit or the other stream's).
+  void Start(const Issued& it, uint64_t seq, DmaUnit& issuer);
 
  private:
   // The copy in flight: where its walk over the descriptor stands and its times.
@@ -46,6 +47,7 @@ class DmaEngine : public sc_core::sc_module {
     const isa::DmaDesc* desc = nullptr;
     DmaEndpoints ends{};
     uint64_t seq = 0;
+    DmaUnit* issuer = nullptr;
     TimeFs start = 0, arrive = 0;
     TimeFs chunk_left = 0, all_done = 0;  // the latest chunk has left; everything arrived
     uint64_t moved = 0;                   // bytes reserved so far

@@ -12,7 +12,7 @@ Host::Host(sc_core::sc_module_name name, const BoardConfig& board, const Trainin
            std::vector<TensorCore*> cores)
     : sc_module(name), board_(board), loop_(loop), cores_(std::move(cores)) {
   for (int c = 0; c < board.chips; ++c) pcie_.emplace_back(board.host.pcie_bandwidth_bytes_per_s);
-  for (TensorCore* core : cores_) core->sequencer().SetHosted(loop.infeed_flag);
+  for (TensorCore* core : cores_) core->SetHosted(loop.infeed_flag);
   SC_THREAD(RunLoop);
   if (loop_.example_bytes > 0) {
     SC_THREAD(RunInput);
@@ -59,11 +59,11 @@ void Host::RunLoop() {
           HostRecord{static_cast<uint16_t>(c->ctx().core), HostKind::kHostOverhead, begin,
                      sc_core::sc_time_stamp().value(), static_cast<uint32_t>(done)});
     }
-    for (TensorCore* c : cores_) c->sequencer().Launch(static_cast<uint32_t>(batch));
+    for (TensorCore* c : cores_) c->Launch(static_cast<uint32_t>(batch));
     done += batch;
     WaitForSteps(static_cast<uint32_t>(done));
   }
-  for (TensorCore* c : cores_) c->sequencer().Close();
+  for (TensorCore* c : cores_) c->Close();
 }
 
 // The input pipeline: batch s is ready at (s + 1) x global batch / rate, no more than

@@ -7,8 +7,12 @@ namespace tpusim::sim {
 using isa::Opcode;
 
 Sequencer::Sequencer(sc_core::sc_module_name name, CoreContext& ctx,
-                     std::array<Unit*, isa::kNumUnits> units)
-    : sc_module(name), ctx_(ctx), units_(units) {
+                     std::array<Unit*, isa::kNumUnits> units, int stream)
+    : sc_module(name),
+      ctx_(ctx),
+      units_(units),
+      stream_(stream),
+      entry_(stream ? ctx.program->collective_entry.value_or(0) : 0) {
   // Scalar work runs ahead of simulated time by at most one quantum before syncing.
   tlm::tlm_global_quantum::instance().set(sc_core::sc_time::from_value(ctx.Cycles(1000)));
   qk_.Reset();
@@ -30,6 +34,11 @@ void Sequencer::Decode() {
     d.taken_fs = ctx_.Cycles(FixedCostCycles(*ctx_.cfg, info.timing, true));
   }
   const auto& code = ctx_.program->code;
+  // The collective stream's code (from its entry on) reports to the main stream with
+  // xsignal: waits on those flags are the main stream waiting for collectives.
+  if (stream_ == 1)
+    for (size_t pc = entry_; pc < code.size(); ++pc)
+      if (code[pc].op == Opcode::kXsignal) ctx_.flags.MarkCollective(code[pc].a[0]);
   decoded_.resize(code.size());
   for (size_t pc = 0; pc < code.size(); ++pc) {
     const isa::Instr& in = code[pc];
@@ -69,8 +78,9 @@ isa::Unit Sequencer::TargetUnit(uint32_t pc, const isa::Instr& in) {
                  : in.a[0];
   if (unit < 0 || unit >= isa::kNumUnits || (unit != 0 && !units_[unit]))
     ctx_.Fail(pc, "names unit " + std::string(isa::UnitName(static_cast<isa::Unit>(unit))) +
-                      ", which this core does not have (" + std::to_string(ctx_.cfg->mxus) +
-                      " MXUs)");
+                      (stream_ ? ", which the collective stream does not have (it has dma and vpu)"
+                               : ", which this core does not have (" +
+                                     std::to_string(ctx_.cfg->mxus) + " MXUs)"));
   return static_cast<isa::Unit>(unit);
 }
 
@@ -114,7 +124,7 @@ void Sequencer::Run() {
 }
 
 void Sequencer::RunProgramOnce() {
-  uint32_t pc = 0;
+  uint32_t pc = entry_;
   const auto& code = ctx_.program->code;
   for (;;) {
     if (pc >= code.size()) ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
@@ -302,23 +312,32 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
     }
     case Opcode::kSflag:
       Sync();
-      ctx_.flags.Set(a[0], a[1]);
+      flags().Set(a[0], a[1]);
       break;
     case Opcode::kSignal:
       Sync();
-      ctx_.flags.Add(a[1], a[2]);
+      flags().Add(a[1], a[2]);
+      break;
+    case Opcode::kXsignal:
+      if (!ctx_.program->collective_entry)
+        ctx_.Fail(pc, "signals the collective stream of a program that has none (.collective)");
+      Sync();
+      ctx_.Flags(1 - stream_).Add(a[0], a[1]);
       break;
     case Opcode::kWait: {
       FlushScalarRun();
       Sync();
       TimeFs begin = ctx_.Now();
       blocked_on_ = "flag f" + std::to_string(a[1]) + " >= " + std::to_string(a[2]);
-      while (ctx_.flags.value(a[1]) < a[2]) ctx_.flags.changed(a[1]).Wait();
+      while (flags().value(a[1]) < a[2]) flags().changed(a[1]).Wait();
       blocked_on_.clear();
-      ctx_.flags.Add(a[1], -int64_t{a[2]});
+      flags().Add(a[1], -int64_t{a[2]});
       ctx_.RecordWait(isa::Unit::kScalar, begin, ctx_.Now(), a[1], step_);
-      if (a[1] == infeed_flag_ && ctx_.sink && ctx_.Now() > begin)
-        ctx_.sink->OnHost(HostRecord{static_cast<uint16_t>(ctx_.core), HostKind::kInfeedWait, begin,
+      const bool infeed = stream_ == 0 && a[1] == infeed_flag_;
+      const bool collective = stream_ == 0 && flags().collective(a[1]);
+      if ((infeed || collective) && ctx_.sink && ctx_.Now() > begin)
+        ctx_.sink->OnHost(HostRecord{static_cast<uint16_t>(ctx_.core),
+                                     infeed ? HostKind::kInfeedWait : HostKind::kAllReduce, begin,
                                      ctx_.Now(), step_});
       in_run_ = true, run_start_ = ctx_.Now(), run_pc_ = pc;
       break;

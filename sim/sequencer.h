@@ -17,8 +17,10 @@ namespace tpusim::sim {
 class Sequencer : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Sequencer);
-  Sequencer(sc_core::sc_module_name name, CoreContext& ctx,
-            std::array<Unit*, isa::kNumUnits> units);
+  // `stream` 0 runs the program from instruction 0, stream 1 (the collective stream) from
+  // Program::collective_entry; each uses its own flags and `units`.
+  Sequencer(sc_core::sc_module_name name, CoreContext& ctx, std::array<Unit*, isa::kNumUnits> units,
+            int stream = 0);
 
   bool finished() const { return finished_; }
   // Host control (sim/host.h): once hosted, the program runs once per launched step.
@@ -62,8 +64,15 @@ class Sequencer : public sc_core::sc_module {
   };
   void Decode();
 
+  SyncFlags& flags() { return ctx_.Flags(stream_); }
+
   CoreContext& ctx_;
   std::array<Unit*, isa::kNumUnits> units_;
+  int stream_ = 0;
+  uint32_t entry_ = 0;
+  // A main-stream wait on a flag the collective stream's xsignal feeds (SyncFlags::
+  // collective) is exposed collective time, reported as HostKind::kAllReduce.
+
   std::vector<Decoded> decoded_;  // by pc
   TimeFs issue_fs_ = 0;           // one issue slot (scalar_cycles)
   QuantumKeeper qk_;

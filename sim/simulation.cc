@@ -91,7 +91,7 @@ RunReport Simulation::Run() {
   r.host_events = sc_core::sc_delta_count();
   r.end_fs = sc_core::sc_time_stamp().value();
   bool all_done = true;
-  for (auto& c : cores_) all_done = all_done && c->sequencer().finished();
+  for (auto& c : cores_) all_done = all_done && c->finished();
   if (!error_.empty()) {
     r.error = error_;
   } else if (!all_done) {

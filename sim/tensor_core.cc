@@ -33,6 +33,14 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int core, const CoreConfig&
   for (auto& m : mxus_) units_[static_cast<int>(m->id())] = m.get();
   units_[static_cast<int>(isa::Unit::kVpu)] = vpu_.get();
   sequencer_ = std::make_unique<Sequencer>("sequencer", ctx_, units_);
+  if (program.collective_entry) {
+    collective_dma_ = std::make_unique<DmaUnit>("collective_dma", ctx_, 1, dma_.get());
+    collective_vpu_ = std::make_unique<VpuUnit>("collective_vpu", ctx_, 1);
+    collective_units_[static_cast<int>(isa::Unit::kDma)] = collective_dma_.get();
+    collective_units_[static_cast<int>(isa::Unit::kVpu)] = collective_vpu_.get();
+    collective_sequencer_ =
+        std::make_unique<Sequencer>("collective_sequencer", ctx_, collective_units_, 1);
+  }
 
   // Connect: engines -> router -> this core's memory ports.
   for (auto& e : dma_->engines()) e->socket.bind(router_->in);
@@ -45,18 +53,43 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int core, const CoreConfig&
   dma_->SetLocalChannels(&hbm_port_->channel(), &vmem_port_->channel(), &smem_port_->channel());
 }
 
+void TensorCore::SetHosted(int infeed_flag) {
+  sequencer_->SetHosted(infeed_flag);
+  if (collective_sequencer_) collective_sequencer_->SetHosted(-1);
+}
+
+void TensorCore::Launch(uint32_t steps) {
+  sequencer_->Launch(steps);
+  if (collective_sequencer_) collective_sequencer_->Launch(steps);
+}
+
+void TensorCore::Close() {
+  sequencer_->Close();
+  if (collective_sequencer_) collective_sequencer_->Close();
+}
+
+bool TensorCore::finished() const {
+  return sequencer_->finished() && (!collective_sequencer_ || collective_sequencer_->finished());
+}
+
 std::vector<std::string> TensorCore::BlockedUnits() const {
   std::vector<std::string> out;
-  std::string prefix = "core " + std::to_string(ctx_.core) + " ";
-  if (!sequencer_->finished() && !sequencer_->blocked_on().empty())
-    out.push_back(prefix + "seq waits for " + sequencer_->blocked_on());
-  for (Unit* u : units_) {
-    if (!u || u->blocked_flag() < 0) continue;
-    int f = u->blocked_flag();
-    out.push_back(prefix + std::string(isa::UnitName(u->id())) + " waits for flag f" +
-                  std::to_string(f) + " >= " + std::to_string(u->blocked_need()) + " (it is " +
-                  std::to_string(ctx_.flags.value(f)) + ")");
-  }
+  const std::string core = "core " + std::to_string(ctx_.core) + " ";
+  auto report = [&](const Sequencer* seq, const std::array<Unit*, isa::kNumUnits>& units,
+                    const std::string& prefix) {
+    if (!seq->finished() && !seq->blocked_on().empty())
+      out.push_back(prefix + "seq waits for " + seq->blocked_on());
+    for (Unit* u : units) {
+      if (!u || u->blocked_flag() < 0) continue;
+      int f = u->blocked_flag();
+      out.push_back(prefix + std::string(isa::UnitName(u->id())) + " waits for flag f" +
+                    std::to_string(f) + " >= " + std::to_string(u->blocked_need()) + " (it is " +
+                    std::to_string(u->flags().value(f)) + ")");
+    }
+  };
+  report(sequencer_.get(), units_, core);
+  if (collective_sequencer_)
+    report(collective_sequencer_.get(), collective_units_, core + "collective stream ");
   return out;
 }
 

@@ -23,6 +23,13 @@ class TensorCore : public sc_core::sc_module {
   SparseMemory& hbm() { return hbm_; }
   LinearMemory& vmem() { return vmem_; }
   Sequencer& sequencer() { return *sequencer_; }
+  // The collective stream's sequencer, or null (isa::Program::collective_entry unset).
+  Sequencer* collective_sequencer() { return collective_sequencer_.get(); }
+  // Host control of both streams (Sequencer::SetHosted, Launch, Close).
+  void SetHosted(int infeed_flag);
+  void Launch(uint32_t steps);
+  void Close();
+  bool finished() const;
   VpuUnit& vpu() { return *vpu_; }
   Unit* unit(isa::Unit u) { return units_[static_cast<int>(u)]; }
   MemoryPort& hbm_port() { return *hbm_port_; }
@@ -45,6 +52,11 @@ class TensorCore : public sc_core::sc_module {
   std::unique_ptr<VpuUnit> vpu_;
   std::array<Unit*, isa::kNumUnits> units_{};
   std::unique_ptr<Sequencer> sequencer_;
+  // The collective stream: its DMA queue (on the engines above) and VPU queue.
+  std::unique_ptr<DmaUnit> collective_dma_;
+  std::unique_ptr<VpuUnit> collective_vpu_;
+  std::array<Unit*, isa::kNumUnits> collective_units_{};
+  std::unique_ptr<Sequencer> collective_sequencer_;
 };
 
 }  // namespace tpusim::sim

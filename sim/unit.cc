@@ -4,8 +4,8 @@
 
 namespace tpusim::sim {
 
-Unit::Unit(sc_core::sc_module_name name, CoreContext& ctx, isa::Unit id)
-    : sc_module(name), ctx_(ctx), id_(id), queue_(ctx.cfg->queue_depth) {
+Unit::Unit(sc_core::sc_module_name name, CoreContext& ctx, isa::Unit id, int stream)
+    : sc_module(name), ctx_(ctx), id_(id), stream_(stream), queue_(ctx.cfg->queue_depth) {
   SC_THREAD(Run);
   SC_THREAD(RunSignals);
 }
@@ -50,12 +50,12 @@ void Unit::DoWait(const Issued& it, TimeFs earliest) {
   int64_t need = it.instr.a[2];
   WaitUntil(earliest);
   TimeFs begin = ctx_.Now();
-  while (ctx_.flags.value(f) < need) {
+  while (flags().value(f) < need) {
     blocked_flag_ = f, blocked_need_ = need;
-    ctx_.flags.changed(f).Wait();
+    flags().changed(f).Wait();
   }
   blocked_flag_ = -1;
-  ctx_.flags.Add(f, -need);
+  flags().Add(f, -need);
   TimeFs now = ctx_.Now();
   ctx_.RecordWait(id_, begin, now, f, it.step);
   last_issue_ = now + ctx_.Cycles(ctx_.cfg->sync_cycles);
@@ -87,7 +87,7 @@ void Unit::RunSignals() {
     WaitUntil(s.at);
     while (!WorkDoneUpTo(s.work)) work_finished_.Wait();
     signals_.pop_front();
-    ctx_.flags.Add(s.flag, s.amount);
+    flags().Add(s.flag, s.amount);
   }
 }
 

@@ -14,10 +14,14 @@ namespace tpusim::sim {
 class Unit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Unit);
-  Unit(sc_core::sc_module_name name, CoreContext& ctx, isa::Unit id);
+  // `stream`: the instruction stream whose queue this is (0 main, 1 collective), whose
+  // flags its waits and signals use.
+  Unit(sc_core::sc_module_name name, CoreContext& ctx, isa::Unit id, int stream = 0);
 
   UnitQueue& queue() { return queue_; }
   isa::Unit id() const { return id_; }
+  int stream() const { return stream_; }
+  SyncFlags& flags() { return ctx_.Flags(stream_); }
   // True when the queue is empty, the thread is waiting for work and nothing it started
   // is still running (a DMA copy in flight).
   bool idle() const { return idle_ && queue_.empty() && WorkDoneUpTo(WorkIssued()); }
@@ -44,6 +48,7 @@ class Unit : public sc_core::sc_module {
 
   CoreContext& ctx_;
   isa::Unit id_;
+  int stream_;
 
  private:
   void Run();

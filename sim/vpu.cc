@@ -14,8 +14,8 @@ namespace tpusim::sim {
 
 using isa::Opcode;
 
-VpuUnit::VpuUnit(sc_core::sc_module_name name, CoreContext& ctx)
-    : Unit(name, ctx, isa::Unit::kVpu) {}
+VpuUnit::VpuUnit(sc_core::sc_module_name name, CoreContext& ctx, int stream)
+    : Unit(name, ctx, isa::Unit::kVpu, stream) {}
 
 TimeFs VpuUnit::Execute(const Issued& it, TimeFs earliest) {
   const TimeFs start = std::max(earliest, free_at_);

@@ -15,7 +15,7 @@ inline constexpr uint64_t kVmemAlign = 256;
 
 class VpuUnit : public Unit {
  public:
-  VpuUnit(sc_core::sc_module_name name, CoreContext& ctx);
+  VpuUnit(sc_core::sc_module_name name, CoreContext& ctx, int stream = 0);
   const std::array<float, kVregElems>& vreg(int i) const { return regs_[i]; }
 
  protected:

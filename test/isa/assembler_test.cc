@@ -171,5 +171,29 @@ TEST(RoundTrip, DisassemblyText) {
             "L0:\n.tag \"x\"\n  beq r1, r2, L0\n.tag \"\"\n  vmovi v1, 0.1\n");
 }
 
+TEST(RoundTrip, ACollectiveStreamThroughTextAndBinary) {
+  Program p =
+      Ok("  xsignal f31, 1\n  halt\n.collective\nl: wait seq, f31, 1\n  xsignal f16, 1\n"
+         "  halt\n");
+  ASSERT_EQ(p.collective_entry, 2u);
+  EXPECT_EQ(Disassemble(p),
+            "  xsignal f31, 1\n  halt\n.collective\n  wait seq, f31, 1\n  xsignal f16, 1\n"
+            "  halt\n");
+  std::vector<uint8_t> bytes = EncodeProgram(p);
+  EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 8), "TPUSIM02");
+  Result<Program> d = DecodeProgram(bytes);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(*d, p);
+  const std::vector<uint8_t> one = EncodeProgram(Ok("  halt\n"));
+  EXPECT_EQ(std::string(one.begin(), one.begin() + 8), "TPUSIM01");
+}
+
+TEST(Assembler, CollectiveDirectiveErrors) {
+  EXPECT_EQ(Err("  halt\n.collective\n"), "k.s:2:1: .collective is not followed by an instruction");
+  EXPECT_EQ(Err(".collective\n nop\n.collective\n halt\n"),
+            "k.s:3:1: a second .collective (a program has one)");
+  EXPECT_EQ(Err(".collective 3\n halt\n"), "k.s:1:13: .collective takes no operands");
+}
+
 }  // namespace
 }  // namespace tpusim::isa

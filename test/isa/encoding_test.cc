@@ -77,6 +77,21 @@ TEST(Encoding, EmptyProgram) {
   EXPECT_EQ(*q, p);
 }
 
+TEST(Encoding, ACollectiveEntryOutsideTheCodeIsRejected) {
+  Program p;
+  p.code = {{Opcode::kHalt, {}, 0}, {Opcode::kHalt, {}, 0}};
+  p.collective_entry = 1;
+  std::vector<uint8_t> bytes = EncodeProgram(p);
+  ASSERT_TRUE(DecodeProgram(bytes).ok());
+  bytes[20] = 2;  // the entry field, after the magic and three counts
+  Result<Program> q = DecodeProgram(bytes);
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.error().offset, 20u);
+  p.collective_entry = 2;
+  ASSERT_TRUE(Validate(p).has_value());
+  EXPECT_EQ(Validate(p)->message, "offset 0: the collective entry 2 is not an instruction");
+}
+
 TEST(Encoding, EveryTruncationIsAnError) {
   std::vector<uint8_t> bytes = EncodeProgram(testing::EveryOpcodeProgram());
   for (size_t n = 0; n < bytes.size(); ++n) {
@@ -103,7 +118,7 @@ std::string DecodeError(std::string_view text, F edit) {
 TEST(Encoding, DecoderErrors) {
   // Header 20 bytes, tags[0] 4 bytes, then the instructions start at 24 (no descs).
   EXPECT_EQ(DecodeError("nop", [](auto& b) { b[0] = 'X'; }),
-            "offset 0: bad magic (expected \"TPUSIM01\")");
+            "offset 0: bad magic (expected \"TPUSIM01\" or \"TPUSIM02\")");
   EXPECT_EQ(DecodeError("nop", [](auto& b) { b[24] = 250; }), "offset 24: unknown opcode 250");
   EXPECT_EQ(DecodeError("nop", [](auto& b) { b[39] = 1; }), "offset 39: nonzero reserved bits");
   EXPECT_EQ(DecodeError("add r1, r2, r3", [](auto& b) { b[27] = 0x80; }),
