@@ -165,6 +165,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   ctx.partitioned = low.partitions > 1;
   ctx.compilations = CompilationCount();
   ctx.steps = a.steps;
+  ctx.collective_stream = low.collective_stream;
   for (const lowering::LoweredOp& op : low.ops) {
     if (op.kind == lowering::KernelKind::kCollective) ctx.collective_ops.push_back(op.name);
     if (op.kind == lowering::KernelKind::kMxu) ctx.mxu_ops.push_back(op.name);

@@ -3,6 +3,7 @@
 #include "compiler/hlo/printer.h"
 #include "compiler/lowering/driver/tensor_core_target.h"
 #include "compiler/passes/algsimp.h"
+#include "compiler/passes/async_collectives.h"
 #include "compiler/passes/async_conversion.h"
 #include "compiler/passes/bf16_folding.h"
 #include "compiler/passes/contraction_defusion.h"
@@ -50,6 +51,8 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::DcePass>();
   p.AddPass<passes::MemorySchedulerPass>();
   p.AddPass<passes::RematerializationPass>(options.hbm_capacity_bytes);
+  if (options.async_collectives)
+    p.AddPass<passes::AsyncCollectiveCreatorPass>(options.hbm_capacity_bytes);
   p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);
   p.set_dump_dir(options.dump_dir);
   return p;

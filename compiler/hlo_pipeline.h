@@ -24,6 +24,9 @@ struct CompileOptions {
   int64_t devices = 1;  // the board's cores: a sharded global program is partitioned over them
   int64_t all_reduce_combine_bytes = passes::kDefaultAllReduceCombineBytes;
   std::string dump_dir;  // empty: no IR dumps
+  // All-reduces as start/done pairs the collective stream overlaps with the kernels between
+  // them (async-collective-creator); false: every collective runs between drain barriers.
+  bool async_collectives = true;
   // The code generator the passes prepare for; null: the TensorCore kernels
   // (lowering::TensorCoreTarget()). It outlives the pipeline.
   const target::TargetDescription* target = nullptr;
@@ -33,7 +36,8 @@ struct CompileOptions {
 // contraction-defusion, dce, algsimp, dce,
 // space-to-depth, conv-canonicalization, bf16-conversion-folding, dce, layout-assignment,
 // elementwise-fusion, batch-norm-fusion, fusion-merger, multi-output-fusion, fusion-merger,
-// convolution-statistics-fusion, dce, memory-scheduler, rematerialization, memory-planning.
+// convolution-statistics-fusion, dce, memory-scheduler, rematerialization,
+// async-collective-creator, memory-planning.
 passes::PassPipeline DefaultPipeline(const CompileOptions& options = {});
 
 struct CompileReport {

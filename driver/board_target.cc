@@ -16,6 +16,11 @@ CompileTarget TargetFor(const sim::BoardConfig& board, bool infeed) {
       collectives::TorusRing(board.ici.torus_x, board.ici.torus_y, board.cores_per_chip);
   t.lowering.infeed = infeed;
   t.lowering.hbm_bytes = board.core.hbm_bytes;
+  t.lowering.peak_flops_per_s = PeakFlopsPerCore(board.core);
+  t.lowering.hbm_bytes_per_s = board.core.hbm_bandwidth_bytes_per_s;
+  t.lowering.link_bytes_per_s = board.ici.link_bandwidth_bytes_per_s;
+  t.lowering.hop_seconds =
+      (board.core.dma_latency_cycles + board.ici.latency_cycles) / board.core.clock_hz;
   // Memory planning leaves the top of HBM to the collectives' entry handshake.
   t.hbm_bytes_per_core = static_cast<int64_t>(board.core.hbm_bytes - lowering::kMailboxBytes);
   return t;

@@ -51,6 +51,9 @@ struct RunContext {
   std::vector<PaddingInfo> padding;
   // HLO ops that are collectives (their op-profile time is the step's all-reduce share).
   std::vector<std::string> collective_ops;
+  // The collectives ran on each core's collective stream, beside the kernels: the step's
+  // all-reduce share is the main stream's waits for them, which the simulator reports.
+  bool collective_stream = false;
   // Where each HLO op came from in the user's program, by op name (metadata).
   std::map<std::string, OpOrigin> op_origins;
   // FLOPs of each HLO op as XLA's cost analysis counts them, by op name, all cores, one

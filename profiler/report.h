@@ -23,7 +23,10 @@ struct Report {
 // The all-reduce part of the average step breakdown is the time cores spend inside
 // collective ops (RunContext::collective_ops): their busy time moves from compute, and
 // the idle gaps within their spans (waiting for peers and ICI latency) from host overhead.
+// Collectives on the collective stream overlap the kernels: their share is already the
+// main stream's waits for them (HostKind::kAllReduce).
 inline void AttributeCollectives(Report& r) {
+  if (r.context.collective_stream) return;
   double busy = 0, span = 0;
   for (const OpProfileEntry& op : r.ops)
     if (std::find(r.context.collective_ops.begin(), r.context.collective_ops.end(), op.name) !=

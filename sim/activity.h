@@ -26,6 +26,7 @@ struct BusyRecord {
   uint32_t step = 0;   // training step this work belongs to
   double flops = 0;    // useful floating-point operations (2 per MAC)
   uint64_t bytes = 0;  // bytes read + written in HBM by this instruction
+  uint8_t stream = 0;  // the instruction stream that issued it: 0 main, 1 collective
 };
 
 // A unit that waited on a sync flag (stalled, not busy).

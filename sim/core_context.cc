@@ -49,6 +49,7 @@ void CoreContext::Record(isa::Unit unit, const Issued& it, TimeFs start, TimeFs 
   r.step = it.step;
   r.flops = flops;
   r.bytes = hbm_bytes;
+  r.stream = it.stream;
   sink->OnBusy(r);
 }
 

@@ -31,6 +31,7 @@ struct Issued {
   TimeFs ready = 0;                            // when the sequencer put it in the queue
   std::array<int64_t, isa::kMaxOperands> v{};  // resolved operands (register values)
   uint32_t step = 0;
+  uint8_t stream = 0;  // the issuing sequencer's (0 main, 1 collective)
   // vloop only: the loop body, its operands resolved when the loop was issued.
   std::shared_ptr<const std::vector<Issued>> body;
 };

@@ -66,6 +66,7 @@ void Sequencer::FlushScalarRun() {
   it.pc = run_pc_;
   it.instr = ctx_.program->code[run_pc_];
   it.step = step_;
+  it.stream = static_cast<uint8_t>(stream_);
   TimeFs end = LocalNow();
   ctx_.Record(isa::Unit::kScalar, it, run_start_, end, 0, 0);
 }
@@ -164,6 +165,7 @@ Issued Sequencer::Resolve(uint32_t pc, const isa::Instr& in) const {
   it.instr = in;
   it.pc = pc;
   it.step = step_;
+  it.stream = static_cast<uint8_t>(stream_);
   for (int i = 0; i < d.operands; ++i) it.v[i] = d.sregs >> i & 1 ? regs_[in.a[i]] : in.a[i];
   return it;
 }

@@ -54,12 +54,12 @@ void WriteUnitRuns(TraceWriter& w, const Recorder& rec, int core,
   auto emit = [&](const Run& run) {
     const sim::BusyRecord& r = busy[run.first];
     if (run.count == 1) {
-      w.Complete(core, UnitTrack(r.unit), Mnemonic(r.op), r.start, r.end, BusyArgs(r));
+      w.Complete(core, UnitTrack(r.unit, r.stream), Mnemonic(r.op), r.start, r.end, BusyArgs(r));
       return;
     }
     std::string name = r.tag == 0 ? "(untagged)" : rec.TagName(core, r.tag);
     w.Complete(
-        core, UnitTrack(r.unit), name, r.start, run.end,
+        core, UnitTrack(r.unit, r.stream), name, r.start, run.end,
         "{\"instructions\":" + std::to_string(run.count) + ",\"flops\":" + Fixed(run.flops, 0) +
             ",\"bytes\":" + std::to_string(run.bytes) + ",\"busy_percent\":" +
             Fixed(100.0 * static_cast<double>(run.busy) / static_cast<double>(run.end - r.start),
@@ -68,9 +68,9 @@ void WriteUnitRuns(TraceWriter& w, const Recorder& rec, int core,
   };
   for (uint32_t i : idx) {
     const sim::BusyRecord& r = busy[i];
-    const int unit = static_cast<int>(r.unit);
+    const int unit = static_cast<int>(r.unit) + isa::kNumUnits * r.stream;
     if (r.unit == isa::Unit::kDma) {  // concurrent copies keep their own events and tracks
-      w.Complete(core, UnitTrack(r.unit), Mnemonic(r.op), r.start, r.end, BusyArgs(r));
+      w.Complete(core, UnitTrack(r.unit, r.stream), Mnemonic(r.op), r.start, r.end, BusyArgs(r));
       continue;
     }
     auto it = open.find(unit);
@@ -90,11 +90,16 @@ void WriteUnitRuns(TraceWriter& w, const Recorder& rec, int core,
   for (const auto& [unit, run] : open) emit(run);
 }
 
-// The XLA Ops track: each union span of the core's work, cut where the tag changes.
+// The XLA Ops track of one instruction stream (the collective stream's has its own): each
+// union span of the stream's work on the core, cut where the tag changes.
 // One event per run of an op's busy records; `origins` adds the framework op and source.
-void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vector<uint32_t>& idx,
-                 const std::map<std::string, profiler::OpOrigin>& origins) {
+void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vector<uint32_t>& all,
+                 const std::map<std::string, profiler::OpOrigin>& origins, int stream) {
   const auto& busy = rec.events().busy;
+  std::vector<uint32_t> idx;  // the stream's records
+  for (uint32_t i : all)
+    if (busy[i].stream == stream) idx.push_back(i);
+  const Track track = stream ? Track::kCollectiveOps : Track::kXlaOps;
   bool open = false;
   uint16_t tag = 0;
   TimeFs seg_start = 0, span_end = 0;
@@ -109,7 +114,7 @@ void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vecto
         args += ",\"framework_op\":" + JsonString(it->second.framework_op) +
                 ",\"source\":" + JsonString(it->second.source);
       }
-      w.Complete(core, Track::kXlaOps, name, seg_start, end, args + "}");
+      w.Complete(core, track, name, seg_start, end, args + "}");
     }
     flops = 0;
     bytes = 0;
@@ -146,7 +151,8 @@ void WriteCore(TraceWriter& w, const Recorder& rec, int core,
                "{\"step\":" + std::to_string(s.step) + "}");
   }
   const std::vector<uint32_t> busy = SortedFor(ev.busy, core);
-  WriteXlaOps(w, rec, core, busy, origins);
+  WriteXlaOps(w, rec, core, busy, origins, /*stream=*/0);
+  WriteXlaOps(w, rec, core, busy, origins, /*stream=*/1);
   WriteUnitRuns(w, rec, core, busy);
   for (uint32_t i : SortedFor(ev.waits, core)) {
     const sim::WaitRecord& r = ev.waits[i];

@@ -7,7 +7,11 @@ namespace {
 constexpr int kLaneStride = 100;  // tid = track * 100 + lane
 }
 
-Track UnitTrack(isa::Unit u) {
+Track UnitTrack(isa::Unit u, int stream) {
+  if (stream == 1)
+    return u == isa::Unit::kDma   ? Track::kCollectiveDma
+           : u == isa::Unit::kVpu ? Track::kCollectiveVpu
+                                  : Track::kCollectiveScalar;
   switch (u) {
     case isa::Unit::kDma:
       return Track::kDma;
@@ -63,6 +67,14 @@ std::string TrackName(Track t) {
       return "ICI";
     case Track::kSyncFlags:
       return "Sync Flags";
+    case Track::kCollectiveOps:
+      return "Collective stream: XLA Ops";
+    case Track::kCollectiveDma:
+      return "Collective stream: DMA";
+    case Track::kCollectiveVpu:
+      return "Collective stream: VPU";
+    case Track::kCollectiveScalar:
+      return "Collective stream: Scalar";
     case Track::kInfeedWait:
       return "Infeed wait";
     case Track::kOutfeed:

@@ -28,13 +28,18 @@ enum class Track : int {
   kDma,
   kIci,
   kSyncFlags,
+  kCollectiveOps,  // the collective stream's (docs/isa.md, "Two instruction streams")
+  kCollectiveDma,
+  kCollectiveVpu,
+  kCollectiveScalar,
   kInfeedWait = 20,
   kOutfeed,
   kHostToDevice,
   kHostOverhead,
 };
 
-Track UnitTrack(isa::Unit u);
+// The track of a unit of the main stream (0) or of the collective stream (1).
+Track UnitTrack(isa::Unit u, int stream = 0);
 Track HostTrack(profiler::HostKind k);
 std::string TrackName(Track t);
 

@@ -59,8 +59,8 @@ std::string ButterflyAllReduceProgram(const RingAllReduceSpec& spec, int positio
   const int self = spec.ring[static_cast<size_t>(position)];
   const int index = static_cast<int>(std::find(order.begin(), order.end(), self) - order.begin());
   // VMEM: partial results 0..rounds, then one receive slot per round.
-  auto partial = [&](int r) { return static_cast<uint64_t>(r) * size; };
-  auto slot = [&](int r) { return static_cast<uint64_t>(rounds + 1 + r) * size; };
+  auto partial = [&](int r) { return spec.vmem_base + static_cast<uint64_t>(r) * size; };
+  auto slot = [&](int r) { return spec.vmem_base + static_cast<uint64_t>(rounds + 1 + r) * size; };
   const int f = spec.flag_base;
   std::ostringstream s;
   s << "# butterfly all-reduce (" << ReduceOpName(spec.op) << ") of " << pieces.size()

@@ -40,8 +40,8 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
   const int back_pos = static_cast<int>(n - 1 - position);
   std::ostringstream s;
   const int fb = spec.flag_base, bb = spec.flag_base + 8;  // each ring's flags
-  RingEmitter fwd(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
-  RingEmitter bwd(s, backward, back_pos, c, RingRegisters{"r23", "r26", bb});
+  RingEmitter fwd(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb, spec.vmem_base});
+  RingEmitter bwd(s, backward, back_pos, c, RingRegisters{"r23", "r26", bb, spec.vmem_base});
   s << "# bidirectional ring all-reduce of " << spec.bytes << " bytes over " << n
     << " cores; ring position " << position << "\n"
     << ".desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n"
@@ -52,7 +52,7 @@ std::string BidirectionalProgram(const RingAllReduceSpec& spec, int position) {
               {spec.ring[(position + n - 1) % n], spec.ring[(position + 1) % n]}, 2);
   fwd.EmitRingRegisters();
   bwd.EmitRingRegisters();
-  s << "    li r26, " << kSetBytes << "\n";  // the backward ring's buffers
+  s << "    li r26, " << spec.vmem_base + kSetBytes << "\n";  // the backward ring's buffers
   fwd.Vmem(1, data);
   bwd.Vmem(2, data);
   s << assembly::LoadAddress(8, spec.hbm_address, 9) << assembly::LoadAddress(9, half, 10)
@@ -98,15 +98,18 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
     return BidirectionalProgram(spec, position);
   }
   // One segment up to 4 MiB (one buffer set fits VMEM); beyond, 2 MiB segments in pairs.
-  const uint64_t seg = spec.bytes <= kSingleSegmentBytes ? spec.bytes : kSegmentBytes;
+  const uint64_t seg = spec.bytes <= spec.single_segment_bytes ? spec.bytes : spec.segment_bytes;
   if (spec.bytes == 0 || seg % (kVreg * n) || spec.bytes % seg)
     throw std::invalid_argument("all-reduce size must be a positive multiple of 4096 x " +
-                                std::to_string(n) + " bytes, and of 2 MiB above 4 MiB");
+                                std::to_string(n) + " bytes, and of " +
+                                std::to_string(spec.segment_bytes) + " above " +
+                                std::to_string(spec.single_segment_bytes));
   const uint64_t c = seg / n, segments = spec.bytes / seg;
   const uint64_t valid = spec.valid_bytes ? spec.valid_bytes : spec.bytes;
   if (valid > spec.bytes || valid % 4 || (valid != spec.bytes && segments != 1))
     throw std::invalid_argument("all-reduce padding: valid bytes must fit one segment");
-  if (segments > 1 || (valid == spec.bytes && GoesAsHalves(spec.bytes, static_cast<int>(n)))) {
+  if (segments > 1 || (valid == spec.bytes &&
+                       GoesAsHalves(spec.bytes, static_cast<int>(n), spec.single_segment_bytes))) {
     // One buffer of several segments (or halves): they go in pairs (ring_pieces.cc).
     RingAllReduceSpec one = spec;
     one.pieces = {
@@ -117,7 +120,7 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const uint64_t data = 0, slots = seg, out = seg + (n - 1) * c;  // VMEM layout
   std::ostringstream s;
   const int fb = spec.flag_base;
-  RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
+  RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb, spec.vmem_base});
   s << "# ring all-reduce (" << ReduceOpName(spec.op) << ") of " << spec.bytes << " bytes over "
     << n << " cores; ring position " << position << "\n"
     << ".desc chunk rows=1 row_bytes=" << c << " src_stride=0 dst_stride=0\n"

@@ -55,7 +55,7 @@ void RingEmitter::EmitRingRegisters() {
      << "    li " << r_.next << ", " << ring_[Chunk(p_ + 1)] << "\n    shli " << r_.next << ", "
      << r_.next << ", 56\n    or " << r_.next << ", " << r_.next << ", r21\n"
      << "    li r22, " << ring_[p_] << "\n    shli r22, r22, 56\n    or r22, r22, r21\n"
-     << "    li " << r_.base << ", 0\n";
+     << "    li " << r_.base << ", " << r_.vmem_base << "\n";
 }
 
 void RingEmitter::Vmem(int r, uint64_t off, const char* global) {

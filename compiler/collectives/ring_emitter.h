@@ -67,6 +67,7 @@ struct RingRegisters {
   const char* next = "r20";  // global VMEM base of the next core
   const char* base = "r29";  // VMEM offset of this ring's buffers
   int flag_base = 0;
+  uint64_t vmem_base = 0;  // what EmitRingRegisters puts in `base`
 };
 
 class RingEmitter {

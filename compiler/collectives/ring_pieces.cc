@@ -45,7 +45,7 @@ struct Lane {
   int stored_before = 0;  // result copies the previous pair's segment of this lane made
 };
 
-// Segments 2j (forward ring, buffer set 0) and 2j+1 (backward ring, set kRingSetBytes)
+// Segments 2j (forward ring, buffer set 0) and 2j+1 (backward ring, the set above it)
 // together. Both buffer sets are reused by every pair, so each lane waits, before its
 // first send, for the previous pair's result copies out of its `out` (a neighbour's
 // all-gather may write there once this core has sent); `data` has no reader left after
@@ -58,14 +58,17 @@ std::string PairedProgram(const RingAllReduceSpec& spec, int position, uint64_t 
   std::vector<int> backward(spec.ring.rbegin(), spec.ring.rend());
   const int back_pos = static_cast<int>(n - 1 - position);
   Lane lanes[2] = {
-      {RingEmitter(s, spec.ring, position, c, RingRegisters{"r20", "r29", spec.flag_base}),
+      {RingEmitter(s, spec.ring, position, c,
+                   RingRegisters{"r20", "r29", spec.flag_base, spec.vmem_base}),
        spec.flag_base,
-       0,
+       spec.vmem_base,
        "r29",
        {}},
-      {RingEmitter(s, backward, back_pos, c, RingRegisters{"r23", "r26", spec.flag_base + 8}),
+      {RingEmitter(s, backward, back_pos, c,
+                   RingRegisters{"r23", "r26", spec.flag_base + 8, spec.vmem_base}),
        spec.flag_base + 8,
-       kRingSetBytes,
+       // A set holds data, slots and output: 2 + (n-1)/n segments of the largest size.
+       spec.vmem_base + 3 * std::max(spec.segment_bytes, spec.single_segment_bytes / 2),
        "r26",
        {}}};
   const int mine[2] = {position, back_pos};
@@ -133,13 +136,16 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
       throw std::invalid_argument("all-reduce pieces must be non-empty and 4-byte aligned");
     valid += p.bytes;
   }
-  uint64_t seg = spec.bytes <= kRingSingleSegmentBytes ? spec.bytes : kRingSegmentBytes;
+  uint64_t seg = spec.bytes <= spec.single_segment_bytes ? spec.bytes : spec.segment_bytes;
   if (spec.bytes == 0 || seg % (kRingVregBytes * n) || spec.bytes % seg)
     throw std::invalid_argument("all-reduce size must be a positive multiple of 4096 x " +
-                                std::to_string(n) + " bytes, and of 2 MiB above 4 MiB");
+                                std::to_string(n) + " bytes, and of " +
+                                std::to_string(spec.segment_bytes) + " above " +
+                                std::to_string(spec.single_segment_bytes));
   if (valid > spec.bytes || spec.bytes - valid >= seg)
     throw std::invalid_argument("all-reduce pieces: the padding must lie in the last segment");
-  if (seg == spec.bytes && GoesAsHalves(spec.bytes, static_cast<int>(n)) &&
+  if (seg == spec.bytes &&
+      GoesAsHalves(spec.bytes, static_cast<int>(n), spec.single_segment_bytes) &&
       spec.bytes - valid < spec.bytes / 2)
     seg = spec.bytes / 2;  // one segment as two halves, one each way
   const uint64_t c = seg / n, segments = spec.bytes / seg;
@@ -150,7 +156,7 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
       descs.emplace(p.hi - p.lo, "part" + std::to_string(descs.size()));
   std::ostringstream s;
   const int fb = spec.flag_base;
-  RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb});
+  RingEmitter ring(s, spec.ring, position, c, RingRegisters{"r20", "r29", fb, spec.vmem_base});
   s << "# ring all-reduce (" << ReduceOpName(spec.op) << ") of " << spec.pieces.size()
     << " buffers, " << valid << " bytes padded to " << spec.bytes << ", over " << n << " cores in "
     << segments << " segment(s)" << (segments > 1 ? ", in pairs round both ways" : "")
@@ -165,7 +171,7 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
   ring.EmitRingRegisters();
   // One segment.
   const std::vector<Part> parts = PartsOf(spec.pieces, 0, seg);
-  s << "    li r29, 0\n";
+  s << "    li r29, " << spec.vmem_base << "\n";
   for (const Part& p : parts) {
     ring.Vmem(1, data + p.lo);
     s << assembly::LoadAddress(30, spec.pieces[p.piece].input + p.in_piece, 18)

@@ -55,10 +55,11 @@ void AssignOffsets(std::vector<BufferInfo>& bufs) {
 }  // namespace
 
 // Buffers are row-major, so a reshape is a bitcast: the lowering emits no code for it and
-// reads its operand's buffer.
+// reads its operand's buffer. An all-reduce-done is its start's result.
 bool LivesInOperandBuffers(const HloInstruction& i) {
   return i.opcode() == Opcode::kTuple || i.opcode() == Opcode::kGetTupleElement ||
-         i.opcode() == Opcode::kBitcast || i.opcode() == Opcode::kReshape;
+         i.opcode() == Opcode::kBitcast || i.opcode() == Opcode::kReshape ||
+         i.opcode() == Opcode::kAllReduceDone;
 }
 
 const BufferInfo* MemoryPlan::Find(const std::string& name) const {
@@ -181,7 +182,11 @@ MemoryPlan PlanMemory(const hlo::HloModule& module) {
     const HloInstruction& i = *instrs[t];
     // Operands live until their last use; get-tuple-element only names its element, which
     // lives until the element's last use.
-    for (const HloInstruction* op : i.operands()) {
+    // An asynchronous all-reduce reads its operands until its done.
+    std::vector<const HloInstruction*> reads(i.operands().begin(), i.operands().end());
+    if (i.opcode() == Opcode::kAllReduceDone)
+      reads.insert(reads.end(), i.operand(0)->operands().begin(), i.operand(0)->operands().end());
+    for (const HloInstruction* op : reads) {
       if (i.opcode() == Opcode::kGetTupleElement) break;
       for (const auto& element : buffers_of[op])
         for (size_t b : element) {

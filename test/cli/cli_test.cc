@@ -185,7 +185,7 @@ TEST(Cli, CompilePrintsThePartitionedModule) {
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_THAT(o.text, HasSubstr("num_partitions=8"));
   EXPECT_THAT(o.text, HasSubstr("%x.1 = f32[128,784]"));
-  EXPECT_THAT(o.text, HasSubstr(" all-reduce("));
+  EXPECT_THAT(o.text, HasSubstr(" all-reduce-start("));  // async-collective-creator
   EXPECT_THAT(o.text, Not(HasSubstr("custom-call")));
 }
 

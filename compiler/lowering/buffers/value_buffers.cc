@@ -48,6 +48,7 @@ ValueElement ValueBuffers::Resolve(const HloInstruction* v, int64_t element) con
         continue;
       case Opcode::kBitcast:
       case Opcode::kReshape:
+      case Opcode::kAllReduceDone:
         v = v->operand(0);
         continue;
       default:

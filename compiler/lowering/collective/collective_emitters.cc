@@ -27,20 +27,33 @@ struct CollectiveContext {
   std::vector<int> ring;  // every core in torus ring order
   int cores = 8;
   std::optional<collectives::Mailbox> mailbox;  // CollectiveMailbox: the entry barrier
-  int mxus = 2;  // per core: drain barriers between a collective's rounds
+  int mxus = 2;  // per core: drain barriers between a collective's rounds (0: the
+                 // collective stream's, which has no MXU)
+  // Where an all-reduce's ring stages its buffers: from VMEM offset 0, or for an
+  // all-reduce-start (which runs beside compute kernels) in the collective stream's region.
+  uint64_t vmem_base = 0;
+  uint64_t segment = collectives::kRingSegmentBytes;
+  uint64_t single_segment = collectives::kRingSingleSegmentBytes;
 };
 
-constexpr uint64_t kVreg = 4096, kSegment = 2 << 20, kSingleSegment = 4 << 20;
+constexpr uint64_t kVreg = 4096;
 
 // The all-reduce size the ring program takes for `bytes` over `n` cores.
-uint64_t AllReduceBytes(uint64_t bytes, int n) {
+uint64_t AllReduceBytes(uint64_t bytes, int n, const CollectiveContext& ctx) {
   const uint64_t granule = kVreg * static_cast<uint64_t>(n);
   uint64_t padded = (bytes + granule - 1) / granule * granule;
-  if (padded > kSingleSegment) return (bytes + kSegment - 1) / kSegment * kSegment;
+  if (padded > ctx.single_segment) return (bytes + ctx.segment - 1) / ctx.segment * ctx.segment;
   // Large enough to go as two halves, one each way: pad to whole registers per half.
   const uint64_t halves = (bytes + 2 * granule - 1) / (2 * granule) * (2 * granule);
-  if (halves >= collectives::kRingHalvesMinBytes && halves <= kSingleSegment) return halves;
+  if (halves >= collectives::kRingHalvesMinBytes && halves <= ctx.single_segment) return halves;
   return padded;
+}
+
+// The VMEM layout of `ctx` on a ring spec.
+void SetLayout(collectives::RingAllReduceSpec& spec, const CollectiveContext& ctx) {
+  spec.vmem_base = ctx.vmem_base;
+  spec.segment_bytes = ctx.segment;
+  spec.single_segment_bytes = ctx.single_segment;
 }
 
 std::vector<std::vector<int>> Groups(const HloInstruction& instr, int cores) {
@@ -80,12 +93,11 @@ std::vector<int> RingOf(const std::vector<std::vector<int>>& groups, const std::
 
 std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
                                    uint64_t bytes, const std::string& tag,
-                                   const std::vector<int>& ring, int cores,
-                                   collectives::ReduceOp reduce,
-                                   std::optional<collectives::Mailbox> mailbox, LoweredOp& op) {
+                                   const CollectiveContext& ctx, collectives::ReduceOp reduce,
+                                   LoweredOp& op) {
   std::vector<std::string> programs;
-  for (int c = 0; c < cores; ++c) {
-    const std::vector<int> members = RingOf(groups, ring, c);
+  for (int c = 0; c < ctx.cores; ++c) {
+    const std::vector<int> members = RingOf(groups, ctx.ring, c);
     if (members.size() < 2) {
       programs.emplace_back();
       continue;
@@ -93,11 +105,12 @@ std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, 
     collectives::RingAllReduceSpec spec;
     spec.ring = members;
     spec.hbm_address = address;
-    spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()));
+    spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()), ctx);
     spec.op = reduce;
     spec.tag = tag;
     spec.flag_base = assembly::kCollectiveFlagBase;
-    spec.mailbox = mailbox;
+    spec.mailbox = ctx.mailbox;
+    SetLayout(spec, ctx);
     const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
     if (collectives::TakesButterfly(static_cast<int>(members.size()), bytes)) {
       spec.bytes = bytes;
@@ -116,14 +129,17 @@ std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, 
 }
 
 // The result buffer of element `i` of a tuple-shaped collective: where the
-// get-tuple-element that reads it lives; nullopt when nothing reads it.
+// get-tuple-element that reads it (from the collective or from its all-reduce-done) lives;
+// nullopt when nothing reads it.
 std::optional<uint64_t> ElementAddress(const HloInstruction& instr, int64_t i,
                                        const CollectiveContext& ctx) {
   if (!instr.shape().IsTuple()) return ctx.address(&instr);
-  for (const auto& u : instr.parent()->instructions())
-    if (u->opcode() == Opcode::kGetTupleElement && u->operand(0) == &instr &&
-        u->GetInt("index").value_or(-1) == i)
-      return ctx.address(u.get());
+  for (const auto& u : instr.parent()->instructions()) {
+    if (u->opcode() != Opcode::kGetTupleElement || u->GetInt("index").value_or(-1) != i) continue;
+    const HloInstruction* from = u->operand(0);
+    if (from->opcode() == Opcode::kAllReduceDone) from = from->operand(0);
+    if (from == &instr) return ctx.address(u.get());
+  }
   return std::nullopt;
 }
 
@@ -142,11 +158,12 @@ std::vector<std::string> PiecesAllReduce(const std::vector<collectives::RingPiec
     collectives::RingAllReduceSpec spec;
     spec.ring = members;
     spec.pieces = pieces;
-    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()));
+    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()), ctx);
     spec.op = reduce;
     spec.tag = tag;
     spec.flag_base = assembly::kCollectiveFlagBase;
     spec.mailbox = ctx.mailbox;
+    SetLayout(spec, ctx);
     const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
     programs.push_back(collectives::TakesButterfly(static_cast<int>(members.size()), valid)
                            ? collectives::ButterflyAllReduceProgram(spec, static_cast<int>(pos))
@@ -323,8 +340,15 @@ struct Start {
 };
 
 Start Begin(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  Start st{CollectiveContext{c.address, c.ring, c.cores, c.mailbox, c.mxus}, {}};
+  Start st{
+      CollectiveContext{c.address, c.ring, c.cores, c.mailbox, c.collective_stream ? 0 : c.mxus},
+      {}};
   st.groups = Groups(instr, c.cores);
+  if (instr.opcode() == Opcode::kAllReduceStart) {
+    st.ctx.vmem_base = collectives::kAsyncRingVmemBase;
+    st.ctx.segment = collectives::kAsyncRingSegmentBytes;
+    st.ctx.single_segment = collectives::kAsyncRingSingleSegmentBytes;
+  }
   op.kind = KernelKind::kCollective;
   return st;
 }
@@ -421,10 +445,9 @@ std::vector<std::string> EmitAllReduce(const HloInstruction& instr, const OpCont
   const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
   uint64_t bytes = 0;
   for (const HloInstruction* o : instr.operands()) bytes += ByteSize(o->shape());
-  auto programs =
-      AllReduce(groups, in, bytes, instr.name(), ctx.ring, ctx.cores,
-                IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum,
-                ctx.mailbox, op);
+  auto programs = AllReduce(
+      groups, in, bytes, instr.name(), ctx,
+      IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, op);
   op.exact = instr.operand_count() == 1 && op.note.empty() &&
              instr.shape().type == hlo::PrimitiveType::kF32 && in == out;
   if (!op.exact) {  // several operands, padding or a separate result: one combined ring

@@ -29,6 +29,7 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
   s.input = c.address(outer.operand(0)), s.kernel = c.address(outer.operand(1));
   s.output = c.address(&outer);
   s.tag = outer.name();
+  s.vmem_bytes = c.vmem_limit;
   if (fusion) {
     const std::optional<uint64_t> y = TupleElementAddress(outer, 0, c),
                                   sum = TupleElementAddress(outer, 1, c),
@@ -51,6 +52,7 @@ std::string ConvolutionKernel(const HloInstruction& instr, const OpContext& c, L
       s.batch * (s.h * s.w * s.cin * in_elem + oh * ow * s.cout * out_elem) +
       s.kh * s.kw * s.cin * s.cout * ker_elem + (s.statistics ? 8 * s.cout : 0));
   op.exact = ConvKernelIsExact(instr);
+  op.vmem_bytes = s.vmem_bytes;  // PlanConv kept to it
   const std::string& labels = instr.conv_dims()->labels;
   if (labels != "b01f_01io->b01f" && !s.kernel_oi)
     op.note = "kernel layout " + labels + ": timing of the 01io form";
@@ -83,6 +85,7 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
   WeightGradShape& s = *shape;
   s.x = c.address(instr.operand(0)), s.dy = c.address(instr.operand(1)), s.dw = c.address(&instr);
   s.tag = instr.name();
+  s.vmem_bytes = c.vmem_limit;
   const bool batch = BatchWeightGradTakes(s);
   if (!batch) s = FewerTransposes(s);
   std::string k;
@@ -97,6 +100,7 @@ std::string WeightGrad(const HloInstruction& instr, const OpContext& c, LoweredO
   const hlo::Shape &x = instr.operand(0)->shape(), &dy = instr.operand(1)->shape();
   op.hbm_bytes = ByteSize(x) + ByteSize(dy) + ByteSize(instr.shape());
   op.exact = true;
+  op.vmem_bytes = s.vmem_bytes;  // both weight-gradient plans keep to it
   return k;
 }
 

@@ -125,6 +125,8 @@ MovePlan PlanMove(const StridedMove& m) {
   return p;
 }
 
+int64_t MoveKernelVmemBytes() { return kFillBlockVregs * kVregBytes; }
+
 std::string MoveKernel(const std::vector<StridedMove>& moves, const MoveFill* fill,
                        const std::string& tag) {
   std::vector<MovePlan> plans;

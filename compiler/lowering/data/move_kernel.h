@@ -34,6 +34,10 @@ struct MoveFill {
   std::optional<uint32_t> bits;  // the 4-byte pattern of every word, when there is no immediate
 };
 
+// The VMEM a move kernel uses at most: an immediate fill's block at offset 0 (the moves
+// themselves go HBM to HBM).
+int64_t MoveKernelVmemBytes();
+
 // Descriptor-shaped copies of one move: `outer` dimensions (at most two) are loops.
 struct MovePlan {
   int64_t planes = 1, rows = 1, row_bytes = 0;

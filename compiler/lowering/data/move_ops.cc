@@ -161,6 +161,7 @@ std::string MoveOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   op.kind = KernelKind::kDma;
   op.hbm_bytes = 2 * static_cast<uint64_t>(instr.shape().ElementCount() * elem);
   op.exact = true;
+  op.vmem_bytes = MoveKernelVmemBytes();
   return k;
 }
 
@@ -205,6 +206,7 @@ std::vector<std::string> EmitDeviceIndex(const HloInstruction& instr, const OpCo
   op.kind = KernelKind::kDma;
   op.hbm_bytes = 4;
   op.exact = true;
+  op.vmem_bytes = MoveKernelVmemBytes();
   return programs;
 }
 

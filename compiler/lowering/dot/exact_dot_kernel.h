@@ -46,6 +46,7 @@ struct ExactDotShape {
   DotBatch batch;
   std::string tag;
   int mxus = 2;
+  int64_t vmem_bytes = kExactDotVmemBytes;  // the VMEM its buffers may take, from offset 0
 };
 
 // The kernel; throws std::invalid_argument when DMA alignment cannot be met (bf16 rows of

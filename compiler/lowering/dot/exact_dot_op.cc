@@ -92,6 +92,7 @@ std::string ExactDotOp(const HloInstruction& instr, const OpContext& c, LoweredO
     }
   }
   d.c = c.address(&instr), d.tag = instr.name(), d.mxus = c.mxus;
+  d.vmem_bytes = std::min<int64_t>(c.vmem_limit, kExactDotVmemBytes);
   std::string k;
   try {
     k = ExactDotKernel(d);
@@ -102,6 +103,7 @@ std::string ExactDotOp(const HloInstruction& instr, const OpContext& c, LoweredO
   op.flops = 2.0 * d.m * d.k * d.n * d.batch.count();
   op.hbm_bytes = ByteSize(lw) + ByteSize(rw) + ByteSize(instr.shape());
   op.exact = true;
+  op.vmem_bytes = d.vmem_bytes;  // PlanExactDot kept to it
   return k;
 }
 

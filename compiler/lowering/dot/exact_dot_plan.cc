@@ -52,7 +52,7 @@ ExactDotPlan PlanExactDot(const ExactDotShape& d) {
   p.mxus = static_cast<int>(std::min<int64_t>({d.mxus, 2, col_blocks}));
   auto nb_of = [&](int64_t per_mxu) { return per_mxu * p.mxus * kPackEdge; };
   auto fits = [&](int64_t mb, int64_t nb, int64_t kc) {
-    return Footprint(d, mb, nb, kc) <= kExactDotVmemBytes &&
+    return Footprint(d, mb, nb, kc) <= d.vmem_bytes &&
            StepBytes(d, mb, nb, kc) <= kExactDotStepBytes;
   };
   // Each shape of result block the accumulators take (mb rows x per_mxu column blocks per
@@ -106,7 +106,7 @@ ExactDotPlan PlanExactDot(const ExactDotShape& d) {
   }
   p.out = at, at += static_cast<uint64_t>(2 * p.out_bytes());
   p.vmem_end = at;
-  if (p.vmem_end > static_cast<uint64_t>(kExactDotVmemBytes))
+  if (p.vmem_end > static_cast<uint64_t>(d.vmem_bytes))
     throw std::invalid_argument("exact dot: buffers do not fit VMEM");
   return p;
 }

@@ -4,12 +4,14 @@
 #include "compiler/hlo/sharding.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "compiler/analysis/cost_analysis.h"
 #include "compiler/assembly/asm_util.h"
+#include "compiler/collectives/ring_allreduce.h"
 #include "compiler/lowering/driver/emitter_table.h"
 #include "compiler/lowering/driver/lowerer.h"
 
@@ -60,14 +62,40 @@ std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int
 // Whether the module has one collective, a ring one (all-reduce, all-gather, reduce-scatter):
 // its every entry sends and expects the same tokens, so the targeted handshake is safe
 // (collectives::Mailbox::barrier).
+// Whether the module's entry starts asynchronous all-reduces (async-collective-creator): its
+// collectives then run on the collective stream.
+bool HasAsyncCollectives(const hlo::HloModule& m) {
+  for (const auto& i : m.entry()->instructions())
+    if (i->opcode() == Opcode::kAllReduceStart) return true;
+  return false;
+}
+
+bool IsCollective(const HloInstruction& i) {
+  return hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective;
+}
+
+// The collective stream's flags (docs/collectives.md, "The collective stream"): the main
+// stream's xsignal on kStartFlag (of the collective stream's bank) starts the next
+// collective; the collective stream's on kDoneFlag (of the main stream's bank, which no main
+// kernel uses once the collectives have left it) reports one done. kStreamBarrierFlag drains
+// the collective stream's queues.
+constexpr int kStartFlag = 31, kDoneFlag = 16, kStreamBarrierFlag = 30;
+
+// The VMEM a compute kernel may plan for: the core's, or below an asynchronous all-reduce's
+// buffers.
+constexpr int64_t kCoreVmem = static_cast<int64_t>(collectives::kCoreVmemBytes);
+constexpr int64_t kBesideCollective = static_cast<int64_t>(collectives::kAsyncRingVmemBase);
+
 bool HasOneRingCollective(const hlo::HloModule& m) {
   int rings = 0, others = 0;
   for (const auto& c : m.computations())
     for (const auto& i : c->instructions()) {
       const Opcode op = i->opcode();
-      if (op == Opcode::kAllReduce || op == Opcode::kAllGather || op == Opcode::kReduceScatter)
+      if (op == Opcode::kAllReduce || op == Opcode::kAllReduceStart || op == Opcode::kAllGather ||
+          op == Opcode::kReduceScatter)
         ++rings;
-      else if (hlo::GetOpcodeInfo(op).category == hlo::OpCategory::kCollective)
+      else if (op != Opcode::kAllReduceDone &&
+               hlo::GetOpcodeInfo(op).category == hlo::OpCategory::kCollective)
         ++others;
     }
   return rings == 1 && others == 0;
@@ -76,7 +104,12 @@ bool HasOneRingCollective(const hlo::HloModule& m) {
 }  // namespace
 
 Lowerer::Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o)
-    : module_(m), plan_(plan), opt_(o), text_(static_cast<size_t>(o.cores)), buffers_(m, plan) {}
+    : module_(m),
+      plan_(plan),
+      opt_(o),
+      text_(static_cast<size_t>(o.cores)),
+      collective_text_(static_cast<size_t>(o.cores)),
+      buffers_(m, plan) {}
 
 LoweredModule Lowerer::Run() {
   const HloComputation& entry = *module_.entry();
@@ -103,6 +136,7 @@ LoweredModule Lowerer::Run() {
   if (const std::optional<uint64_t> word = CollectiveMailbox(opt_))
     ctx_.mailbox = collectives::Mailbox{*word, opt_.cores, !HasOneRingCollective(module_)};
   ctx_.per_device = out_.replicas > 1;
+  ctx_.collective_stream = out_.collective_stream = HasAsyncCollectives(module_);
   ctx_.partitions = module_.num_partitions;
   for (const HloInstruction* in : inputs_) out_.batch_parameters.push_back(in->name());
   SetUpInfeed();
@@ -116,10 +150,12 @@ LoweredModule Lowerer::Run() {
   else
     leaves.push_back(root);
   WriteConstantResults(leaves);
+  AwaitCollectivesThrough(nullptr);
   Emit("    halt\n");
   if (const std::optional<uint64_t> top = CollectiveMailbox(opt_)) buffers_.CheckCapacity(*top);
   for (const HloInstruction* l : leaves) out_.outputs.push_back({l->name(), Address(l)});
-  for (auto& t : text_) out_.programs.push_back(t.str());
+  for (size_t c = 0; c < text_.size(); ++c)
+    out_.programs.push_back(text_[c].str() + CollectiveStreamText(c));
   out_.exact =
       std::all_of(out_.ops.begin(), out_.ops.end(), [](const LoweredOp& o) { return o.exact; });
   return std::move(out_);
@@ -192,33 +228,68 @@ void Lowerer::LowerControl(const HloInstruction& i, int64_t executions) {
 
 void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
   const EmitterRow& row = EmitterFor(i.opcode());
-  if (row.kind == EmitterRow::Kind::kControl) return LowerControl(i, executions);
-  LoweredOp op;
-  op.name = i.name();
-  op.framework_op = hlo::MetadataOf(i).op_name;
-  op.source = hlo::SourceLocation(module_, i);
-  op.opcode = std::string(hlo::OpcodeName(i.opcode()));
-  op.executions = executions;
-  std::vector<std::string> per_core;
-  try {
-    switch (row.kind) {
-      case EmitterRow::Kind::kNoCode:
-        op.exact = true;
-        break;
-      case EmitterRow::Kind::kKernel:
-        if (const std::string k = row.kernel(i, ctx_, op); !k.empty())
-          per_core.assign(static_cast<size_t>(opt_.cores), k);
-        break;
-      case EmitterRow::Kind::kCoreKernels:
-        per_core = row.core_kernels(i, ctx_, op);
-        break;
-      default:
-        throw std::invalid_argument("no kernel for this op on the TensorCore");
-    }
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("%" + i.name() + " (" + op.opcode + "): " + e.what());
+  if (row.kind == EmitterRow::Kind::kControl) {
+    // A wait inside a loop or branch would run once per trip: the all-reduces in flight are
+    // awaited before it.
+    AwaitCollectivesThrough(nullptr);
+    return LowerControl(i, executions);
   }
-  AppendKernels(per_core);
+  LoweredOp op;
+  std::vector<std::string> per_core;
+  auto emit = [&](int64_t vmem_limit) {
+    op = LoweredOp{};
+    op.name = i.name();
+    op.framework_op = hlo::MetadataOf(i).op_name;
+    op.source = hlo::SourceLocation(module_, i);
+    op.opcode = std::string(hlo::OpcodeName(i.opcode()));
+    op.executions = executions;
+    per_core.clear();
+    ctx_.vmem_limit = vmem_limit;
+    try {
+      switch (row.kind) {
+        case EmitterRow::Kind::kNoCode:
+          op.exact = true;
+          break;
+        case EmitterRow::Kind::kKernel:
+          if (const std::string k = row.kernel(i, ctx_, op); !k.empty())
+            per_core.assign(static_cast<size_t>(opt_.cores), k);
+          break;
+        case EmitterRow::Kind::kCoreKernels:
+          per_core = row.core_kernels(i, ctx_, op);
+          break;
+        default:
+          throw std::invalid_argument("no kernel for this op on the TensorCore");
+      }
+    } catch (const std::invalid_argument& e) {
+      ctx_.vmem_limit = kCoreVmem;
+      throw std::invalid_argument("%" + i.name() + " (" + op.opcode + "): " + e.what());
+    }
+    ctx_.vmem_limit = kCoreVmem;
+  };
+  // Beside an all-reduce in flight a kernel plans for the VMEM below the collective stream's
+  // region. One that cannot keep to it, or that would outlast the all-reduce (its estimated
+  // time left), runs after it, planned for all of VMEM.
+  emit(kCoreVmem);
+  if (!outstanding_.empty() && !IsCollective(i) && !per_core.empty()) {
+    bool beside = opt_.peak_flops_per_s <= 0 || KernelSeconds(op) <= cover_left_;
+    if (beside) {
+      emit(kBesideCollective);
+      beside = op.vmem_bytes >= 0 && op.vmem_bytes <= kBesideCollective;
+      if (!beside) emit(kCoreVmem);
+    }
+    if (!beside) AwaitCollectivesThrough(nullptr);
+  }
+  if (i.opcode() == Opcode::kAllReduceDone) {
+    AwaitCollectivesThrough(i.operand(0));
+  } else if (ctx_.collective_stream && IsCollective(i)) {
+    if (i.opcode() == Opcode::kAllReduceStart) cover_left_ += AllReduceSeconds(op);
+    AppendCollective(per_core, i);
+  } else {
+    AppendKernels(per_core);
+    if (!outstanding_.empty() && !per_core.empty() && opt_.peak_flops_per_s > 0 &&
+        (cover_left_ -= KernelSeconds(op)) <= 0)
+      AwaitCollectivesThrough(nullptr);
+  }
   op.model_flops = analysis::CostOf(i).flops;
   out_.flops_per_step_per_core += op.flops * static_cast<double>(executions);
   out_.model_flops_per_step_per_core += op.model_flops * static_cast<double>(executions);
@@ -231,6 +302,60 @@ void Lowerer::AppendKernels(const std::vector<std::string>& per_core) {
   const std::string barrier = assembly::DrainBarrier(opt_.mxus_per_core);
   for (size_t c = 0; c < text_.size(); ++c)
     text_[c] << assembly::ScopeKernel(per_core[c], prefix) << barrier;
+}
+
+void Lowerer::AppendCollective(const std::vector<std::string>& per_core, const HloInstruction& i) {
+  if (per_core.empty()) return;
+  const std::string prefix = "k" + std::to_string(kernels_++) + "_";
+  // Everything before it has drained (the barrier after the last kernel): the collective may
+  // read its operands and write its result.
+  Emit("    xsignal f" + std::to_string(kStartFlag) + ", 1   # start " + i.name() + "\n");
+  const std::string drain = "    signal dma, f" + std::to_string(kStreamBarrierFlag) +
+                            ", 1\n    signal vpu, f" + std::to_string(kStreamBarrierFlag) +
+                            ", 1\n    wait seq, f" + std::to_string(kStreamBarrierFlag) + ", 2\n";
+  for (size_t c = 0; c < collective_text_.size(); ++c)
+    collective_text_[c] << "    wait seq, f" << kStartFlag << ", 1\n"
+                        << assembly::ScopeKernel(per_core[c], prefix) << drain << "    xsignal f"
+                        << kDoneFlag << ", 1\n";
+  outstanding_.push_back(&i);
+  if (i.opcode() != Opcode::kAllReduceStart) AwaitCollectivesThrough(&i);
+}
+
+// A kernel's roofline time per execution.
+double Lowerer::KernelSeconds(const LoweredOp& op) const {
+  return std::max(op.flops / opt_.peak_flops_per_s,
+                  static_cast<double>(op.hbm_bytes) / opt_.hbm_bytes_per_s);
+}
+
+// A ring all-reduce's time (docs/collectives.md, timing model): the array loaded and stored,
+// 2(n-1)/n of it over the links both ways round the ring, and 2(n-1) step start-ups for each
+// pair of 2 MiB segments.
+double Lowerer::AllReduceSeconds(const LoweredOp& op) const {
+  if (opt_.peak_flops_per_s <= 0 || opt_.link_bytes_per_s <= 0) return 0;
+  const double bytes = static_cast<double>(op.hbm_bytes) / 2, n = opt_.cores;
+  const double pairs = std::ceil(bytes / static_cast<double>(2 * collectives::kRingSegmentBytes));
+  return 2 * bytes / opt_.hbm_bytes_per_s + 2 * (n - 1) / n * bytes / (2 * opt_.link_bytes_per_s) +
+         pairs * 2 * (n - 1) * opt_.hop_seconds;
+}
+
+// The collective stream serves the starts in order, so awaiting one awaits those before it.
+void Lowerer::AwaitCollectivesThrough(const HloInstruction* start) {
+  size_t count = outstanding_.size();
+  if (start) {
+    auto it = std::find(outstanding_.begin(), outstanding_.end(), start);
+    if (it == outstanding_.end()) return;  // already awaited
+    count = static_cast<size_t>(it - outstanding_.begin()) + 1;
+  }
+  if (count == 0) return;
+  Emit("    wait seq, f" + std::to_string(kDoneFlag) + ", " + std::to_string(count) + "\n");
+  outstanding_.erase(outstanding_.begin(),
+                     outstanding_.begin() + static_cast<std::ptrdiff_t>(count));
+  if (outstanding_.empty()) cover_left_ = 0;
+}
+
+std::string Lowerer::CollectiveStreamText(size_t core) const {
+  if (!ctx_.collective_stream) return "";
+  return ".collective\n" + collective_text_[core].str() + "    halt\n";
 }
 
 void Lowerer::LowerCalled(const HloComputation& comp, int64_t executions) {

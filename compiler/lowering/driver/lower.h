@@ -30,6 +30,13 @@ struct LowerOptions {
   // entry-handshake word (CollectiveMailbox). 0: collectives skip the handshake.
   uint64_t hbm_bytes = 0;
   uint64_t rng_seed = 0;  // rng keys: equal to the evaluator's EvalOptions::rng_seed
+  // The board's figures (sim/configs) that time a window beside an asynchronous all-reduce
+  // (lowerer.h): a kernel as its roofline, the all-reduce as its ring. 0: the window stays
+  // open until the done.
+  double peak_flops_per_s = 0;  // per core
+  double hbm_bytes_per_s = 0;   // per core
+  double link_bytes_per_s = 0;  // one ICI link, one direction
+  double hop_seconds = 0;       // a ring step's start-up: DMA latency and one hop's
 };
 
 // The top of HBM that memory planning leaves to the collectives' entry handshake.
@@ -51,7 +58,11 @@ struct LoweredOp {
   uint64_t hbm_bytes = 0;  // bytes the kernel moves through HBM per core
   int64_t executions = 1;  // trip count of the loops around it
   bool exact = false;      // the kernel computes the op's values (not only its timing)
-  std::string note;        // padding, approximations
+  // The most VMEM the kernel uses, from offset 0 (OpContext::vmem_limit); -1: unknown, all
+  // of it. A kernel runs beside an asynchronous all-reduce only below the collective
+  // stream's region (collectives::kAsyncRingVmemBase).
+  int64_t vmem_bytes = -1;
+  std::string note;  // padding, approximations
   // What the framework called the op (metadata op_name, "jit(step)/Dense_0/dot_general")
   // and the Python source that made it ("train.py:17"); "" when the HLO does not say.
   std::string framework_op, source;
@@ -64,6 +75,8 @@ struct OutputBuffer {  // one leaf of the entry's result
 
 struct LoweredModule {
   std::vector<std::string> programs;  // assembly, one per core
+  // Its collectives run on each core's collective stream (an async all-reduce in the module).
+  bool collective_stream = false;
   std::vector<LoweredOp> ops;
   int replicas = 1;              // devices: the module's replica_count x num_partitions
   int partitions = 1;            // num_partitions: SPMD programs, one per device

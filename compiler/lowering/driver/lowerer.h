@@ -48,6 +48,16 @@ class Lowerer {
   void LowerInstruction(const hlo::HloInstruction& i, int64_t executions);
   void LowerControl(const hlo::HloInstruction& i, int64_t executions);
   void AppendKernels(const std::vector<std::string>& per_core);
+  // The collective stream (a module with asynchronous all-reduces, docs/collectives.md):
+  // every collective's kernels go there, started by the main stream with xsignal and awaited
+  // at its done (an all-reduce-done, or at once for a synchronous collective). Kernels beside
+  // an all-reduce plan for the VMEM below its ring; the window closes before a kernel that
+  // cannot, and once the kernels beside it are estimated to cover the all-reduce's time (a
+  // latency estimate, as XLA's scheduler covers an async op's), so that later kernels plan
+  // for all of VMEM again.
+  void AppendCollective(const std::vector<std::string>& per_core, const hlo::HloInstruction& i);
+  void AwaitCollectivesThrough(const hlo::HloInstruction* start);  // null: all outstanding
+  std::string CollectiveStreamText(size_t core) const;
   void LowerCalled(const hlo::HloComputation& comp, int64_t executions);
 
   // control_flow.cc, while_loop.cc
@@ -69,6 +79,11 @@ class Lowerer {
   const passes::MemoryPlan& plan_;
   const LowerOptions& opt_;
   std::vector<std::ostringstream> text_;
+  std::vector<std::ostringstream> collective_text_;      // per core, when ctx_.collective_stream
+  std::vector<const hlo::HloInstruction*> outstanding_;  // started, not yet awaited, in order
+  double cover_left_ = 0;  // estimated seconds of the outstanding all-reduces not yet covered
+  double KernelSeconds(const LoweredOp& op) const;
+  double AllReduceSeconds(const LoweredOp& op) const;
   LoweredModule out_;
   std::vector<const hlo::HloInstruction*> inputs_;  // the batch the host feeds each step
   OpContext ctx_;                                   // what every emitter is handed

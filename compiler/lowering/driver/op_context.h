@@ -27,6 +27,13 @@ struct OpContext {
   std::optional<collectives::Mailbox> mailbox;
   bool per_device = false;
   int64_t partitions = 1;
+  // Collectives run on the collective stream (docs/isa.md), which has no MXU: their drain
+  // barriers between rounds signal the DMA and VPU queues only.
+  bool collective_stream = false;
+  // The VMEM a compute kernel may plan for, from offset 0: less than the core's while an
+  // asynchronous all-reduce holds the top (the kernel reports what it kept to in
+  // LoweredOp::vmem_bytes; a family that cannot plan for less ignores it).
+  int64_t vmem_limit = int64_t{16} << 20;  // sim/configs vmem_bytes (TPU v2, v3)
 };
 
 // An array of 32-bit words the VPU holds as they are: f32, s32 or u32.

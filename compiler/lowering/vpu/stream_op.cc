@@ -47,6 +47,8 @@ std::string StreamOp(const HloInstruction& instr, const OpContext& c, LoweredOp&
   op.kind = KernelKind::kVpu;
   op.hbm_bytes = st.output.bytes;
   for (const StreamOperand& o : st.inputs) op.hbm_bytes += o.bytes;
+  st.vmem_bytes = c.vmem_limit;
+  op.vmem_bytes = VpuStreamVmemBytes(st);
   return VpuStreamKernel(st);
 }
 
@@ -104,6 +106,8 @@ std::string MultiOutputStreamOp(const HloInstruction& instr, const OpContext& c,
   op.hbm_bytes = 0;
   for (const StreamOperand& o : st.inputs) op.hbm_bytes += o.bytes;
   for (size_t k = 0; k < outputs.size(); ++k) op.hbm_bytes += ByteSize(shapes[k]);
+  st.vmem_bytes = c.vmem_limit;
+  op.vmem_bytes = VpuStreamVmemBytes(st);
   std::string k = VpuStreamKernel(st);
   // As kStreamOutputFence, each buffer's credits one per output.
   const std::string n = std::to_string(outputs.size());

@@ -14,12 +14,29 @@ namespace {
 // operands take larger chunks: each chunk's copies wait behind the DMA latency, and a
 // longer chunk spreads that wait over more bytes (the same trade-off as a tile size).
 constexpr int64_t kUnitVregs = 128;
-constexpr uint64_t kUnitBytes = kUnitVregs * 4096;
 constexpr int kSlotUnits = 8;  // 6 inputs + output, rounded up
-constexpr uint64_t kSlotBytes = kSlotUnits * kUnitBytes;
-constexpr int kInputPtr = 16;                    // HBM pointers r16..r21 (outputs: kOutPtrs)
-constexpr uint64_t kSplatArea = 2 * kSlotBytes;  // VMEM: one vreg per splat input
-constexpr int kSplatFlag = 6;                    // their copies' arrivals
+constexpr int kInputPtr = 16;  // HBM pointers r16..r21 (outputs: kOutPtrs)
+constexpr int kSplatFlag = 6;  // their copies' arrivals
+constexpr int64_t kMinUnitVregs = 8;
+
+// A slot's unit (vregs) and bytes, and the splat area after the two slots: kUnitVregs, or
+// the largest power-of-two fraction of it whose slots fit `st.vmem_bytes`.
+struct Layout {
+  int64_t unit_vregs;
+  uint64_t slot_bytes, splat_area;
+};
+Layout LayoutOf(const VpuStream& st) {
+  int64_t unit = kUnitVregs;
+  auto need = [](int64_t u) { return 2 * kSlotUnits * u * 4096 + 6 * 4096; };
+  while (unit > kMinUnitVregs && need(unit) > st.vmem_bytes) unit /= 2;
+  if (need(unit) > st.vmem_bytes)
+    throw std::invalid_argument("the VPU stream kernel needs " + std::to_string(need(unit)) +
+                                " bytes of VMEM");
+  const uint64_t slot = static_cast<uint64_t>(kSlotUnits * unit * 4096);
+  return {unit, slot, 2 * slot};
+}
+
+constexpr int kMaxInputs = 6;
 
 uint64_t VregBytes(const StreamOperand& o) { return o.elem_bytes >= 4 ? 4096 : 2048; }
 
@@ -51,8 +68,9 @@ constexpr int kOutVmem[] = {13, 15, 25};  // VMEM
 // enough for 8 chunks, so a smaller stream still overlaps its first copy in and last copy
 // out with the VPU's work.
 int64_t ChunkVregs(const VpuStream& st) {
-  const int64_t longest = kUnitVregs * (kSlotUnits / (Streamed(st) + Outputs(st)));
-  return std::clamp<int64_t>(st.vregs / 8 / kUnitVregs * kUnitVregs, kUnitVregs, longest);
+  const int64_t unit = LayoutOf(st).unit_vregs;
+  const int64_t longest = unit * (kSlotUnits / (Streamed(st) + Outputs(st)));
+  return std::clamp<int64_t>(st.vregs / 8 / unit * unit, unit, longest);
 }
 
 // One pass of `chunks` chunks of `chunk_vregs` each; areas of `area` bytes in a slot: the
@@ -70,6 +88,7 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
     out_chunk[k] = st.store_every_vreg ? ChunkBytes(Out(st, k), chunk_vregs, st.vregs) : 4096;
     out_vmem[k] = static_cast<uint64_t>(Streamed(st) + k) * area;
   }
+  const uint64_t slot_bytes = LayoutOf(st).slot_bytes;
   std::ostringstream s;
   int streamed = 0;  // inputs copied per chunk (splat scalars are in their vregs already)
   for (int i = 0; i < n; ++i) {
@@ -84,7 +103,7 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
   auto load = [&](int slot) {  // chunk r1 (+1 when prefetching) into `slot`
     for (int i = 0; i < n; ++i)
       if (!st.inputs[i].splat)
-        s << "    li r3, " << slot * kSlotBytes + at[i] << "\n    dma.hv r3, r" << kInputPtr + i
+        s << "    li r3, " << slot * slot_bytes + at[i] << "\n    dma.hv r3, r" << kInputPtr + i
           << ", in" << i << ", f" << slot << "\n    addi r" << kInputPtr + i << ", r"
           << kInputPtr + i << ", " << in_chunk[i] << "\n";
   };
@@ -99,9 +118,9 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
     s << "    wait vpu, f" << 4 + slot << ", " << outs << "\n";
     for (int i = 0; i < n; ++i)
       if (!st.inputs[i].splat)
-        s << "    li r" << 7 + i << ", " << slot * kSlotBytes + at[i] << "\n";
+        s << "    li r" << 7 + i << ", " << slot * slot_bytes + at[i] << "\n";
     for (int k = 0; k < outs; ++k)
-      s << "    li r" << kOutVmem[k] << ", " << slot * kSlotBytes + out_vmem[k] << "\n";
+      s << "    li r" << kOutVmem[k] << ", " << slot * slot_bytes + out_vmem[k] << "\n";
     // One hardware loop per chunk: each trip loads the next vreg of every full-size input
     // (smaller ones are re-read), runs the body and stores each result's next vreg.
     const size_t loop_len = streamed + st.body.size() + (st.store_every_vreg ? outs : 0);
@@ -120,7 +139,7 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
       s << (st.output.elem_bytes >= 4 ? "    vst v" : "    vst.bf16 v") << st.result << ", r13\n";
     s << "    signal vpu, f" << 2 + slot << ", 1\n    wait dma, f" << 2 + slot << ", 1\n";
     for (int k = 0; k < outs; ++k)
-      s << "    li r3, " << slot * kSlotBytes + out_vmem[k] << "\n    dma.vh r" << kOutPtrs[k]
+      s << "    li r3, " << slot * slot_bytes + out_vmem[k] << "\n    dma.vh r" << kOutPtrs[k]
         << ", r3, out" << k << ", f" << 4 + slot << "\n    addi r" << kOutPtrs[k] << ", r"
         << kOutPtrs[k] << ", " << out_chunk[k] << "\n";
     s << "    addi r1, r1, 1\n";
@@ -132,6 +151,7 @@ std::string Pass(const VpuStream& st, int64_t chunks, int64_t chunk_vregs, uint6
 // Each splat scalar copied by DMA into all 1024 elements of a VMEM vreg, then into its
 // input register, which the body only reads.
 std::string Splats(const VpuStream& st) {
+  const uint64_t splat_area = LayoutOf(st).splat_area;
   std::ostringstream s;
   int copies = 0;
   for (size_t i = 0; i < st.inputs.size(); ++i) {
@@ -139,18 +159,22 @@ std::string Splats(const VpuStream& st) {
     if (!copies++)
       s << ".desc splat rows=" << kVregElements << " row_bytes=4 src_stride=0 dst_stride=4\n"
         << "    sflag f" << kSplatFlag << ", 0\n";
-    s << "    li r3, " << kSplatArea + i * 4096 << "\n    dma.hv r3, r" << kInputPtr + i
+    s << "    li r3, " << splat_area + i * 4096 << "\n    dma.hv r3, r" << kInputPtr + i
       << ", splat, f" << kSplatFlag << "\n";
   }
   if (!copies) return "";
   s << "    wait vpu, f" << kSplatFlag << ", " << copies << "\n";
   for (size_t i = 0; i < st.inputs.size(); ++i)
     if (st.inputs[i].splat)
-      s << "    li r3, " << kSplatArea + i * 4096 << "\n    vld v" << i << ", r3\n";
+      s << "    li r3, " << splat_area + i * 4096 << "\n    vld v" << i << ", r3\n";
   return s.str();
 }
 
 }  // namespace
+
+int64_t VpuStreamVmemBytes(const VpuStream& st) {
+  return static_cast<int64_t>(LayoutOf(st).splat_area + kMaxInputs * 4096);
+}
 
 std::string VpuStreamKernel(const VpuStream& st) {
   if (st.inputs.size() > 6) throw std::invalid_argument("the VPU stream kernel takes <= 6 inputs");

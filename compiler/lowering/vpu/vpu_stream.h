@@ -33,12 +33,18 @@ struct VpuStream {
   std::vector<int> more_results;
   bool store_every_vreg = true;  // false: a reduction, stores once per chunk
   std::string tag;               // the HLO op
+  // The VMEM the kernel may take from offset 0: below 8 MiB its slots shrink to fit (shorter
+  // chunks), as beside an asynchronous all-reduce (OpContext::vmem_limit).
+  int64_t vmem_bytes = int64_t{16} << 20;
 };
 
 // Assembly of the kernel (no halt; labels are local: wrap it with ScopeKernel).
 // Throws std::invalid_argument on more than 6 inputs, more than 3 outputs, more streamed
 // inputs and outputs than a slot holds (8), or an empty iteration space.
 std::string VpuStreamKernel(const VpuStream& stream);
+
+// The VMEM the kernel of `stream` uses at most: two slots and one vreg per splat input.
+int64_t VpuStreamVmemBytes(const VpuStream& stream);
 
 // A plain copy of `bytes` from HBM `src` to HBM `dst` by DMA in chunks (data movement ops).
 std::string DmaCopyKernel(uint64_t src, uint64_t dst, uint64_t bytes, const std::string& tag);

@@ -102,13 +102,14 @@ TEST(Lower, SingleReplicaTrainStepSplitsTheBatchAndAllReducesWeightGradients) {
   EXPECT_THAT(m.batch_parameters, ::testing::ElementsAre("Arg_4.5", "Arg_5.6"));
   EXPECT_EQ(m.example_bytes, (784u + 10u) * 4u);
   int all_reduces = 0;
-  for (const auto& op : m.ops) all_reduces += op.opcode == "all-reduce";
-  // Both weight and both bias gradients and the loss, in one ring (all-reduce-combiner).
+  for (const auto& op : m.ops) all_reduces += op.opcode == "all-reduce-start";
+  // Both weight and both bias gradients and the loss, in one ring (all-reduce-combiner), on
+  // the collective stream (async-collective-creator).
   EXPECT_EQ(all_reduces, 1);
   const std::string& hlo = c->report.hlo;
   int carried = 0;
-  for (size_t p = hlo.find(".combined), index="); p != std::string::npos;
-       p = hlo.find(".combined), index=", p + 1))
+  for (size_t p = hlo.find(".combined.done), index="); p != std::string::npos;
+       p = hlo.find(".combined.done), index=", p + 1))
     ++carried;
   EXPECT_EQ(carried, 5);
   EXPECT_NE(m.programs[0], m.programs[1]);  // ring positions differ

@@ -115,8 +115,9 @@ TEST(PassPipeline, DumpsEachPassAtomically) {
                                              "21-dce.hlo",
                                              "22-memory-scheduler.hlo",
                                              "23-rematerialization.hlo",
-                                             "24-memory-planning.hlo"}));
-  std::ifstream in(dir / "24-memory-planning.hlo");
+                                             "24-async-collective-creator.hlo",
+                                             "25-memory-planning.hlo"}));
+  std::ifstream in(dir / "25-memory-planning.hlo");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), r->hlo);
@@ -153,6 +154,7 @@ TEST(PassPipeline, CompileToHloEndToEnd) {
                                              "dce",
                                              "memory-scheduler",
                                              "rematerialization",
+                                             "async-collective-creator",
                                              "memory-planning"}));
   EXPECT_FALSE(rep.passes[0].changed);   // one device: nothing to split
   EXPECT_FALSE(rep.passes[1].changed);   // no sharding

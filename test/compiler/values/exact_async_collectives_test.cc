@@ -1,0 +1,101 @@
+// Asynchronous all-reduces on the collective stream: the kernels scheduled between a start and
+// its done run beside the ring (planned below its VMEM), and every value stays exact.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "test/compiler/values/sim_values_util.h"
+
+namespace tpusim {
+namespace {
+
+// An 8 MiB gradient (2 MiB ring segments in pairs) all-reduced while a dot and a VPU stream
+// that do not need it run; the weight update waits for it.
+constexpr const char* kGradientBesideWork = R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (g: f32[2048,1024], a: f32[256,512], b: f32[512,384], w: f32[2048,1024]) -> (f32[2048,1024], f32[256,384]) {
+  %g = f32[2048,1024]{1,0} parameter(0)
+  %a = f32[256,512]{1,0} parameter(1)
+  %b = f32[512,384]{1,0} parameter(2)
+  %w = f32[2048,1024]{1,0} parameter(3)
+  %ar = f32[2048,1024]{1,0} all-reduce(%g), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
+  %d = f32[256,384]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %e = f32[256,384]{1,0} tanh(%d)
+  %u = f32[2048,1024]{1,0} subtract(%w, %ar)
+  ROOT %t = (f32[2048,1024]{1,0}, f32[256,384]{1,0}) tuple(%u, %e)
+})";
+
+TEST(ExactAsyncCollectives, AGradientAllReducedBesideADotAndAStreamIsExact) {
+  testing::ExpectMatch(kGradientBesideWork, 1e-5);
+}
+
+// The main stream starts the all-reduce, runs the dot and the stream, then waits for it; the
+// collective stream's ring keeps its buffers above the 4 MiB the kernels beside it plan for.
+TEST(ExactAsyncCollectives, TheKernelsBetweenStartAndDoneRunBesideTheRing) {
+  bool exact = false;
+  std::string inexact;
+  auto c = testing::CompileForValues(kGradientBesideWork, sim::LoadConfig("v3-8"), exact, inexact);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->lowered.collective_stream);
+  const std::string& p = c->lowered.programs.at(0);
+  const size_t start = p.find("xsignal f31, 1   # start ar"), dot = p.find(".tag \"d\""),
+               stream = p.find(".tag \"e\""), done = p.find("wait seq, f16, 1"),
+               update = p.find(".tag \"u\""), collective = p.find(".collective\n");
+  ASSERT_NE(start, std::string::npos) << p;
+  EXPECT_LT(start, dot);
+  EXPECT_LT(dot, stream);
+  EXPECT_LT(stream, done);
+  EXPECT_LT(done, update);
+  EXPECT_LT(update, collective);
+  EXPECT_NE(p.find("li r29, 4194304", collective), std::string::npos);  // the ring's region
+  for (const lowering::LoweredOp& op : c->lowered.ops)
+    if (op.name == "d" || op.name == "e") {
+      EXPECT_GE(op.vmem_bytes, 0) << op.name;
+      EXPECT_LE(op.vmem_bytes, int64_t{4} << 20) << op.name;
+    }
+}
+
+// difftest seed 330265: an all-reduce started before a loop and done after it. The loop body's
+// kernels cannot run beside it (a wait in the body would run once per trip): it is awaited
+// before the loop.
+TEST(ExactAsyncCollectives, AnAllReduceInFlightIsAwaitedBeforeALoop) {
+  testing::ExpectMatch(R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+%cond (s: (s32[], f32[8,16])) -> pred[] {
+  %s = (s32[], f32[8,16]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %c = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (s32[], f32[8,16])) -> (s32[], f32[8,16]) {
+  %s = (s32[], f32[8,16]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[8,16] get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  %y = f32[8,16] tanh(%x)
+  ROOT %out = (s32[], f32[8,16]) tuple(%j, %y)
+}
+ENTRY %main (v2: f32[256,128], v3: f32[8,16]) -> (f32[8,16], f32[256,128]) {
+  %v2 = f32[256,128] parameter(0)
+  %v3 = f32[8,16] parameter(1)
+  %v4 = s32[] constant(0)
+  %v5 = (s32[], f32[8,16]) tuple(%v4, %v3)
+  %v6 = (s32[], f32[8,16]) while(%v5), condition=%cond, body=%body
+  %v7 = f32[8,16] get-tuple-element(%v6), index=1
+  %v16 = f32[256,128] all-reduce(%v2), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
+  ROOT %out = (f32[8,16], f32[256,128]) tuple(%v7, %v16)
+})",
+                       1e-5);
+}
+
+}  // namespace
+}  // namespace tpusim
