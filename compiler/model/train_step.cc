@@ -56,16 +56,14 @@ BuiltModel BuildModel(const ModelSpec& spec, const ModelOptions& options) {
   Op loss = LossOf(ctx, f, options.replicas);
   const std::vector<Op>& weights = ctx.weights();
   std::vector<Op> grads = Gradients(loss, weights);
-  // One all-reduce of (loss, gradients...): the sum over replicas of each replica's share
-  // of the global mean is the global mean loss and its gradient.
+  // One all-reduce per gradient, and one of the loss, as a framework's data-parallel step
+  // writes them (XLA's all-reduce-combiner buckets them): the sum over replicas of each
+  // replica's share of the global mean is the global mean loss and its gradient.
   if (options.replicas > 1) {
-    std::vector<Op> parts = {loss};
-    parts.insert(parts.end(), grads.begin(), grads.end());
     std::vector<int64_t> group;
     for (int64_t r = 0; r < options.replicas; ++r) group.push_back(r);
-    Op summed = AllReduceSum(b, parts, {group});
-    loss = GetTupleElement(summed, 0);
-    for (size_t i = 0; i < grads.size(); ++i) grads[i] = GetTupleElement(summed, int64_t(i) + 1);
+    for (Op& g : grads) g = AllReduceSum(b, {g}, {group});
+    loss = AllReduceSum(b, {loss}, {group});
   }
   std::vector<std::string> names;
   for (Op w : weights) names.push_back(b.node(w).name);

@@ -267,17 +267,20 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
     ctx_.vmem_limit = kCoreVmem;
   };
   // Beside an all-reduce in flight a kernel plans for the VMEM below the collective stream's
-  // region. One that cannot keep to it, or that would outlast the all-reduce (its estimated
-  // time left), runs after it, planned for all of VMEM.
+  // region. It runs there when that costs it nothing (the same code as with all of VMEM) or
+  // when it ends within the all-reduce's estimated time left; else, or when it cannot keep
+  // to the region, it runs after the all-reduce, planned for all of VMEM.
   emit(kCoreVmem);
   if (!outstanding_.empty() && !IsCollective(i) && !per_core.empty()) {
-    bool beside = opt_.peak_flops_per_s <= 0 || KernelSeconds(op) <= cover_left_;
-    if (beside) {
-      emit(kBesideCollective);
-      beside = op.vmem_bytes >= 0 && op.vmem_bytes <= kBesideCollective;
-      if (!beside) emit(kCoreVmem);
+    const LoweredOp full_op = op;
+    const std::vector<std::string> full = per_core;
+    emit(kBesideCollective);
+    const bool fits = op.vmem_bytes >= 0 && op.vmem_bytes <= kBesideCollective;
+    const bool covered = opt_.peak_flops_per_s <= 0 || KernelSeconds(op) <= cover_left_;
+    if (!fits || (per_core != full && !covered)) {
+      op = full_op, per_core = full;
+      AwaitCollectivesThrough(nullptr);
     }
-    if (!beside) AwaitCollectivesThrough(nullptr);
   }
   if (i.opcode() == Opcode::kAllReduceDone) {
     AwaitCollectivesThrough(i.operand(0));
