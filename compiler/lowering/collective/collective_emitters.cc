@@ -1,6 +1,7 @@
-// The collective emitters (emitters.h): each collective of a per-device module as one ring
-// program per core (compiler/collectives/), on the flags reserved for them (asm_util.h),
-// padded to the ring programs' granules; replica i runs on core i.
+// The collective emitters (emitters.h) but the all-reduce's (all_reduce_emitter.cc): each
+// collective of a per-device module as one ring program per core (compiler/collectives/), on
+// the flags reserved for them (asm_util.h), padded to the ring programs' granules; replica i
+// runs on core i.
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "compiler/collectives/ring_allreduce.h"
 #include "compiler/collectives/ring_collectives.h"
 #include "compiler/collectives/ring_emitter.h"
+#include "compiler/lowering/collective/collective_common.h"
 #include "compiler/lowering/data/move_kernel.h"
 #include "compiler/lowering/driver/emitters.h"
 
@@ -22,181 +24,7 @@ namespace {
 using hlo::HloInstruction;
 using hlo::Opcode;
 
-struct CollectiveContext {
-  std::function<uint64_t(const hlo::HloInstruction*)> address;
-  std::vector<int> ring;  // every core in torus ring order
-  int cores = 8;
-  std::optional<collectives::Mailbox> mailbox;  // CollectiveMailbox: the entry barrier
-  int mxus = 2;  // per core: drain barriers between a collective's rounds (0: the
-                 // collective stream's, which has no MXU)
-  // Where an all-reduce's ring stages its buffers: from VMEM offset 0, or for an
-  // all-reduce-start (which runs beside compute kernels) in the collective stream's region.
-  uint64_t vmem_base = 0;
-  uint64_t segment = collectives::kRingSegmentBytes;
-  uint64_t single_segment = collectives::kRingSingleSegmentBytes;
-};
-
 constexpr uint64_t kVreg = 4096;
-
-// The all-reduce size the ring program takes for `bytes` over `n` cores.
-uint64_t AllReduceBytes(uint64_t bytes, int n, const CollectiveContext& ctx) {
-  const uint64_t granule = kVreg * static_cast<uint64_t>(n);
-  uint64_t padded = (bytes + granule - 1) / granule * granule;
-  if (padded > ctx.single_segment) return (bytes + ctx.segment - 1) / ctx.segment * ctx.segment;
-  // Large enough to go as two halves, one each way: pad to whole registers per half.
-  const uint64_t halves = (bytes + 2 * granule - 1) / (2 * granule) * (2 * granule);
-  if (halves >= collectives::kRingHalvesMinBytes && halves <= ctx.single_segment) return halves;
-  return padded;
-}
-
-// The VMEM layout of `ctx` on a ring spec.
-void SetLayout(collectives::RingAllReduceSpec& spec, const CollectiveContext& ctx) {
-  spec.vmem_base = ctx.vmem_base;
-  spec.segment_bytes = ctx.segment;
-  spec.single_segment_bytes = ctx.single_segment;
-}
-
-std::vector<std::vector<int>> Groups(const HloInstruction& instr, int cores) {
-  std::vector<std::vector<int>> groups;
-  if (const hlo::ReplicaGroups* g = instr.replica_groups())
-    for (const auto& group : g->groups) groups.emplace_back(group.begin(), group.end());
-  if (groups.empty() || (groups.size() == 1 && groups[0].empty())) {
-    groups.assign(1, {});
-    for (int c = 0; c < cores; ++c) groups[0].push_back(c);
-  }
-  // Every core in one group, as the evaluator requires (pipeline_fuzz found an all-to-all
-  // over `mesh['x'=4]` on 8 cores dividing by its empty group).
-  std::vector<int> seen(static_cast<size_t>(cores), 0);
-  for (const auto& g : groups)
-    for (int c : g)
-      if (c >= 0 && c < cores) ++seen[static_cast<size_t>(c)];
-  for (int c = 0; c < cores; ++c)
-    if (seen[static_cast<size_t>(c)] != 1)
-      throw std::invalid_argument("replica_groups put core " + std::to_string(c) + " in " +
-                                  std::to_string(seen[static_cast<size_t>(c)]) +
-                                  " groups; each core belongs to exactly one");
-  return groups;
-}
-
-// Ring order of the group holding `core`: its members in board-ring order.
-std::vector<int> RingOf(const std::vector<std::vector<int>>& groups, const std::vector<int>& ring,
-                        int core) {
-  for (const auto& g : groups)
-    if (std::find(g.begin(), g.end(), core) != g.end()) {
-      std::vector<int> out;
-      for (int c : ring)
-        if (std::find(g.begin(), g.end(), c) != g.end()) out.push_back(c);
-      return out;
-    }
-  return {core};
-}
-
-std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
-                                   uint64_t bytes, const std::string& tag,
-                                   const CollectiveContext& ctx, collectives::ReduceOp reduce,
-                                   LoweredOp& op) {
-  std::vector<std::string> programs;
-  for (int c = 0; c < ctx.cores; ++c) {
-    const std::vector<int> members = RingOf(groups, ctx.ring, c);
-    if (members.size() < 2) {
-      programs.emplace_back();
-      continue;
-    }
-    collectives::RingAllReduceSpec spec;
-    spec.ring = members;
-    spec.hbm_address = address;
-    spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()), ctx);
-    spec.op = reduce;
-    spec.tag = tag;
-    spec.flag_base = assembly::kCollectiveFlagBase;
-    spec.mailbox = ctx.mailbox;
-    SetLayout(spec, ctx);
-    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
-    if (collectives::TakesButterfly(static_cast<int>(members.size()), bytes)) {
-      spec.bytes = bytes;
-      programs.push_back(collectives::ButterflyAllReduceProgram(spec, static_cast<int>(pos)));
-      op.hbm_bytes = 2 * bytes;
-      continue;
-    }
-    if (spec.bytes != bytes && op.note.empty())
-      op.note = "ring granule: " + std::to_string(bytes) + " bytes padded to " +
-                std::to_string(spec.bytes);
-    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
-    op.hbm_bytes = 2 * spec.bytes;
-  }
-  op.kind = KernelKind::kCollective;
-  return programs;
-}
-
-// The result buffer of element `i` of a tuple-shaped collective: where the
-// get-tuple-element that reads it (from the collective or from its all-reduce-done) lives;
-// nullopt when nothing reads it.
-std::optional<uint64_t> ElementAddress(const HloInstruction& instr, int64_t i,
-                                       const CollectiveContext& ctx) {
-  if (!instr.shape().IsTuple()) return ctx.address(&instr);
-  for (const auto& u : instr.parent()->instructions()) {
-    if (u->opcode() != Opcode::kGetTupleElement || u->GetInt("index").value_or(-1) != i) continue;
-    const HloInstruction* from = u->operand(0);
-    if (from->opcode() == Opcode::kAllReduceDone) from = from->operand(0);
-    if (from == &instr) return ctx.address(u.get());
-  }
-  return std::nullopt;
-}
-
-// One exact ring over `pieces` back to back, each segment gathering its parts from their
-// buffers and writing its results to theirs; ring padding stays in VMEM. Empty for rings of
-// one core.
-std::vector<std::string> PiecesAllReduce(const std::vector<collectives::RingPiece>& pieces,
-                                         uint64_t valid,
-                                         const std::vector<std::vector<int>>& groups,
-                                         const CollectiveContext& ctx, collectives::ReduceOp reduce,
-                                         const std::string& tag, LoweredOp& op) {
-  std::vector<std::string> programs;
-  for (int c = 0; c < ctx.cores; ++c) {
-    const std::vector<int> members = RingOf(groups, ctx.ring, c);
-    if (members.size() < 2) return {};  // a lone replica would need a copy: not handled here
-    collectives::RingAllReduceSpec spec;
-    spec.ring = members;
-    spec.pieces = pieces;
-    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()), ctx);
-    spec.op = reduce;
-    spec.tag = tag;
-    spec.flag_base = assembly::kCollectiveFlagBase;
-    spec.mailbox = ctx.mailbox;
-    SetLayout(spec, ctx);
-    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
-    programs.push_back(collectives::TakesButterfly(static_cast<int>(members.size()), valid)
-                           ? collectives::ButterflyAllReduceProgram(spec, static_cast<int>(pos))
-                           : collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
-  }
-  op.kind = KernelKind::kCollective;
-  op.hbm_bytes = 2 * valid;
-  op.exact = true;
-  return programs;
-}
-
-// An exact all-reduce of f32 operands, each its own buffer (a tuple all-reduce, or one
-// operand with padding or a separate result): one ring over the operands back to back.
-// Empty for operands that are not f32 arrays and for rings of one core.
-std::vector<std::string> CombinedAllReduce(const HloInstruction& instr,
-                                           const CollectiveContext& ctx,
-                                           const std::vector<std::vector<int>>& groups,
-                                           collectives::ReduceOp reduce, LoweredOp& op) {
-  std::vector<collectives::RingPiece> pieces;
-  uint64_t valid = 0;
-  for (size_t i = 0; i < instr.operand_count(); ++i) {
-    const HloInstruction* in = instr.operand(i);
-    if (in->shape().type != hlo::PrimitiveType::kF32 || !in->shape().IsArray()) return {};
-    const uint64_t bytes = ByteSize(in->shape());
-    if (bytes == 0) continue;
-    pieces.push_back({ctx.address(in), bytes, ElementAddress(instr, static_cast<int64_t>(i), ctx)});
-    valid += bytes;
-  }
-  if (pieces.empty()) return {};
-  auto programs = PiecesAllReduce(pieces, valid, groups, ctx, reduce, instr.name(), op);
-  if (!programs.empty()) op.note.clear();
-  return programs;
-}
 
 // The rows an all-gather's part is made of: the product of the operand's dimensions before
 // the gathered one (each row lands next to the other members' rows of the same index).
@@ -279,11 +107,6 @@ std::vector<std::string> ReduceScatterRounds(const collectives::RingCollectiveSp
   return programs;
 }
 
-bool IsMaxReduction(const HloInstruction& instr) {
-  const hlo::HloComputation* f = instr.to_apply();
-  return f && f->root()->opcode() == Opcode::kMaximum;
-}
-
 // all-to-all: core c at position p of its group sends chunk j (its operand j in the tuple
 // form, else block j of its operand along the split dimension) to member j, where it lands
 // at slot p of the member's result. Exact when each chunk is contiguous: the split
@@ -333,56 +156,10 @@ std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const Coll
   return programs;
 }
 
-// What every collective emitter starts from: its groups and its kind.
-struct Start {
-  CollectiveContext ctx;
-  std::vector<std::vector<int>> groups;
-};
-
-Start Begin(const HloInstruction& instr, const OpContext& c, LoweredOp& op) {
-  Start st{
-      CollectiveContext{c.address, c.ring, c.cores, c.mailbox, c.collective_stream ? 0 : c.mxus},
-      {}};
-  st.groups = Groups(instr, c.cores);
-  if (instr.opcode() == Opcode::kAllReduceStart) {
-    st.ctx.vmem_base = collectives::kAsyncRingVmemBase;
-    st.ctx.segment = collectives::kAsyncRingSegmentBytes;
-    st.ctx.single_segment = collectives::kAsyncRingSingleSegmentBytes;
-  }
-  op.kind = KernelKind::kCollective;
-  return st;
-}
-
-// Groups of one core each: the collective (all-reduce, all-gather, reduce-scatter or
-// all-to-all among one member) is its operand, so each core copies it into the result, or
-// does nothing when they share a buffer. Nothing when some group has more members, or for
-// several operands or a copy not of whole 4-byte words.
-std::optional<std::vector<std::string>> LoneMembers(const HloInstruction& instr, const Start& st,
-                                                    LoweredOp& op) {
-  for (const auto& g : st.groups)
-    if (g.size() != 1) return std::nullopt;
-  if (instr.operand_count() != 1 || instr.shape().IsTuple()) return std::nullopt;
-  const uint64_t bytes = ByteSize(instr.shape());
-  if (bytes != ByteSize(instr.operand(0)->shape()) || bytes == 0 || bytes % 4) return std::nullopt;
-  const uint64_t in = st.ctx.address(instr.operand(0)), out = st.ctx.address(&instr);
-  std::string copy;
-  if (in != out) {
-    StridedMove move;
-    move.dims = {static_cast<int64_t>(bytes / 4)};
-    move.src_strides = move.dst_strides = {4};
-    move.src = in, move.dst = out;
-    copy = MoveKernel({move}, nullptr, instr.name());
-  }
-  op.kind = KernelKind::kDma;
-  op.exact = true;
-  op.hbm_bytes = in != out ? 2 * bytes : 0;
-  return std::vector<std::string>(static_cast<size_t>(st.ctx.cores), copy);
-}
-
 // all-gather (`gather`) or reduce-scatter over rings of the groups.
 std::vector<std::string> RingCollective(const HloInstruction& instr, const OpContext& c,
                                         LoweredOp& op, bool gather) {
-  const Start st = Begin(instr, c, op);
+  const CollectiveStart st = BeginCollective(instr, c, op);
   if (auto lone = LoneMembers(instr, st, op)) return *lone;
   const auto& [ctx, groups] = st;
   const uint64_t in_bytes = ByteSize(instr.operand(0)->shape());
@@ -437,30 +214,6 @@ std::vector<std::string> RingCollective(const HloInstruction& instr, const OpCon
 
 }  // namespace
 
-std::vector<std::string> EmitAllReduce(const HloInstruction& instr, const OpContext& c,
-                                       LoweredOp& op) {
-  const Start st = Begin(instr, c, op);
-  if (auto lone = LoneMembers(instr, st, op)) return *lone;
-  const auto& [ctx, groups] = st;
-  const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
-  uint64_t bytes = 0;
-  for (const HloInstruction* o : instr.operands()) bytes += ByteSize(o->shape());
-  auto programs = AllReduce(
-      groups, in, bytes, instr.name(), ctx,
-      IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, op);
-  op.exact = instr.operand_count() == 1 && op.note.empty() &&
-             instr.shape().type == hlo::PrimitiveType::kF32 && in == out;
-  if (!op.exact) {  // several operands, padding or a separate result: one combined ring
-    LoweredOp exact = op;
-    exact.hbm_bytes = 0;
-    auto combined = CombinedAllReduce(
-        instr, ctx, groups,
-        IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, exact);
-    if (!combined.empty()) return op = exact, combined;
-  }
-  return programs;
-}
-
 std::vector<std::string> EmitAllGather(const HloInstruction& instr, const OpContext& c,
                                        LoweredOp& op) {
   return RingCollective(instr, c, op, /*gather=*/true);
@@ -473,7 +226,7 @@ std::vector<std::string> EmitReduceScatter(const HloInstruction& instr, const Op
 
 std::vector<std::string> EmitCollectivePermute(const HloInstruction& instr, const OpContext& c,
                                                LoweredOp& op) {
-  const auto [ctx, groups] = Begin(instr, c, op);
+  const auto [ctx, groups] = BeginCollective(instr, c, op);
   const uint64_t in_bytes = ByteSize(instr.operand(0)->shape());
   const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
   std::vector<std::pair<int, int>> pairs;
@@ -491,7 +244,7 @@ std::vector<std::string> EmitCollectivePermute(const HloInstruction& instr, cons
 
 std::vector<std::string> EmitAllToAll(const HloInstruction& instr, const OpContext& c,
                                       LoweredOp& op) {
-  const Start st = Begin(instr, c, op);
+  const CollectiveStart st = BeginCollective(instr, c, op);
   if (auto lone = LoneMembers(instr, st, op)) return *lone;
   return AllToAllKernels(instr, st.ctx, st.groups, op);
 }

@@ -4,14 +4,12 @@
 #include "compiler/hlo/sharding.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "compiler/analysis/cost_analysis.h"
 #include "compiler/assembly/asm_util.h"
-#include "compiler/collectives/ring_allreduce.h"
 #include "compiler/lowering/driver/emitter_table.h"
 #include "compiler/lowering/driver/lowerer.h"
 
@@ -73,18 +71,6 @@ bool HasAsyncCollectives(const hlo::HloModule& m) {
 bool IsCollective(const HloInstruction& i) {
   return hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective;
 }
-
-// The collective stream's flags (docs/collectives.md, "The collective stream"): the main
-// stream's xsignal on kStartFlag (of the collective stream's bank) starts the next
-// collective; the collective stream's on kDoneFlag (of the main stream's bank, which no main
-// kernel uses once the collectives have left it) reports one done. kStreamBarrierFlag drains
-// the collective stream's queues.
-constexpr int kStartFlag = 31, kDoneFlag = 16, kStreamBarrierFlag = 30;
-
-// The VMEM a compute kernel may plan for: the core's, or below an asynchronous all-reduce's
-// buffers.
-constexpr int64_t kCoreVmem = static_cast<int64_t>(collectives::kCoreVmemBytes);
-constexpr int64_t kBesideCollective = static_cast<int64_t>(collectives::kAsyncRingVmemBase);
 
 bool HasOneRingCollective(const hlo::HloModule& m) {
   int rings = 0, others = 0;
@@ -305,60 +291,6 @@ void Lowerer::AppendKernels(const std::vector<std::string>& per_core) {
   const std::string barrier = assembly::DrainBarrier(opt_.mxus_per_core);
   for (size_t c = 0; c < text_.size(); ++c)
     text_[c] << assembly::ScopeKernel(per_core[c], prefix) << barrier;
-}
-
-void Lowerer::AppendCollective(const std::vector<std::string>& per_core, const HloInstruction& i) {
-  if (per_core.empty()) return;
-  const std::string prefix = "k" + std::to_string(kernels_++) + "_";
-  // Everything before it has drained (the barrier after the last kernel): the collective may
-  // read its operands and write its result.
-  Emit("    xsignal f" + std::to_string(kStartFlag) + ", 1   # start " + i.name() + "\n");
-  const std::string drain = "    signal dma, f" + std::to_string(kStreamBarrierFlag) +
-                            ", 1\n    signal vpu, f" + std::to_string(kStreamBarrierFlag) +
-                            ", 1\n    wait seq, f" + std::to_string(kStreamBarrierFlag) + ", 2\n";
-  for (size_t c = 0; c < collective_text_.size(); ++c)
-    collective_text_[c] << "    wait seq, f" << kStartFlag << ", 1\n"
-                        << assembly::ScopeKernel(per_core[c], prefix) << drain << "    xsignal f"
-                        << kDoneFlag << ", 1\n";
-  outstanding_.push_back(&i);
-  if (i.opcode() != Opcode::kAllReduceStart) AwaitCollectivesThrough(&i);
-}
-
-// A kernel's roofline time per execution.
-double Lowerer::KernelSeconds(const LoweredOp& op) const {
-  return std::max(op.flops / opt_.peak_flops_per_s,
-                  static_cast<double>(op.hbm_bytes) / opt_.hbm_bytes_per_s);
-}
-
-// A ring all-reduce's time (docs/collectives.md, timing model): the array loaded and stored,
-// 2(n-1)/n of it over the links both ways round the ring, and 2(n-1) step start-ups for each
-// pair of 2 MiB segments.
-double Lowerer::AllReduceSeconds(const LoweredOp& op) const {
-  if (opt_.peak_flops_per_s <= 0 || opt_.link_bytes_per_s <= 0) return 0;
-  const double bytes = static_cast<double>(op.hbm_bytes) / 2, n = opt_.cores;
-  const double pairs = std::ceil(bytes / static_cast<double>(2 * collectives::kRingSegmentBytes));
-  return 2 * bytes / opt_.hbm_bytes_per_s + 2 * (n - 1) / n * bytes / (2 * opt_.link_bytes_per_s) +
-         pairs * 2 * (n - 1) * opt_.hop_seconds;
-}
-
-// The collective stream serves the starts in order, so awaiting one awaits those before it.
-void Lowerer::AwaitCollectivesThrough(const HloInstruction* start) {
-  size_t count = outstanding_.size();
-  if (start) {
-    auto it = std::find(outstanding_.begin(), outstanding_.end(), start);
-    if (it == outstanding_.end()) return;  // already awaited
-    count = static_cast<size_t>(it - outstanding_.begin()) + 1;
-  }
-  if (count == 0) return;
-  Emit("    wait seq, f" + std::to_string(kDoneFlag) + ", " + std::to_string(count) + "\n");
-  outstanding_.erase(outstanding_.begin(),
-                     outstanding_.begin() + static_cast<std::ptrdiff_t>(count));
-  if (outstanding_.empty()) cover_left_ = 0;
-}
-
-std::string Lowerer::CollectiveStreamText(size_t core) const {
-  if (!ctx_.collective_stream) return "";
-  return ".collective\n" + collective_text_[core].str() + "    halt\n";
 }
 
 void Lowerer::LowerCalled(const HloComputation& comp, int64_t executions) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/collectives/ring_allreduce.h"
 #include "compiler/hlo/ir.h"
 #include "compiler/lowering/buffers/value_buffers.h"
 #include "compiler/lowering/buffers/value_copies.h"
@@ -24,6 +25,18 @@ inline int64_t Leaves(const hlo::Shape& s) {
 // The copies control flow adds, as one op of the lowered module (exact unless a constant
 // cannot be filled: Lowerer::CopyOf).
 LoweredOp CopyOp(const std::string& name, int64_t executions);
+
+// The collective stream's flags (docs/collectives.md, "The collective stream"): the main
+// stream's xsignal on kStartFlag (of the collective stream's bank) starts the next
+// collective; the collective stream's on kDoneFlag (of the main stream's bank, which no main
+// kernel uses once the collectives have left it) reports one done. kStreamBarrierFlag drains
+// the collective stream's queues.
+inline constexpr int kStartFlag = 31, kDoneFlag = 16, kStreamBarrierFlag = 30;
+
+// The VMEM a compute kernel may plan for: the core's, or below an asynchronous all-reduce's
+// buffers.
+inline constexpr int64_t kCoreVmem = static_cast<int64_t>(collectives::kCoreVmemBytes);
+inline constexpr int64_t kBesideCollective = static_cast<int64_t>(collectives::kAsyncRingVmemBase);
 
 class Lowerer {
  public:

@@ -1,0 +1,156 @@
+// The all-reduce emitter (emitters.h): one ring or butterfly program per core, an
+// all-reduce-start's in the collective stream's VMEM region (docs/collectives.md).
+#include <algorithm>
+#include <optional>
+
+#include "compiler/assembly/asm_util.h"
+#include "compiler/collectives/butterfly_allreduce.h"
+#include "compiler/collectives/ring_allreduce.h"
+#include "compiler/lowering/collective/collective_common.h"
+#include "compiler/lowering/driver/emitters.h"
+
+namespace tpusim::lowering {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::Opcode;
+
+constexpr uint64_t kVreg = 4096;
+
+// The all-reduce size the ring program takes for `bytes` over `n` cores.
+uint64_t AllReduceBytes(uint64_t bytes, int n, const CollectiveContext& ctx) {
+  const uint64_t granule = kVreg * static_cast<uint64_t>(n);
+  uint64_t padded = (bytes + granule - 1) / granule * granule;
+  if (padded > ctx.single_segment) return (bytes + ctx.segment - 1) / ctx.segment * ctx.segment;
+  // Large enough to go as two halves, one each way: pad to whole registers per half.
+  const uint64_t halves = (bytes + 2 * granule - 1) / (2 * granule) * (2 * granule);
+  if (halves >= collectives::kRingHalvesMinBytes && halves <= ctx.single_segment) return halves;
+  return padded;
+}
+
+// The VMEM layout of `ctx` on a ring spec.
+void SetLayout(collectives::RingAllReduceSpec& spec, const CollectiveContext& ctx) {
+  spec.vmem_base = ctx.vmem_base;
+  spec.segment_bytes = ctx.segment;
+  spec.single_segment_bytes = ctx.single_segment;
+}
+
+std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
+                                   uint64_t bytes, const std::string& tag,
+                                   const CollectiveContext& ctx, collectives::ReduceOp reduce,
+                                   LoweredOp& op) {
+  std::vector<std::string> programs;
+  for (int c = 0; c < ctx.cores; ++c) {
+    const std::vector<int> members = RingOf(groups, ctx.ring, c);
+    if (members.size() < 2) {
+      programs.emplace_back();
+      continue;
+    }
+    collectives::RingAllReduceSpec spec;
+    spec.ring = members;
+    spec.hbm_address = address;
+    spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()), ctx);
+    spec.op = reduce;
+    spec.tag = tag;
+    spec.flag_base = assembly::kCollectiveFlagBase;
+    spec.mailbox = ctx.mailbox;
+    SetLayout(spec, ctx);
+    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
+    if (collectives::TakesButterfly(static_cast<int>(members.size()), bytes)) {
+      spec.bytes = bytes;
+      programs.push_back(collectives::ButterflyAllReduceProgram(spec, static_cast<int>(pos)));
+      op.hbm_bytes = 2 * bytes;
+      continue;
+    }
+    if (spec.bytes != bytes && op.note.empty())
+      op.note = "ring granule: " + std::to_string(bytes) + " bytes padded to " +
+                std::to_string(spec.bytes);
+    programs.push_back(collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
+    op.hbm_bytes = 2 * spec.bytes;
+  }
+  op.kind = KernelKind::kCollective;
+  return programs;
+}
+
+// One exact ring over `pieces` back to back, each segment gathering its parts from their
+// buffers and writing its results to theirs; ring padding stays in VMEM. Empty for rings of
+// one core.
+std::vector<std::string> PiecesAllReduce(const std::vector<collectives::RingPiece>& pieces,
+                                         uint64_t valid,
+                                         const std::vector<std::vector<int>>& groups,
+                                         const CollectiveContext& ctx, collectives::ReduceOp reduce,
+                                         const std::string& tag, LoweredOp& op) {
+  std::vector<std::string> programs;
+  for (int c = 0; c < ctx.cores; ++c) {
+    const std::vector<int> members = RingOf(groups, ctx.ring, c);
+    if (members.size() < 2) return {};  // a lone replica would need a copy: not handled here
+    collectives::RingAllReduceSpec spec;
+    spec.ring = members;
+    spec.pieces = pieces;
+    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()), ctx);
+    spec.op = reduce;
+    spec.tag = tag;
+    spec.flag_base = assembly::kCollectiveFlagBase;
+    spec.mailbox = ctx.mailbox;
+    SetLayout(spec, ctx);
+    const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
+    programs.push_back(collectives::TakesButterfly(static_cast<int>(members.size()), valid)
+                           ? collectives::ButterflyAllReduceProgram(spec, static_cast<int>(pos))
+                           : collectives::RingAllReduceProgram(spec, static_cast<int>(pos)));
+  }
+  op.kind = KernelKind::kCollective;
+  op.hbm_bytes = 2 * valid;
+  op.exact = true;
+  return programs;
+}
+
+// An exact all-reduce of f32 operands, each its own buffer (a tuple all-reduce, or one
+// operand with padding or a separate result): one ring over the operands back to back.
+// Empty for operands that are not f32 arrays and for rings of one core.
+std::vector<std::string> CombinedAllReduce(const HloInstruction& instr,
+                                           const CollectiveContext& ctx,
+                                           const std::vector<std::vector<int>>& groups,
+                                           collectives::ReduceOp reduce, LoweredOp& op) {
+  std::vector<collectives::RingPiece> pieces;
+  uint64_t valid = 0;
+  for (size_t i = 0; i < instr.operand_count(); ++i) {
+    const HloInstruction* in = instr.operand(i);
+    if (in->shape().type != hlo::PrimitiveType::kF32 || !in->shape().IsArray()) return {};
+    const uint64_t bytes = ByteSize(in->shape());
+    if (bytes == 0) continue;
+    pieces.push_back({ctx.address(in), bytes, ElementAddress(instr, static_cast<int64_t>(i), ctx)});
+    valid += bytes;
+  }
+  if (pieces.empty()) return {};
+  auto programs = PiecesAllReduce(pieces, valid, groups, ctx, reduce, instr.name(), op);
+  if (!programs.empty()) op.note.clear();
+  return programs;
+}
+
+}  // namespace
+
+std::vector<std::string> EmitAllReduce(const HloInstruction& instr, const OpContext& c,
+                                       LoweredOp& op) {
+  const CollectiveStart st = BeginCollective(instr, c, op);
+  if (auto lone = LoneMembers(instr, st, op)) return *lone;
+  const auto& [ctx, groups] = st;
+  const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
+  uint64_t bytes = 0;
+  for (const HloInstruction* o : instr.operands()) bytes += ByteSize(o->shape());
+  auto programs = AllReduce(
+      groups, in, bytes, instr.name(), ctx,
+      IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, op);
+  op.exact = instr.operand_count() == 1 && op.note.empty() &&
+             instr.shape().type == hlo::PrimitiveType::kF32 && in == out;
+  if (!op.exact) {  // several operands, padding or a separate result: one combined ring
+    LoweredOp exact = op;
+    exact.hbm_bytes = 0;
+    auto combined = CombinedAllReduce(
+        instr, ctx, groups,
+        IsMaxReduction(instr) ? collectives::ReduceOp::kMax : collectives::ReduceOp::kSum, exact);
+    if (!combined.empty()) return op = exact, combined;
+  }
+  return programs;
+}
+
+}  // namespace tpusim::lowering
