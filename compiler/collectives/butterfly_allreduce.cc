@@ -34,6 +34,10 @@ bool TakesButterfly(int members, uint64_t bytes) {
   return Rounds(members) > 0 && bytes > 0 && bytes % 4 == 0 && Padded(bytes) <= kButterflyMaxBytes;
 }
 
+uint64_t ButterflyVmemBytes(int members, uint64_t bytes) {
+  return static_cast<uint64_t>(2 * Rounds(members) + 1) * Padded(bytes);
+}
+
 std::string ButterflyAllReduceProgram(const RingAllReduceSpec& spec, int position) {
   const int n = static_cast<int>(spec.ring.size());
   const int rounds = Rounds(n);

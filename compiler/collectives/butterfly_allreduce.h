@@ -26,6 +26,10 @@ inline constexpr uint64_t kButterflyMaxBytes = 256 << 10;
 // Whether a group of `members` cores (2, 4 or 8) reduces `bytes` (unpadded) by the butterfly.
 bool TakesButterfly(int members, uint64_t bytes);
 
+// The VMEM its program stages from `vmem_base` on: partial results 0..rounds and one receive
+// slot per round, each `bytes` padded to whole vregs.
+uint64_t ButterflyVmemBytes(int members, uint64_t bytes);
+
 // The program of member `position` of `spec.ring` (any order: the rounds pair members in
 // core order). Takes a plain array (hbm_address, valid_bytes, hbm_output) or pieces; not
 // bidirectional. Throws std::invalid_argument on a spec it cannot serve.

@@ -28,11 +28,36 @@ uint64_t AllReduceBytes(uint64_t bytes, int n, const CollectiveContext& ctx) {
   return padded;
 }
 
-// The VMEM layout of `ctx` on a ring spec.
-void SetLayout(collectives::RingAllReduceSpec& spec, const CollectiveContext& ctx) {
+// The VMEM layout of `ctx` on the spec of an all-reduce of `bytes` (unpadded): a butterfly
+// beside compute kernels takes only the top of VMEM its buffers need. Records in `op` where
+// the buffers of an asynchronous one start.
+void SetLayout(collectives::RingAllReduceSpec& spec, const CollectiveContext& ctx, uint64_t bytes,
+               LoweredOp& op) {
   spec.vmem_base = ctx.vmem_base;
   spec.segment_bytes = ctx.segment;
   spec.single_segment_bytes = ctx.single_segment;
+  if (ctx.vmem_base == 0) return;
+  const int n = static_cast<int>(spec.ring.size());
+  if (collectives::TakesButterfly(n, bytes))
+    spec.vmem_base = collectives::kCoreVmemBytes - collectives::ButterflyVmemBytes(n, bytes);
+  const auto base = static_cast<int64_t>(spec.vmem_base);
+  op.collective_vmem_base =
+      op.collective_vmem_base < 0 ? base : std::min(op.collective_vmem_base, base);
+}
+
+// The spec of an all-reduce of `bytes` (unpadded) over the ring `members`, with its layout.
+collectives::RingAllReduceSpec SpecFor(const std::vector<int>& members, uint64_t bytes,
+                                       collectives::ReduceOp reduce, const std::string& tag,
+                                       const CollectiveContext& ctx, LoweredOp& op) {
+  collectives::RingAllReduceSpec spec;
+  spec.ring = members;
+  spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()), ctx);
+  spec.op = reduce;
+  spec.tag = tag;
+  spec.flag_base = assembly::kCollectiveFlagBase;
+  spec.mailbox = ctx.mailbox;
+  SetLayout(spec, ctx, bytes, op);
+  return spec;
 }
 
 std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, uint64_t address,
@@ -46,15 +71,8 @@ std::vector<std::string> AllReduce(const std::vector<std::vector<int>>& groups, 
       programs.emplace_back();
       continue;
     }
-    collectives::RingAllReduceSpec spec;
-    spec.ring = members;
+    collectives::RingAllReduceSpec spec = SpecFor(members, bytes, reduce, tag, ctx, op);
     spec.hbm_address = address;
-    spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()), ctx);
-    spec.op = reduce;
-    spec.tag = tag;
-    spec.flag_base = assembly::kCollectiveFlagBase;
-    spec.mailbox = ctx.mailbox;
-    SetLayout(spec, ctx);
     const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
     if (collectives::TakesButterfly(static_cast<int>(members.size()), bytes)) {
       spec.bytes = bytes;
@@ -84,15 +102,8 @@ std::vector<std::string> PiecesAllReduce(const std::vector<collectives::RingPiec
   for (int c = 0; c < ctx.cores; ++c) {
     const std::vector<int> members = RingOf(groups, ctx.ring, c);
     if (members.size() < 2) return {};  // a lone replica would need a copy: not handled here
-    collectives::RingAllReduceSpec spec;
-    spec.ring = members;
+    collectives::RingAllReduceSpec spec = SpecFor(members, valid, reduce, tag, ctx, op);
     spec.pieces = pieces;
-    spec.bytes = AllReduceBytes(valid, static_cast<int>(members.size()), ctx);
-    spec.op = reduce;
-    spec.tag = tag;
-    spec.flag_base = assembly::kCollectiveFlagBase;
-    spec.mailbox = ctx.mailbox;
-    SetLayout(spec, ctx);
     const auto pos = std::find(members.begin(), members.end(), c) - members.begin();
     programs.push_back(collectives::TakesButterfly(static_cast<int>(members.size()), valid)
                            ? collectives::ButterflyAllReduceProgram(spec, static_cast<int>(pos))

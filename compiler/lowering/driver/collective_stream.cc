@@ -59,7 +59,7 @@ void Lowerer::AwaitCollectivesThrough(const HloInstruction* start) {
   Emit("    wait seq, f" + std::to_string(kDoneFlag) + ", " + std::to_string(count) + "\n");
   outstanding_.erase(outstanding_.begin(),
                      outstanding_.begin() + static_cast<std::ptrdiff_t>(count));
-  if (outstanding_.empty()) cover_left_ = 0;
+  if (outstanding_.empty()) cover_left_ = 0, beside_limit_ = kBesideCollective;
 }
 
 std::string Lowerer::CollectiveStreamText(size_t core) const {

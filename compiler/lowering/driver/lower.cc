@@ -260,8 +260,8 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
   if (!outstanding_.empty() && !IsCollective(i) && !per_core.empty()) {
     const LoweredOp full_op = op;
     const std::vector<std::string> full = per_core;
-    emit(kBesideCollective);
-    const bool fits = op.vmem_bytes >= 0 && op.vmem_bytes <= kBesideCollective;
+    emit(beside_limit_);
+    const bool fits = op.vmem_bytes >= 0 && op.vmem_bytes <= beside_limit_;
     const bool covered = opt_.peak_flops_per_s <= 0 || KernelSeconds(op) <= cover_left_;
     if (!fits || (per_core != full && !covered)) {
       op = full_op, per_core = full;
@@ -271,7 +271,10 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
   if (i.opcode() == Opcode::kAllReduceDone) {
     AwaitCollectivesThrough(i.operand(0));
   } else if (ctx_.collective_stream && IsCollective(i)) {
-    if (i.opcode() == Opcode::kAllReduceStart) cover_left_ += AllReduceSeconds(op);
+    if (i.opcode() == Opcode::kAllReduceStart) {
+      cover_left_ += AllReduceSeconds(op);
+      beside_limit_ = op.collective_vmem_base >= 0 ? op.collective_vmem_base : kBesideCollective;
+    }
     AppendCollective(per_core, i);
   } else {
     AppendKernels(per_core);

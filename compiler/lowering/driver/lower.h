@@ -62,6 +62,9 @@ struct LoweredOp {
   // of it. A kernel runs beside an asynchronous all-reduce only below the collective
   // stream's region (collectives::kAsyncRingVmemBase).
   int64_t vmem_bytes = -1;
+  // An all-reduce-start: where its buffers start in VMEM (the kernels beside it keep below);
+  // -1 for every other op.
+  int64_t collective_vmem_base = -1;
   std::string note;  // padding, approximations
   // What the framework called the op (metadata op_name, "jit(step)/Dense_0/dot_general")
   // and the Python source that made it ("train.py:17"); "" when the HLO does not say.

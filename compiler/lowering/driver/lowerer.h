@@ -95,6 +95,7 @@ class Lowerer {
   std::vector<std::ostringstream> collective_text_;      // per core, when ctx_.collective_stream
   std::vector<const hlo::HloInstruction*> outstanding_;  // started, not yet awaited, in order
   double cover_left_ = 0;  // estimated seconds of the outstanding all-reduces not yet covered
+  int64_t beside_limit_ = kBesideCollective;  // the VMEM below the one in flight's buffers
   double KernelSeconds(const LoweredOp& op) const;
   double AllReduceSeconds(const LoweredOp& op) const;
   LoweredModule out_;

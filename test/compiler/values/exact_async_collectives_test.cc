@@ -59,6 +59,42 @@ TEST(ExactAsyncCollectives, TheKernelsBetweenStartAndDoneRunBesideTheRing) {
     }
 }
 
+// A small all-reduce (a batch norm's sums) goes by the butterfly, whose buffers take only the
+// top 28 KiB of VMEM: a dot beside it plans for the rest.
+TEST(ExactAsyncCollectives, AButterflyBesideADotTakesOnlyTheTopOfVmem) {
+  constexpr const char* kHlo = R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (g: f32[1024], a: f32[256,512], b: f32[512,384]) -> (f32[1024], f32[256,384]) {
+  %g = f32[1024]{0} parameter(0)
+  %a = f32[256,512]{1,0} parameter(1)
+  %b = f32[512,384]{1,0} parameter(2)
+  %ar = f32[1024]{0} all-reduce(%g), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
+  %d = f32[256,384]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (f32[1024]{0}, f32[256,384]{1,0}) tuple(%ar, %d)
+})";
+  testing::ExpectMatch(kHlo, 1e-5);
+  bool exact = false;
+  std::string inexact;
+  auto c = testing::CompileForValues(kHlo, sim::LoadConfig("v3-8"), exact, inexact);
+  ASSERT_TRUE(c);
+  const int64_t base = (int64_t{16} << 20) - 7 * 4096;  // partials 0..3 and 3 slots of 4 KiB
+  for (const lowering::LoweredOp& op : c->lowered.ops) {
+    if (op.name == "ar") {
+      EXPECT_EQ(op.collective_vmem_base, base);
+    }
+    if (op.name == "d") {
+      EXPECT_GT(op.vmem_bytes, int64_t{4} << 20);
+    }
+  }
+  const std::string& p = c->lowered.programs.at(0);
+  EXPECT_LT(p.find("xsignal f31, 1   # start ar"), p.find(".tag \"d\""));
+  EXPECT_NE(p.find("li r1, " + std::to_string(base), p.find(".collective\n")), std::string::npos);
+}
+
 // difftest seed 330265: an all-reduce started before a loop and done after it. The loop body's
 // kernels cannot run beside it (a wait in the body would run once per trip): it is awaited
 // before the loop.
