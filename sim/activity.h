@@ -18,6 +18,7 @@ using TimeFs = uint64_t;
 struct BusyRecord {
   uint16_t core = 0;  // global core index on the board
   isa::Unit unit = isa::Unit::kScalar;
+  uint8_t stream = 0;  // the instruction stream that issued it: 0 main, 1 collective
   TimeFs start = 0;
   TimeFs end = 0;
   uint32_t pc = 0;  // instruction index in the core's program
@@ -26,7 +27,6 @@ struct BusyRecord {
   uint32_t step = 0;   // training step this work belongs to
   double flops = 0;    // useful floating-point operations (2 per MAC)
   uint64_t bytes = 0;  // bytes read + written in HBM by this instruction
-  uint8_t stream = 0;  // the instruction stream that issued it: 0 main, 1 collective
 };
 
 // A unit that waited on a sync flag (stalled, not busy).

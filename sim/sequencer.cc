@@ -39,10 +39,14 @@ void Sequencer::Decode() {
   if (stream_ == 1)
     for (size_t pc = entry_; pc < code.size(); ++pc)
       if (code[pc].op == Opcode::kXsignal) ctx_.flags.MarkCollective(code[pc].a[0]);
-  decoded_.resize(code.size());
-  for (size_t pc = 0; pc < code.size(); ++pc) {
+  // Each stream decodes its own code: the main stream's ends where the collective stream's
+  // begins.
+  end_ = stream_ == 0 && ctx_.program->collective_entry ? *ctx_.program->collective_entry
+                                                        : static_cast<uint32_t>(code.size());
+  decoded_.resize(end_ - entry_);
+  for (size_t pc = entry_; pc < end_; ++pc) {
     const isa::Instr& in = code[pc];
-    Decoded& d = decoded_[pc] = by_opcode[static_cast<int>(in.op)];
+    Decoded& d = decoded_[pc - entry_] = by_opcode[static_cast<int>(in.op)];
     if (d.unit != isa::Unit::kByOperand) continue;
     const int unit = isa::Info(in.op).operand(0) == isa::OperandKind::kMxu
                          ? static_cast<int>(isa::Unit::kMxu0) + in.a[0]
@@ -128,10 +132,16 @@ void Sequencer::RunProgramOnce() {
   uint32_t pc = entry_;
   const auto& code = ctx_.program->code;
   for (;;) {
-    if (pc >= code.size()) ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
+    if (pc >= end_ || pc < entry_) {
+      if (pc < code.size())
+        ctx_.Fail(pc, stream_ ? "the collective stream jumps into the main stream's code"
+                              : "the main stream runs into the collective stream's code (no halt "
+                                "before .collective)");
+      ctx_.Fail(pc - 1, "execution ran past the end of the program (no halt)");
+    }
     const isa::Instr& in = code[pc];
-    const isa::Unit unit =
-        decoded_[pc].unit != isa::Unit::kByOperand ? decoded_[pc].unit : TargetUnit(pc, in);
+    const Decoded& dec = decoded_[pc - entry_];
+    const isa::Unit unit = dec.unit != isa::Unit::kByOperand ? dec.unit : TargetUnit(pc, in);
     if (in.op == Opcode::kVloop) {
       pc = DispatchLoop(pc, in);
       continue;
@@ -160,7 +170,7 @@ void Sequencer::RunProgramOnce() {
 }
 
 Issued Sequencer::Resolve(uint32_t pc, const isa::Instr& in) const {
-  const Decoded& d = decoded_[pc];
+  const Decoded& d = decoded_[pc - entry_];
   Issued it;
   it.instr = in;
   it.pc = pc;
@@ -176,7 +186,7 @@ uint32_t Sequencer::DispatchLoop(uint32_t pc, const isa::Instr& in) {
   const auto& code = ctx_.program->code;
   const int64_t n = in.a[1];
   if (n < 1) ctx_.Fail(pc, "a vloop body needs at least one instruction, got " + std::to_string(n));
-  if (pc + 1 + static_cast<uint64_t>(n) > code.size())
+  if (pc + 1 + static_cast<uint64_t>(n) > end_)
     ctx_.Fail(pc, "the vloop body of " + std::to_string(n) +
                       " instructions runs past the end of the program");
   auto body = std::make_shared<std::vector<Issued>>();
@@ -347,7 +357,7 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
     default:
       ctx_.Fail(pc, "is not a scalar-unit instruction");
   }
-  const Decoded& d = decoded_[pc];
+  const Decoded& d = decoded_[pc - entry_];
   if (taken) next = static_cast<uint32_t>(a[d.operands - 1]);
   Advance(taken ? d.taken_fs : d.cost_fs);
   return next;

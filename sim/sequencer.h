@@ -69,11 +69,11 @@ class Sequencer : public sc_core::sc_module {
   CoreContext& ctx_;
   std::array<Unit*, isa::kNumUnits> units_;
   int stream_ = 0;
-  uint32_t entry_ = 0;
+  uint32_t entry_ = 0, end_ = 0;  // this stream's code: [entry_, end_)
   // A main-stream wait on a flag the collective stream's xsignal feeds (SyncFlags::
   // collective) is exposed collective time, reported as HostKind::kAllReduce.
 
-  std::vector<Decoded> decoded_;  // by pc
+  std::vector<Decoded> decoded_;  // by pc - entry_
   TimeFs issue_fs_ = 0;           // one issue slot (scalar_cycles)
   QuantumKeeper qk_;
   std::array<int64_t, isa::kNumSregs> regs_{};

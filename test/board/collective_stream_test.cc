@@ -152,6 +152,13 @@ TEST(CollectiveStream, XsignalWithoutACollectiveStreamIsAnError) {
   EXPECT_THAT(r.error, ::testing::HasSubstr("that has none"));
 }
 
+TEST(CollectiveStream, TheMainStreamMustHaltBeforeTheCollectiveStreamsCode) {
+  BoardRun run({"    nop\n.collective\n    halt\n"});
+  RunReport r = run.sim->Run();
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.error, ::testing::HasSubstr("runs into the collective stream's code"));
+}
+
 TEST(CollectiveStream, TheCollectiveStreamHasNoMxu) {
   BoardRun run({"    halt\n.collective\n    li r1, 0\n    mxu.ldw m0, r1\n    halt\n"});
   RunReport r = run.sim->Run();
