@@ -71,8 +71,7 @@ std::string ElementwiseOp(const HloInstruction& instr, const OpContext& c, Lower
   op.exact = body.exact && AllFullSize(body, instr) && body.inputs.size() <= 6;
   if (!op.exact) {  // broadcast operands or ragged sizes: the tiled kernel computes them
     const int64_t stream_vmem = op.vmem_bytes;
-    op.vmem_bytes = -1;  // the tiled kernel's layout reaches its index table (kTileIndexTable)
-    if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;
+    if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;  // reports its own
     op.vmem_bytes = stream_vmem;
   }
   if (!op.exact) return k;

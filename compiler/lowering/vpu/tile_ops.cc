@@ -413,6 +413,9 @@ std::string TileOpKernel(const HloInstruction& instr, const OpContext& c, Lowere
   op.hbm_bytes = ByteSize(instr.shape());
   for (const HloInstruction* in : loaded) op.hbm_bytes += ByteSize(in->shape());
   op.exact = true;
+  // The tiled kernel's buffers end below its index table (tile_emitter.h, Layout); the flat
+  // kernel's layout is its own.
+  op.vmem_bytes = thin ? -1 : static_cast<int64_t>(kTileIndexTable + kTileMaxIndex * 4);
   op.note =
       ints ? "s32 kept as bit patterns; the VPU's 32-bit integer instructions compute on them" : "";
   return k;

@@ -95,6 +95,42 @@ ENTRY %main (g: f32[1024], a: f32[256,512], b: f32[512,384]) -> (f32[1024], f32[
   EXPECT_NE(p.find("li r1, " + std::to_string(base), p.find(".collective\n")), std::string::npos);
 }
 
+// The tiled VPU kernel (a broadcast operand) keeps below its index table at 10 MiB: it runs
+// beside a butterfly, not beside a ring.
+TEST(ExactAsyncCollectives, TheTiledKernelRunsBesideAButterfly) {
+  constexpr const char* kHlo = R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (g: f32[256], x: f32[64,300], v: f32[300]) -> (f32[256], f32[64,300]) {
+  %g = f32[256]{0} parameter(0)
+  %x = f32[64,300]{1,0} parameter(1)
+  %v = f32[300]{0} parameter(2)
+  %ar = f32[256]{0} all-reduce(%g), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
+  %vb = f32[64,300]{1,0} broadcast(%v), dimensions={1}
+  %y = f32[64,300]{1,0} add(%x, %vb)
+  ROOT %t = (f32[256]{0}, f32[64,300]{1,0}) tuple(%ar, %y)
+})";
+  testing::ExpectMatch(kHlo, 1e-5);
+  bool exact = false;
+  std::string inexact;
+  auto c = testing::CompileForValues(kHlo, sim::LoadConfig("v3-8"), exact, inexact);
+  ASSERT_TRUE(c);
+  bool tiled = false;
+  for (const lowering::LoweredOp& op : c->lowered.ops) {
+    if (op.name != "y" && op.name.rfind("fusion", 0) != 0) continue;
+    tiled = true;
+    EXPECT_EQ(op.vmem_bytes, (int64_t{10} << 20) + 4096) << op.name;
+  }
+  EXPECT_TRUE(tiled);
+  const std::string& p = c->lowered.programs.at(0);
+  EXPECT_NE(p.find("# tiled VPU kernel"), std::string::npos);
+  EXPECT_LT(p.find("xsignal f31, 1   # start ar"), p.find("# tiled VPU kernel"));
+  EXPECT_LT(p.find("# tiled VPU kernel"), p.find("wait seq, f16"));
+}
+
 // difftest seed 330265: an all-reduce started before a loop and done after it. The loop body's
 // kernels cannot run beside it (a wait in the body would run once per trip): it is awaited
 // before the loop.
