@@ -23,7 +23,7 @@ void Lowerer::AppendCollective(const std::vector<std::string>& per_core, const H
                             ", 1\n    signal vpu, f" + std::to_string(kStreamBarrierFlag) +
                             ", 1\n    wait seq, f" + std::to_string(kStreamBarrierFlag) + ", 2\n";
   for (size_t c = 0; c < collective_text_.size(); ++c)
-    collective_text_[c] << "    wait seq, f" << kStartFlag << ", 1\n"
+    collective_text_[c] << ".tag \"" << i.name() << "\"\n    wait seq, f" << kStartFlag << ", 1\n"
                         << assembly::ScopeKernel(per_core[c], prefix) << drain << "    xsignal f"
                         << kDoneFlag << ", 1\n";
   outstanding_.push_back(&i);
