@@ -10,7 +10,6 @@ namespace tpusim::collectives {
 namespace {
 
 constexpr uint64_t kVreg = kRingVregBytes;
-constexpr uint64_t kSegmentBytes = kRingSegmentBytes;
 constexpr uint64_t kSingleSegmentBytes = kRingSingleSegmentBytes;
 constexpr uint64_t kSetBytes = kRingSetBytes;
 
