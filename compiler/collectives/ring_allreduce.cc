@@ -97,18 +97,15 @@ std::string RingAllReduceProgram(const RingAllReduceSpec& spec, int position) {
     return BidirectionalProgram(spec, position);
   }
   // One segment up to 4 MiB (one buffer set fits VMEM); beyond, 2 MiB segments in pairs.
-  const uint64_t seg = spec.bytes <= spec.single_segment_bytes ? spec.bytes : spec.segment_bytes;
+  const uint64_t seg = spec.bytes <= kSingleSegmentBytes ? spec.bytes : kRingSegmentBytes;
   if (spec.bytes == 0 || seg % (kVreg * n) || spec.bytes % seg)
     throw std::invalid_argument("all-reduce size must be a positive multiple of 4096 x " +
-                                std::to_string(n) + " bytes, and of " +
-                                std::to_string(spec.segment_bytes) + " above " +
-                                std::to_string(spec.single_segment_bytes));
+                                std::to_string(n) + " bytes, and of 2 MiB above 4 MiB");
   const uint64_t c = seg / n, segments = spec.bytes / seg;
   const uint64_t valid = spec.valid_bytes ? spec.valid_bytes : spec.bytes;
   if (valid > spec.bytes || valid % 4 || (valid != spec.bytes && segments != 1))
     throw std::invalid_argument("all-reduce padding: valid bytes must fit one segment");
-  if (segments > 1 || (valid == spec.bytes &&
-                       GoesAsHalves(spec.bytes, static_cast<int>(n), spec.single_segment_bytes))) {
+  if (segments > 1 || (valid == spec.bytes && GoesAsHalves(spec.bytes, static_cast<int>(n)))) {
     // One buffer of several segments (or halves): they go in pairs (ring_pieces.cc).
     RingAllReduceSpec one = spec;
     one.pieces = {

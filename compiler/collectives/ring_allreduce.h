@@ -4,7 +4,6 @@
 // Algorithm and timing model: docs/collectives.md.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,9 +23,8 @@ inline constexpr uint64_t kRingSetBytes = 6 << 20;
 // From this size a one-segment all-reduce goes as two halves, one round the ring each way,
 // when each half is whole vector registers per core (below it the latencies dominate).
 inline constexpr uint64_t kRingHalvesMinBytes = 1 << 20;
-inline bool GoesAsHalves(uint64_t bytes, int ring_size,
-                         uint64_t single_segment_bytes = kRingSingleSegmentBytes) {
-  return bytes >= kRingHalvesMinBytes && bytes <= single_segment_bytes &&
+inline bool GoesAsHalves(uint64_t bytes, int ring_size) {
+  return bytes >= kRingHalvesMinBytes && bytes <= kRingSingleSegmentBytes &&
          bytes % (2 * kRingVregBytes * static_cast<uint64_t>(ring_size)) == 0;
 }
 
@@ -54,38 +52,25 @@ struct RingAllReduceSpec {
   std::vector<RingPiece> pieces;
   std::string tag = "all-reduce";  // provenance tag of the emitted instructions
   int flag_base = 0;  // the program uses flags flag_base.. (+8 more when bidirectional)
-  // Where its VMEM buffers start, and the segment sizes: an array of up to
-  // `single_segment_bytes` is one segment (or two halves); a larger one goes in segments of
-  // `segment_bytes`, two at once in buffer sets 3 x segment_bytes apart. The defaults use
-  // VMEM from offset 0 (12 MiB); the collective stream's asynchronous all-reduces run beside
-  // compute kernels in a region of their own above them (AsyncRingLayout).
+  // Where its VMEM buffers start (12 MiB from there at most: two buffer sets kRingSetBytes
+  // apart): offset 0, or for an asynchronous all-reduce the collective stream's region
+  // (kAsyncRingVmemBase).
   uint64_t vmem_base = 0;
-  uint64_t segment_bytes = kRingSegmentBytes;
-  uint64_t single_segment_bytes = kRingSingleSegmentBytes;
   // Inside a compiled program: the mailbox of the entry barrier or handshake (EmitEntry).
   // Unset for a program that starts on idle cores.
   std::optional<Mailbox> mailbox;
 };
 
-// The VMEM a ring of these segment sizes stages at most (both buffer sets).
-constexpr uint64_t RingVmemBytes(uint64_t segment_bytes, uint64_t single_segment_bytes) {
-  return std::max(6 * segment_bytes, 3 * single_segment_bytes);
-}
-
 // The collective stream's asynchronous all-reduces (docs/collectives.md, "The collective
-// stream") run beside compute kernels, which plan VMEM from offset 0: their buffers take the
-// top kAsyncRingVmemBytes of the core's 16 MiB (sim/configs vmem_bytes, TPU v2 and v3), the
-// ring's own segments (2 MiB, two at a time; arrays up to 4 MiB as one segment or two
-// halves: 12 MiB), and a kernel runs beside one only when it plans for the 4 MiB below
-// kAsyncRingVmemBase. Smaller segments would leave the kernels more room but slow the ring:
-// 1 MiB segments (6 MiB) took JAX's MNIST CNN's 151 MB gradient all-reduce from 1.96 to
-// 2.81 ms, more than its overlap gained (7.58 -> 7.53 ms per step, against 7.02 with these).
+// stream") run beside compute kernels, which plan VMEM from offset 0: a ring's buffers take
+// the top 12 MiB of the core's 16 MiB (sim/configs vmem_bytes, TPU v2 and v3), its two
+// buffer sets of 2 MiB segments, and a kernel runs beside it only when it plans for the
+// 4 MiB below kAsyncRingVmemBase. Smaller segments would leave the kernels more room but
+// slow the ring: 1 MiB segments (6 MiB) took JAX's MNIST CNN's 151 MB gradient all-reduce
+// from 1.96 to 2.81 ms, more than its overlap gained (7.58 -> 7.53 ms per step, against 7.29
+// with these).
 inline constexpr uint64_t kCoreVmemBytes = uint64_t{16} << 20;
-inline constexpr uint64_t kAsyncRingSegmentBytes = uint64_t{2} << 20;
-inline constexpr uint64_t kAsyncRingSingleSegmentBytes = uint64_t{4} << 20;
-inline constexpr uint64_t kAsyncRingVmemBytes =
-    RingVmemBytes(kAsyncRingSegmentBytes, kAsyncRingSingleSegmentBytes);
-inline constexpr uint64_t kAsyncRingVmemBase = kCoreVmemBytes - kAsyncRingVmemBytes;
+inline constexpr uint64_t kAsyncRingVmemBase = kCoreVmemBytes - 2 * kRingSetBytes;
 
 // The assembly of the program of ring position `position`. Throws std::invalid_argument
 // on a spec it cannot serve (sizes, ring).

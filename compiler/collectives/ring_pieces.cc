@@ -57,20 +57,18 @@ std::string PairedProgram(const RingAllReduceSpec& spec, int position, uint64_t 
   const uint64_t data = 0, slots = seg, out = seg + (n - 1) * c;  // VMEM layout of a set
   std::vector<int> backward(spec.ring.rbegin(), spec.ring.rend());
   const int back_pos = static_cast<int>(n - 1 - position);
-  Lane lanes[2] = {
-      {RingEmitter(s, spec.ring, position, c,
-                   RingRegisters{"r20", "r29", spec.flag_base, spec.vmem_base}),
-       spec.flag_base,
-       spec.vmem_base,
-       "r29",
-       {}},
-      {RingEmitter(s, backward, back_pos, c,
-                   RingRegisters{"r23", "r26", spec.flag_base + 8, spec.vmem_base}),
-       spec.flag_base + 8,
-       // A set holds data, slots and output: 2 + (n-1)/n segments of the largest size.
-       spec.vmem_base + 3 * std::max(spec.segment_bytes, spec.single_segment_bytes / 2),
-       "r26",
-       {}}};
+  Lane lanes[2] = {{RingEmitter(s, spec.ring, position, c,
+                                RingRegisters{"r20", "r29", spec.flag_base, spec.vmem_base}),
+                    spec.flag_base,
+                    spec.vmem_base,
+                    "r29",
+                    {}},
+                   {RingEmitter(s, backward, back_pos, c,
+                                RingRegisters{"r23", "r26", spec.flag_base + 8, spec.vmem_base}),
+                    spec.flag_base + 8,
+                    spec.vmem_base + kRingSetBytes,
+                    "r26",
+                    {}}};
   const int mine[2] = {position, back_pos};
   if (spec.mailbox)  // both neighbours write into this core, and it into both
     EmitEntry(s, spec.ring[position], *spec.mailbox,
@@ -136,16 +134,13 @@ std::string RingAllReducePiecesProgram(const RingAllReduceSpec& spec, int positi
       throw std::invalid_argument("all-reduce pieces must be non-empty and 4-byte aligned");
     valid += p.bytes;
   }
-  uint64_t seg = spec.bytes <= spec.single_segment_bytes ? spec.bytes : spec.segment_bytes;
+  uint64_t seg = spec.bytes <= kRingSingleSegmentBytes ? spec.bytes : kRingSegmentBytes;
   if (spec.bytes == 0 || seg % (kRingVregBytes * n) || spec.bytes % seg)
     throw std::invalid_argument("all-reduce size must be a positive multiple of 4096 x " +
-                                std::to_string(n) + " bytes, and of " +
-                                std::to_string(spec.segment_bytes) + " above " +
-                                std::to_string(spec.single_segment_bytes));
+                                std::to_string(n) + " bytes, and of 2 MiB above 4 MiB");
   if (valid > spec.bytes || spec.bytes - valid >= seg)
     throw std::invalid_argument("all-reduce pieces: the padding must lie in the last segment");
-  if (seg == spec.bytes &&
-      GoesAsHalves(spec.bytes, static_cast<int>(n), spec.single_segment_bytes) &&
+  if (seg == spec.bytes && GoesAsHalves(spec.bytes, static_cast<int>(n)) &&
       spec.bytes - valid < spec.bytes / 2)
     seg = spec.bytes / 2;  // one segment as two halves, one each way
   const uint64_t c = seg / n, segments = spec.bytes / seg;

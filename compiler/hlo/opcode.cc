@@ -17,6 +17,7 @@ constexpr std::array<OpcodeInfo, static_cast<size_t>(Opcode::kCount)> kInfos = {
 const OpcodeInfo& GetOpcodeInfo(Opcode op) { return kInfos[static_cast<size_t>(op)]; }
 std::string_view OpcodeName(Opcode op) { return GetOpcodeInfo(op).name; }
 bool IsSupported(Opcode op) { return GetOpcodeInfo(op).category != OpCategory::kUnsupported; }
+bool IsCollective(Opcode op) { return GetOpcodeInfo(op).category == OpCategory::kCollective; }
 
 std::string_view CategoryName(OpCategory c) {
   switch (c) {

@@ -43,6 +43,7 @@ const OpcodeInfo& GetOpcodeInfo(Opcode op);
 std::string_view OpcodeName(Opcode op);
 std::string_view CategoryName(OpCategory c);
 bool IsSupported(Opcode op);
+bool IsCollective(Opcode op);  // category kCollective: all-reduce and the others, their pairs
 // Looks an XLA opcode name up, supported or not.
 std::optional<Opcode> LookupOpcode(std::string_view name);
 

@@ -18,10 +18,6 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::Opcode;
 
-bool IsCollective(const HloInstruction& i) {
-  return hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective;
-}
-
 // Work other than collectives whose order later steps may see (random state, side effects,
 // control flow that may hold them): it keeps its relative order.
 bool KeepsOrder(const HloInstruction& i) {
@@ -43,7 +39,7 @@ bool CollectivesOnlyInEntry(const hlo::HloModule& m) {
   for (const HloComputation* c : KernelComputations(m)) {
     if (c == m.entry()) continue;
     for (const auto& i : c->instructions())
-      if (IsCollective(*i)) return false;
+      if (hlo::IsCollective(i->opcode())) return false;
   }
   return true;
 }
@@ -147,7 +143,7 @@ std::vector<HloInstruction*> LatencyHidingOrder(const HloComputation& entry) {
         done = std::min(done, k);
         continue;
       }
-      if (IsCollective(i)) {
+      if (hlo::IsCollective(i.opcode())) {
         if (!in_flight && i.opcode() == Opcode::kAllReduceStart) {
           pick = k;
           break;

@@ -16,15 +16,17 @@ using hlo::HloInstruction;
 using hlo::Opcode;
 
 constexpr uint64_t kVreg = 4096;
+constexpr uint64_t kSegment = collectives::kRingSegmentBytes;
+constexpr uint64_t kSingleSegment = collectives::kRingSingleSegmentBytes;
 
 // The all-reduce size the ring program takes for `bytes` over `n` cores.
-uint64_t AllReduceBytes(uint64_t bytes, int n, const CollectiveContext& ctx) {
+uint64_t AllReduceBytes(uint64_t bytes, int n) {
   const uint64_t granule = kVreg * static_cast<uint64_t>(n);
   uint64_t padded = (bytes + granule - 1) / granule * granule;
-  if (padded > ctx.single_segment) return (bytes + ctx.segment - 1) / ctx.segment * ctx.segment;
+  if (padded > kSingleSegment) return (bytes + kSegment - 1) / kSegment * kSegment;
   // Large enough to go as two halves, one each way: pad to whole registers per half.
   const uint64_t halves = (bytes + 2 * granule - 1) / (2 * granule) * (2 * granule);
-  if (halves >= collectives::kRingHalvesMinBytes && halves <= ctx.single_segment) return halves;
+  if (halves >= collectives::kRingHalvesMinBytes && halves <= kSingleSegment) return halves;
   return padded;
 }
 
@@ -34,8 +36,6 @@ uint64_t AllReduceBytes(uint64_t bytes, int n, const CollectiveContext& ctx) {
 void SetLayout(collectives::RingAllReduceSpec& spec, const CollectiveContext& ctx, uint64_t bytes,
                LoweredOp& op) {
   spec.vmem_base = ctx.vmem_base;
-  spec.segment_bytes = ctx.segment;
-  spec.single_segment_bytes = ctx.single_segment;
   if (ctx.vmem_base == 0) return;
   const int n = static_cast<int>(spec.ring.size());
   if (collectives::TakesButterfly(n, bytes))
@@ -51,7 +51,7 @@ collectives::RingAllReduceSpec SpecFor(const std::vector<int>& members, uint64_t
                                        const CollectiveContext& ctx, LoweredOp& op) {
   collectives::RingAllReduceSpec spec;
   spec.ring = members;
-  spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()), ctx);
+  spec.bytes = AllReduceBytes(bytes, static_cast<int>(members.size()));
   spec.op = reduce;
   spec.tag = tag;
   spec.flag_base = assembly::kCollectiveFlagBase;

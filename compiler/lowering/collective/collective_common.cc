@@ -58,8 +58,6 @@ CollectiveStart BeginCollective(const HloInstruction& instr, const OpContext& c,
   st.groups = Groups(instr, c.cores);
   if (instr.opcode() == Opcode::kAllReduceStart) {
     st.ctx.vmem_base = collectives::kAsyncRingVmemBase;
-    st.ctx.segment = collectives::kAsyncRingSegmentBytes;
-    st.ctx.single_segment = collectives::kAsyncRingSingleSegmentBytes;
   }
   op.kind = KernelKind::kCollective;
   return st;

@@ -24,11 +24,9 @@ struct CollectiveContext {
   std::optional<collectives::Mailbox> mailbox;  // CollectiveMailbox: the entry barrier
   int mxus = 2;  // per core: drain barriers between a collective's rounds (0: the
                  // collective stream's, which has no MXU)
-  // Where an all-reduce's ring stages its buffers: from VMEM offset 0, or for an
-  // all-reduce-start (which runs beside compute kernels) in the collective stream's region.
+  // Where an all-reduce's buffers start in VMEM: offset 0, or for an all-reduce-start
+  // (which runs beside compute kernels) the collective stream's region.
   uint64_t vmem_base = 0;
-  uint64_t segment = collectives::kRingSegmentBytes;
-  uint64_t single_segment = collectives::kRingSingleSegmentBytes;
 };
 
 // The replica groups of `instr` (none: every core in id order); throws unless each core is

@@ -68,10 +68,6 @@ bool HasAsyncCollectives(const hlo::HloModule& m) {
   return false;
 }
 
-bool IsCollective(const HloInstruction& i) {
-  return hlo::GetOpcodeInfo(i.opcode()).category == hlo::OpCategory::kCollective;
-}
-
 bool HasOneRingCollective(const hlo::HloModule& m) {
   int rings = 0, others = 0;
   for (const auto& c : m.computations())
@@ -80,8 +76,7 @@ bool HasOneRingCollective(const hlo::HloModule& m) {
       if (op == Opcode::kAllReduce || op == Opcode::kAllReduceStart || op == Opcode::kAllGather ||
           op == Opcode::kReduceScatter)
         ++rings;
-      else if (op != Opcode::kAllReduceDone &&
-               hlo::GetOpcodeInfo(op).category == hlo::OpCategory::kCollective)
+      else if (op != Opcode::kAllReduceDone && hlo::IsCollective(op))
         ++others;
     }
   return rings == 1 && others == 0;
@@ -257,7 +252,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
   // when it ends within the all-reduce's estimated time left; else, or when it cannot keep
   // to the region, it runs after the all-reduce, planned for all of VMEM.
   emit(kCoreVmem);
-  if (!outstanding_.empty() && !IsCollective(i) && !per_core.empty()) {
+  if (!outstanding_.empty() && !hlo::IsCollective(i.opcode()) && !per_core.empty()) {
     const LoweredOp full_op = op;
     const std::vector<std::string> full = per_core;
     emit(beside_limit_);
@@ -270,7 +265,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
   }
   if (i.opcode() == Opcode::kAllReduceDone) {
     AwaitCollectivesThrough(i.operand(0));
-  } else if (ctx_.collective_stream && IsCollective(i)) {
+  } else if (ctx_.collective_stream && hlo::IsCollective(i.opcode())) {
     if (i.opcode() == Opcode::kAllReduceStart) {
       cover_left_ += AllReduceSeconds(op);
       beside_limit_ = op.collective_vmem_base >= 0 ? op.collective_vmem_base : kBesideCollective;

@@ -69,11 +69,8 @@ std::string ElementwiseOp(const HloInstruction& instr, const OpContext& c, Lower
   VpuBody body = BuildVpuBody(instr);
   std::string k = StreamOp(instr, c, op, body.inputs, &body, 0);
   op.exact = body.exact && AllFullSize(body, instr) && body.inputs.size() <= 6;
-  if (!op.exact) {  // broadcast operands or ragged sizes: the tiled kernel computes them
-    const int64_t stream_vmem = op.vmem_bytes;
-    if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;  // reports its own
-    op.vmem_bytes = stream_vmem;
-  }
+  if (!op.exact)  // broadcast operands or ragged sizes: the tiled kernel computes them
+    if (std::string t = TileOpKernel(instr, c, op); !t.empty()) return t;  // reports its VMEM
   if (!op.exact) return k;
   // The stream counts its buffers' flags from zero (a tiled matmul leaves f2, f3 set), and
   // its results must be in HBM before the next kernel reads them.

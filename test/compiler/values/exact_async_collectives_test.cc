@@ -2,12 +2,20 @@
 // its done run beside the ring (planned below its VMEM), and every value stays exact.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "test/compiler/values/sim_values_util.h"
 
 namespace tpusim {
 namespace {
+
+// `hlo` compiled for a v3-8 as the value runs compile it.
+std::shared_ptr<const CompiledModule> Compile(const std::string& hlo) {
+  bool exact = false;
+  std::string inexact;
+  return testing::CompileForValues(hlo, sim::LoadConfig("v3-8"), exact, inexact);
+}
 
 // An 8 MiB gradient (2 MiB ring segments in pairs) all-reduced while a dot and a VPU stream
 // that do not need it run; the weight update waits for it.
@@ -36,9 +44,7 @@ TEST(ExactAsyncCollectives, AGradientAllReducedBesideADotAndAStreamIsExact) {
 // The main stream starts the all-reduce, runs the dot and the stream, then waits for it; the
 // collective stream's ring keeps its buffers above the 4 MiB the kernels beside it plan for.
 TEST(ExactAsyncCollectives, TheKernelsBetweenStartAndDoneRunBesideTheRing) {
-  bool exact = false;
-  std::string inexact;
-  auto c = testing::CompileForValues(kGradientBesideWork, sim::LoadConfig("v3-8"), exact, inexact);
+  auto c = Compile(kGradientBesideWork);
   ASSERT_TRUE(c);
   ASSERT_TRUE(c->lowered.collective_stream);
   const std::string& p = c->lowered.programs.at(0);
@@ -77,9 +83,7 @@ ENTRY %main (g: f32[1024], a: f32[256,512], b: f32[512,384]) -> (f32[1024], f32[
   ROOT %t = (f32[1024]{0}, f32[256,384]{1,0}) tuple(%ar, %d)
 })";
   testing::ExpectMatch(kHlo, 1e-5);
-  bool exact = false;
-  std::string inexact;
-  auto c = testing::CompileForValues(kHlo, sim::LoadConfig("v3-8"), exact, inexact);
+  auto c = Compile(kHlo);
   ASSERT_TRUE(c);
   const int64_t base = (int64_t{16} << 20) - 7 * 4096;  // partials 0..3 and 3 slots of 4 KiB
   for (const lowering::LoweredOp& op : c->lowered.ops) {
@@ -114,9 +118,7 @@ ENTRY %main (g: f32[256], x: f32[64,300], v: f32[300]) -> (f32[256], f32[64,300]
   ROOT %t = (f32[256]{0}, f32[64,300]{1,0}) tuple(%ar, %y)
 })";
   testing::ExpectMatch(kHlo, 1e-5);
-  bool exact = false;
-  std::string inexact;
-  auto c = testing::CompileForValues(kHlo, sim::LoadConfig("v3-8"), exact, inexact);
+  auto c = Compile(kHlo);
   ASSERT_TRUE(c);
   bool tiled = false;
   for (const lowering::LoweredOp& op : c->lowered.ops) {
