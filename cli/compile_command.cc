@@ -50,12 +50,10 @@ int CompileCommand(const std::vector<std::string>& argv) {
       if (!op.note.empty()) text += "# %" + op.name + ": " + op.note + "\n";
     text += low.programs[0];
   } else {
-    CompileOptions options;
-    options.dump_dir = dump_dir;
     // A sharded global program is partitioned over the board's cores, as `run` does.
-    const CompileTarget target = driver::TargetFor(sim::LoadConfig(config));
-    options.devices = target.lowering.cores;
-    options.hbm_capacity_bytes = target.hbm_bytes_per_core;
+    CompileTarget target = driver::TargetFor(sim::LoadConfig(config));
+    target.dump_dir = dump_dir;
+    const CompileOptions options = CompileOptionsFor(target);
     auto compiled = CompileToHlo(parsed.value(), options);
     if (!compiled.ok()) throw CliError(compiled.status().message());
     text = compiled->hlo;

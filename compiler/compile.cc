@@ -27,6 +27,17 @@ std::string CacheKey(const std::string& text, const CompileTarget& t) {
 
 }  // namespace
 
+CompileOptions CompileOptionsFor(const CompileTarget& target) {
+  CompileOptions options;
+  options.hbm_capacity_bytes = target.hbm_bytes_per_core;
+  options.dump_dir = target.dump_dir;
+  options.devices = target.lowering.cores;
+  const lowering::LowerOptions& l = target.lowering;
+  options.ring_costs = {l.cores, l.peak_flops_per_s, l.hbm_bytes_per_s, l.link_bytes_per_s,
+                        l.hop_seconds};
+  return options;
+}
+
 hlo::Result<std::shared_ptr<const CompiledModule>> CompileForBoard(const std::string& hlo_text,
                                                                    const std::string& name,
                                                                    const CompileTarget& target) {
@@ -42,10 +53,7 @@ hlo::Result<std::shared_ptr<const CompiledModule>> CompileForBoard(const std::st
   auto result = std::make_shared<CompiledModule>();
   result->original = std::move(parsed.value());
   result->optimized = std::move(optimized.value());
-  CompileOptions options;
-  options.hbm_capacity_bytes = target.hbm_bytes_per_core;
-  options.dump_dir = target.dump_dir;
-  options.devices = target.lowering.cores;
+  const CompileOptions options = CompileOptionsFor(target);
   auto report = CompileToHlo(result->optimized, options);
   if (!report.ok()) return report.status();
   result->report = std::move(report.value());

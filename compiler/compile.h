@@ -37,6 +37,10 @@ hlo::Result<std::shared_ptr<const CompiledModule>> CompileForBoard(const std::st
                                                                    const std::string& name,
                                                                    const CompileTarget& target);
 
+// The pass pipeline's options for `target`: its HBM, cores and the board the scheduler
+// estimates times on.
+CompileOptions CompileOptionsFor(const CompileTarget& target);
+
 // Compilations done by this process (cache misses).
 int CompilationCount();
 

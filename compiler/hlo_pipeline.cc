@@ -52,7 +52,7 @@ passes::PassPipeline DefaultPipeline(const CompileOptions& options) {
   p.AddPass<passes::MemorySchedulerPass>();
   p.AddPass<passes::RematerializationPass>(options.hbm_capacity_bytes);
   if (options.async_collectives)
-    p.AddPass<passes::AsyncCollectiveCreatorPass>(options.hbm_capacity_bytes);
+    p.AddPass<passes::AsyncCollectiveCreatorPass>(options.hbm_capacity_bytes, options.ring_costs);
   p.AddPass<passes::MemoryPlanningPass>(options.hbm_capacity_bytes);
   p.set_dump_dir(options.dump_dir);
   return p;

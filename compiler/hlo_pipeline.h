@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/collectives/ring_estimates.h"
 #include "compiler/hlo/ir.h"
 #include "compiler/hlo/status.h"
 #include "compiler/passes/all_reduce_combiner.h"
@@ -27,6 +28,9 @@ struct CompileOptions {
   // All-reduces as start/done pairs the collective stream overlaps with the kernels between
   // them (async-collective-creator); false: every collective runs between drain barriers.
   bool async_collectives = true;
+  // The board the scheduler estimates kernel and collective times on (zeros: it keeps each
+  // done as late as its users allow).
+  collectives::RingCostModel ring_costs;
   // The code generator the passes prepare for; null: the TensorCore kernels
   // (lowering::TensorCoreTarget()). It outlives the pipeline.
   const target::TargetDescription* target = nullptr;

@@ -74,7 +74,7 @@ std::string ReduceScatterProgram(const RingCollectiveSpec& spec, int core) {
   std::ostringstream s;
   Header(s, "reduce-scatter", part, spec.input_bytes, spec.tag);
   const int fb = spec.flag_base;
-  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
+  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb, spec.vmem_base});
   if (spec.mailbox) EmitEntry(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
   e.EmitRingRegisters();
   // VMEM: chunk k (ring order) holds group part index_of(ring[k]); gather them from HBM.
@@ -118,7 +118,7 @@ std::string AllGatherProgram(const RingCollectiveSpec& spec, int core) {
   s << ".desc part rows=" << rows << " row_bytes=" << row << " src_stride=" << row
     << " dst_stride=" << row * n << "\n";
   const int fb = spec.flag_base;
-  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb});
+  RingEmitter e(s, ring, p, part, RingRegisters{"r20", "r29", fb, spec.vmem_base});
   if (spec.mailbox) EmitEntry(s, core, *spec.mailbox, {ring[(p + n - 1) % n]}, 1);
   e.EmitRingRegisters();
   // Chunks in ring order in VMEM; the output is written part by part in group order.

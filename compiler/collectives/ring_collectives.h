@@ -34,6 +34,7 @@ struct RingCollectiveSpec {
   ReduceOp op = ReduceOp::kSum;
   std::string tag;
   int flag_base = 0;               // the programs use flags flag_base..flag_base+5
+  uint64_t vmem_base = 0;          // VMEM they stage from (at most 2 x kRingCollectiveMaxBytes)
   std::optional<Mailbox> mailbox;  // the entry barrier's mailbox (RingAllReduceSpec)
 };
 

@@ -18,6 +18,12 @@ const OpcodeInfo& GetOpcodeInfo(Opcode op) { return kInfos[static_cast<size_t>(o
 std::string_view OpcodeName(Opcode op) { return GetOpcodeInfo(op).name; }
 bool IsSupported(Opcode op) { return GetOpcodeInfo(op).category != OpCategory::kUnsupported; }
 bool IsCollective(Opcode op) { return GetOpcodeInfo(op).category == OpCategory::kCollective; }
+bool IsAsyncCollectiveStart(Opcode op) {
+  return op == Opcode::kAllReduceStart || op == Opcode::kAllGatherStart;
+}
+bool IsAsyncCollectiveDone(Opcode op) {
+  return op == Opcode::kAllReduceDone || op == Opcode::kAllGatherDone;
+}
 
 std::string_view CategoryName(OpCategory c) {
   switch (c) {

@@ -44,6 +44,10 @@ std::string_view OpcodeName(Opcode op);
 std::string_view CategoryName(OpCategory c);
 bool IsSupported(Opcode op);
 bool IsCollective(Opcode op);  // category kCollective: all-reduce and the others, their pairs
+// The asynchronous collectives tpusim runs on the collective stream (async-collective-creator):
+// all-reduce-start and all-gather-start, and their dones.
+bool IsAsyncCollectiveStart(Opcode op);
+bool IsAsyncCollectiveDone(Opcode op);
 // Looks an XLA opcode name up, supported or not.
 std::optional<Opcode> LookupOpcode(std::string_view name);
 

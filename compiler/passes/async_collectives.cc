@@ -1,4 +1,4 @@
-// Asynchronous all-reduces; see async_collectives.h.
+// Asynchronous collectives; see async_collectives.h.
 #include "compiler/passes/async_collectives.h"
 
 #include <algorithm>
@@ -8,7 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/analysis/cost_analysis.h"
 #include "compiler/passes/ir_edit.h"
+#include "compiler/passes/layout.h"
 #include "compiler/passes/memory.h"
 
 namespace tpusim::passes {
@@ -44,7 +46,23 @@ bool CollectivesOnlyInEntry(const hlo::HloModule& m) {
   return true;
 }
 
-// Each all-reduce of the entry becomes a start and a done right after it.
+// An all-gather of one array among groups of several cores (XLA's all-gather-start holds
+// its operand and result as a tuple; the done is the result).
+bool AsyncAllGather(const HloInstruction& i) {
+  if (i.opcode() != Opcode::kAllGather || i.operand_count() != 1 || i.shape().IsTuple() ||
+      i.operand(0)->shape().IsTuple())
+    return false;
+  if (const hlo::ReplicaGroups* g = i.replica_groups())
+    for (const auto& group : g->groups)
+      if (group.size() == 1) return false;
+  return true;
+}
+
+bool MadeAsync(const HloInstruction& i) {
+  return i.opcode() == Opcode::kAllReduce || AsyncAllGather(i);
+}
+
+// Each all-reduce and all-gather of the entry becomes a start and a done right after it.
 hlo::Status MakePairs(hlo::HloModule& module) {
   HloComputation* entry = module.entry();
   ModuleEdits edits;
@@ -54,13 +72,17 @@ hlo::Status MakePairs(hlo::HloModule& module) {
   for (const HloInstruction* owned : given) {
     const HloInstruction& ar = *owned;
     order.push_back(ar.name());
-    if (ar.opcode() != Opcode::kAllReduce) continue;
-    auto start = std::make_unique<HloInstruction>(ar.name(), Opcode::kAllReduceStart, ar.shape());
+    if (!MadeAsync(ar)) continue;
+    const bool gather = ar.opcode() == Opcode::kAllGather;
+    auto start = std::make_unique<HloInstruction>(
+        ar.name(), gather ? Opcode::kAllGatherStart : Opcode::kAllReduceStart,
+        gather ? hlo::Shape::Tuple({ar.operand(0)->shape(), ar.shape()}) : ar.shape());
     start->mutable_attributes() = ar.attributes();
     for (HloInstruction* o : ar.operands()) start->AddOperand(o);
     HloInstruction* s = entry->AddInstruction(std::move(start));
     HloInstruction* done =
-        AddNew(*entry, ar.name() + ".done", Opcode::kAllReduceDone, ar.shape(), {s});
+        AddNew(*entry, ar.name() + ".done",
+               gather ? Opcode::kAllGatherDone : Opcode::kAllReduceDone, ar.shape(), {s});
     order.push_back(done->name());
     edits.replace[&ar] = done;
     edits.remove.insert(&ar);
@@ -75,12 +97,44 @@ hlo::Status MakePairs(hlo::HloModule& module) {
   return hlo::Status::Ok();
 }
 
+// The bytes of every array in `s`, padded as HBM holds them.
+double ArrayBytes(const hlo::Shape& s) {
+  if (!s.IsTuple()) return static_cast<double>(PaddedBytes(s));
+  double b = 0;
+  for (const hlo::Shape& e : s.tuple_shapes) b += ArrayBytes(e);
+  return b;
+}
+
+// Estimated seconds of `i` on one core: a start its ring's, a kernel its roofline (model FLOPs
+// at peak or its operands and result through HBM), what emits no code nothing.
+double EstimatedSeconds(const HloInstruction& i, const collectives::RingCostModel& m) {
+  if (!m.known()) return 0;
+  switch (i.opcode()) {
+    case Opcode::kAllReduceStart:
+      return collectives::RingAllReduceSeconds(ArrayBytes(i.shape()), m);
+    case Opcode::kAllGatherStart:
+      return collectives::RingAllGatherSeconds(ArrayBytes(i.shape().tuple_shapes.back()), m);
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+      return 0;
+    default:
+      break;
+  }
+  if (LivesInOperandBuffers(i) || hlo::IsAsyncCollectiveDone(i.opcode())) return 0;
+  double bytes = ArrayBytes(i.shape());
+  for (const HloInstruction* o : i.operands()) bytes += ArrayBytes(o->shape());
+  return std::max(analysis::CostOf(i).flops / m.peak_flops_per_s, bytes / m.hbm_bytes_per_s);
+}
+
 // The latency-hiding order (async_collectives.h): a list schedule that takes, of the ready
-// instructions, a start first; then the work a start still waits for (of the start nearest
-// to ready); then other work in the given order; a done only when nothing else is ready.
-// One all-reduce is in flight at a time (XLA's SchedulerConfig::all_reduce_overlap_limit,
-// 1 by default), and a synchronous collective waits for it as a start does.
-std::vector<HloInstruction*> LatencyHidingOrder(const HloComputation& entry) {
+// instructions, a start first; then the done in flight if another start is ready and the
+// work taken since its start covers its estimated time; then the work a start still waits
+// for (of the start nearest to ready); then other work in the given order; a done only when
+// nothing else is ready. One collective is in flight at a time (XLA's SchedulerConfig's
+// all_reduce_overlap_limit and all_gather_overlap_limit, 1 by default; the collective stream
+// runs one at a time anyway), and a synchronous collective waits for it as a start does.
+std::vector<HloInstruction*> LatencyHidingOrder(const HloComputation& entry,
+                                                const collectives::RingCostModel& costs) {
   std::vector<HloInstruction*> instrs;
   for (const auto& i : entry.instructions()) instrs.push_back(i.get());
   const size_t n = instrs.size();
@@ -102,7 +156,7 @@ std::vector<HloInstruction*> LatencyHidingOrder(const HloComputation& entry) {
   // For each instruction, the starts it is an ancestor of; per start, its unscheduled ancestors.
   std::vector<size_t> starts;
   for (size_t k = 0; k < n; ++k)
-    if (instrs[k]->opcode() == Opcode::kAllReduceStart) starts.push_back(k);
+    if (hlo::IsAsyncCollectiveStart(instrs[k]->opcode())) starts.push_back(k);
   std::vector<std::vector<size_t>> feeds(n);  // start numbers
   std::vector<size_t> remaining(starts.size(), 0);
   for (size_t s = 0; s < starts.size(); ++s) {
@@ -125,30 +179,39 @@ std::vector<HloInstruction*> LatencyHidingOrder(const HloComputation& entry) {
     if (waiting[k] == 0) ready.insert(k);
   std::vector<HloInstruction*> order;
   bool in_flight = false;
+  double cover = 0;  // estimated seconds of the collective in flight not yet covered
   auto take = [&](size_t k) {
     ready.erase(k);
     order.push_back(instrs[k]);
     const Opcode op = instrs[k]->opcode();
-    if (op == Opcode::kAllReduceStart) in_flight = true;
-    if (op == Opcode::kAllReduceDone) in_flight = false;
+    if (hlo::IsAsyncCollectiveStart(op)) {
+      in_flight = true;
+      cover = EstimatedSeconds(*instrs[k], costs);
+    } else if (hlo::IsAsyncCollectiveDone(op)) {
+      in_flight = false;
+    } else {
+      cover -= EstimatedSeconds(*instrs[k], costs);
+    }
     for (size_t s : feeds[k]) --remaining[s];
     for (size_t u : users[k])
       if (--waiting[u] == 0) ready.insert(u);
   };
   while (!ready.empty()) {
     size_t pick = n, feeding = n, other = n, done = n;
+    bool start_waits = false;
     for (size_t k : ready) {
       const HloInstruction& i = *instrs[k];
-      if (i.opcode() == Opcode::kAllReduceDone) {
+      if (hlo::IsAsyncCollectiveDone(i.opcode())) {
         done = std::min(done, k);
         continue;
       }
+      start_waits = start_waits || hlo::IsAsyncCollectiveStart(i.opcode());
       if (hlo::IsCollective(i.opcode())) {
-        if (!in_flight && i.opcode() == Opcode::kAllReduceStart) {
+        if (!in_flight && hlo::IsAsyncCollectiveStart(i.opcode())) {
           pick = k;
           break;
         }
-        if (in_flight) continue;  // waits for the all-reduce in flight
+        if (in_flight) continue;  // waits for the collective in flight
       }
       if (!feeds[k].empty()) {
         auto nearest = [&](size_t x) {
@@ -160,8 +223,10 @@ std::vector<HloInstruction*> LatencyHidingOrder(const HloComputation& entry) {
       }
       if (other == n) other = k;
     }
+    // Covered, with the next collective waiting: done now, so that one starts.
+    if (pick == n && done != n && start_waits && costs.known() && cover <= 0) pick = done;
     if (pick == n) pick = feeding != n ? feeding : other != n ? other : done;
-    if (pick == n) break;  // only collectives waiting for an all-reduce no done will finish
+    if (pick == n) break;  // only collectives waiting for a start no done will finish
     take(pick);
   }
   return order;
@@ -173,13 +238,13 @@ hlo::Result<bool> AsyncCollectiveCreatorPass::Run(hlo::HloModule& module) {
   HloComputation* entry = module.entry();
   if (!entry || !CollectivesOnlyInEntry(module)) return false;
   if (std::none_of(entry->instructions().begin(), entry->instructions().end(),
-                   [](const auto& i) { return i->opcode() == Opcode::kAllReduce; }))
+                   [](const auto& i) { return MadeAsync(*i); }))
     return false;
   if (hlo::Status st = MakePairs(module); !st.ok()) return st;
   // Kept only where the plan still fits: else each done stays right after its start.
   std::vector<HloInstruction*> paired;
   for (const auto& i : module.entry()->instructions()) paired.push_back(i.get());
-  std::vector<HloInstruction*> order = LatencyHidingOrder(*module.entry());
+  std::vector<HloInstruction*> order = LatencyHidingOrder(*module.entry(), costs_);
   if (order.size() != paired.size() || !module.entry()->Reorder(order))
     return hlo::Status::Error("async-collective-creator: the schedule lost an instruction");
   if (PlanMemory(module).peak_bytes > capacity_) module.entry()->Reorder(paired);

@@ -55,11 +55,12 @@ void AssignOffsets(std::vector<BufferInfo>& bufs) {
 }  // namespace
 
 // Buffers are row-major, so a reshape is a bitcast: the lowering emits no code for it and
-// reads its operand's buffer. An all-reduce-done is its start's result.
+// reads its operand's buffer. An all-reduce-done is its start's result, an all-gather-done
+// its start's element 1.
 bool LivesInOperandBuffers(const HloInstruction& i) {
   return i.opcode() == Opcode::kTuple || i.opcode() == Opcode::kGetTupleElement ||
          i.opcode() == Opcode::kBitcast || i.opcode() == Opcode::kReshape ||
-         i.opcode() == Opcode::kAllReduceDone;
+         hlo::IsAsyncCollectiveDone(i.opcode());
 }
 
 const BufferInfo* MemoryPlan::Find(const std::string& name) const {
@@ -182,9 +183,9 @@ MemoryPlan PlanMemory(const hlo::HloModule& module) {
     const HloInstruction& i = *instrs[t];
     // Operands live until their last use; get-tuple-element only names its element, which
     // lives until the element's last use.
-    // An asynchronous all-reduce reads its operands until its done.
+    // An asynchronous collective reads its operands until its done.
     std::vector<const HloInstruction*> reads(i.operands().begin(), i.operands().end());
-    if (i.opcode() == Opcode::kAllReduceDone)
+    if (hlo::IsAsyncCollectiveDone(i.opcode()))
       reads.insert(reads.end(), i.operand(0)->operands().begin(), i.operand(0)->operands().end());
     for (const HloInstruction* op : reads) {
       if (i.opcode() == Opcode::kGetTupleElement) break;
@@ -203,6 +204,16 @@ MemoryPlan PlanMemory(const hlo::HloModule& module) {
       mine.push_back(whole.size() > 1 && k >= 0 && k < static_cast<int64_t>(whole.size())
                          ? whole[static_cast<size_t>(k)]
                          : Flatten(whole));
+    } else if (i.opcode() == Opcode::kAllGatherStart && i.shape().IsTuple() &&
+               i.shape().tuple_shapes.size() == 2 && i.operand_count() == 1) {
+      // Its operand, then the gathered result, written while the start is in flight.
+      mine.push_back(Flatten(buffers_of[i.operand(0)]));
+      mine.push_back({plan.buffers.size()});
+      plan.buffers.push_back(
+          NewBuffer(ElementBufferName(i.name(), 1), i.shape().tuple_shapes[1], false, t, last));
+    } else if (i.opcode() == Opcode::kAllGatherDone) {
+      const ElementBuffers& start = buffers_of[i.operand(0)];
+      mine.push_back(start.size() == 2 ? start[1] : Flatten(start));
     } else if (LivesInOperandBuffers(i)) {
       for (const HloInstruction* op : i.operands()) mine.push_back(Flatten(buffers_of[op]));
     } else {

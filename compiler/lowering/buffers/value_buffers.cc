@@ -51,6 +51,14 @@ ValueElement ValueBuffers::Resolve(const HloInstruction* v, int64_t element) con
       case Opcode::kAllReduceDone:
         v = v->operand(0);
         continue;
+      case Opcode::kAllGatherDone:  // element 1 of its start
+        v = v->operand(0);
+        element = 1;
+        continue;
+      case Opcode::kAllGatherStart:  // element 0 is its operand
+        if (element != 0) return {v, element};
+        v = v->operand(0);
+        continue;
       default:
         return {v, element};
     }

@@ -156,15 +156,27 @@ std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const Coll
   return programs;
 }
 
-// all-gather (`gather`) or reduce-scatter over rings of the groups.
+// The all-gather-done that reads `start`, or null.
+const HloInstruction* DoneOf(const HloInstruction& start) {
+  for (const auto& u : start.parent()->instructions())
+    if (u->opcode() == Opcode::kAllGatherDone && u->operand(0) == &start) return u.get();
+  return nullptr;
+}
+
+// all-gather (`gather`; an all-gather-start on the collective stream) or reduce-scatter over
+// rings of the groups.
 std::vector<std::string> RingCollective(const HloInstruction& instr, const OpContext& c,
                                         LoweredOp& op, bool gather) {
   const CollectiveStart st = BeginCollective(instr, c, op);
   if (auto lone = LoneMembers(instr, st, op)) return *lone;
   const auto& [ctx, groups] = st;
   const uint64_t in_bytes = ByteSize(instr.operand(0)->shape());
-  const uint64_t out_bytes = ByteSize(instr.shape());
-  const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(&instr);
+  // An all-gather-start's result is element 1 of its tuple: where its done lives.
+  const bool start = instr.opcode() == Opcode::kAllGatherStart;
+  const HloInstruction* result = start ? DoneOf(instr) : &instr;
+  if (!result) throw std::invalid_argument("all-gather-start without its all-gather-done");
+  const uint64_t out_bytes = ByteSize(result->shape());
+  const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(result);
   collectives::RingCollectiveSpec spec;
   for (const auto& g : groups) spec.replica_groups.emplace_back(g.begin(), g.end());
   spec.board_ring = ctx.ring;
@@ -201,6 +213,12 @@ std::vector<std::string> RingCollective(const HloInstruction& instr, const OpCon
   spec.flag_base = assembly::kCollectiveFlagBase;
   spec.mailbox = ctx.mailbox;
   op.hbm_bytes = in_bytes + out_bytes;
+  if (start) {
+    // Beside the kernels: at the top of VMEM, the staged parts and the gathered round.
+    const uint64_t round = std::min(groups[0].size() * spec.input_bytes, kRingMax);
+    spec.vmem_base = collectives::kCoreVmemBytes - 2 * ((round + kVreg - 1) / kVreg * kVreg);
+    op.collective_vmem_base = static_cast<int64_t>(spec.vmem_base);
+  }
   if (gather && op.exact && groups[0].size() * spec.input_bytes > kRingMax)
     return AllGatherRounds(spec, groups[0].size(), ctx);
   if (!gather && spec.input_bytes > kRingMax)

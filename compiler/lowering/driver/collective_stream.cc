@@ -2,10 +2,9 @@
 // handed to the second instruction stream, the main stream's waits for them, and the
 // estimates that time a window beside an asynchronous all-reduce.
 #include <algorithm>
-#include <cmath>
 
 #include "compiler/assembly/asm_util.h"
-#include "compiler/collectives/ring_allreduce.h"
+#include "compiler/collectives/ring_estimates.h"
 #include "compiler/lowering/driver/lowerer.h"
 
 namespace tpusim::lowering {
@@ -27,7 +26,7 @@ void Lowerer::AppendCollective(const std::vector<std::string>& per_core, const H
                         << assembly::ScopeKernel(per_core[c], prefix) << drain << "    xsignal f"
                         << kDoneFlag << ", 1\n";
   outstanding_.push_back(&i);
-  if (i.opcode() != Opcode::kAllReduceStart) AwaitCollectivesThrough(&i);
+  if (!hlo::IsAsyncCollectiveStart(i.opcode())) AwaitCollectivesThrough(&i);
 }
 
 // A kernel's roofline time per execution.
@@ -36,15 +35,22 @@ double Lowerer::KernelSeconds(const LoweredOp& op) const {
                   static_cast<double>(op.hbm_bytes) / opt_.hbm_bytes_per_s);
 }
 
-// A ring all-reduce's time (docs/collectives.md, timing model): the array loaded and stored,
-// 2(n-1)/n of it over the links both ways round the ring, and 2(n-1) step start-ups for each
-// pair of 2 MiB segments.
+// The ring estimates (collectives/ring_estimates.h) of the board being lowered for.
+collectives::RingCostModel Lowerer::RingCosts() const {
+  return {opt_.cores, opt_.peak_flops_per_s, opt_.hbm_bytes_per_s, opt_.link_bytes_per_s,
+          opt_.hop_seconds};
+}
+
+// An all-reduce moves its array in and out of HBM (op.hbm_bytes = 2 x its bytes).
 double Lowerer::AllReduceSeconds(const LoweredOp& op) const {
-  if (opt_.peak_flops_per_s <= 0 || opt_.link_bytes_per_s <= 0) return 0;
-  const double bytes = static_cast<double>(op.hbm_bytes) / 2, n = opt_.cores;
-  const double pairs = std::ceil(bytes / static_cast<double>(2 * collectives::kRingSegmentBytes));
-  return 2 * bytes / opt_.hbm_bytes_per_s + 2 * (n - 1) / n * bytes / (2 * opt_.link_bytes_per_s) +
-         pairs * 2 * (n - 1) * opt_.hop_seconds;
+  return collectives::RingAllReduceSeconds(static_cast<double>(op.hbm_bytes) / 2, RingCosts());
+}
+
+// An all-gather loads its part and stores the result (op.hbm_bytes = (1 + 1/n) x result).
+double Lowerer::AllGatherSeconds(const LoweredOp& op) const {
+  const double n = opt_.cores;
+  return collectives::RingAllGatherSeconds(static_cast<double>(op.hbm_bytes) * n / (n + 1),
+                                           RingCosts());
 }
 
 // The collective stream serves the starts in order, so awaiting one awaits those before it.

@@ -64,7 +64,7 @@ std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int
 // collectives then run on the collective stream.
 bool HasAsyncCollectives(const hlo::HloModule& m) {
   for (const auto& i : m.entry()->instructions())
-    if (i->opcode() == Opcode::kAllReduceStart) return true;
+    if (hlo::IsAsyncCollectiveStart(i->opcode())) return true;
   return false;
 }
 
@@ -73,10 +73,10 @@ bool HasOneRingCollective(const hlo::HloModule& m) {
   for (const auto& c : m.computations())
     for (const auto& i : c->instructions()) {
       const Opcode op = i->opcode();
-      if (op == Opcode::kAllReduce || op == Opcode::kAllReduceStart || op == Opcode::kAllGather ||
-          op == Opcode::kReduceScatter)
+      if (op == Opcode::kAllReduce || op == Opcode::kAllGather || op == Opcode::kReduceScatter ||
+          hlo::IsAsyncCollectiveStart(op))
         ++rings;
-      else if (op != Opcode::kAllReduceDone && hlo::IsCollective(op))
+      else if (!hlo::IsAsyncCollectiveDone(op) && hlo::IsCollective(op))
         ++others;
     }
   return rings == 1 && others == 0;
@@ -263,11 +263,12 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
       AwaitCollectivesThrough(nullptr);
     }
   }
-  if (i.opcode() == Opcode::kAllReduceDone) {
+  if (hlo::IsAsyncCollectiveDone(i.opcode())) {
     AwaitCollectivesThrough(i.operand(0));
   } else if (ctx_.collective_stream && hlo::IsCollective(i.opcode())) {
-    if (i.opcode() == Opcode::kAllReduceStart) {
-      cover_left_ += AllReduceSeconds(op);
+    if (hlo::IsAsyncCollectiveStart(i.opcode())) {
+      cover_left_ +=
+          i.opcode() == Opcode::kAllGatherStart ? AllGatherSeconds(op) : AllReduceSeconds(op);
       beside_limit_ = op.collective_vmem_base >= 0 ? op.collective_vmem_base : kBesideCollective;
     }
     AppendCollective(per_core, i);

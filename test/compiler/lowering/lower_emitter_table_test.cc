@@ -16,12 +16,11 @@ using hlo::Opcode;
 using Kind = EmitterRow::Kind;
 
 // Async pairs (async-conversion makes them synchronous) and ops the passes remove.
-// (async-conversion makes the pairs synchronous; async-collective-creator makes all-reduces
-// a start and a done again, which the lowering takes.)
-const std::set<Opcode> kRemovedBeforeLowering = {
-    Opcode::kAllGatherStart,        Opcode::kAllGatherDone, Opcode::kCollectivePermuteStart,
-    Opcode::kCollectivePermuteDone, Opcode::kCopyStart,     Opcode::kCopyDone,
-    Opcode::kOptimizationBarrier};
+// (async-collective-creator makes all-reduces and all-gathers a start and a done again, which
+// the lowering takes.)
+const std::set<Opcode> kRemovedBeforeLowering = {Opcode::kCollectivePermuteStart,
+                                                 Opcode::kCollectivePermuteDone, Opcode::kCopyStart,
+                                                 Opcode::kCopyDone, Opcode::kOptimizationBarrier};
 
 std::vector<Opcode> SupportedOpcodes() {
   std::vector<Opcode> ops;
@@ -68,11 +67,12 @@ TEST(EmitterTable, ElementwiseOpsGoToTheElementwiseEmitter) {
 }
 
 TEST(EmitterTable, CollectivesRunOneKernelPerCore) {
-  for (Opcode op :
-       {Opcode::kAllReduce, Opcode::kAllReduceStart, Opcode::kAllGather, Opcode::kReduceScatter,
-        Opcode::kCollectivePermute, Opcode::kAllToAll, Opcode::kReplicaId, Opcode::kPartitionId})
+  for (Opcode op : {Opcode::kAllReduce, Opcode::kAllReduceStart, Opcode::kAllGather,
+                    Opcode::kAllGatherStart, Opcode::kReduceScatter, Opcode::kCollectivePermute,
+                    Opcode::kAllToAll, Opcode::kReplicaId, Opcode::kPartitionId})
     EXPECT_EQ(EmitterFor(op).kind, Kind::kCoreKernels) << hlo::OpcodeName(op);
   EXPECT_EQ(EmitterFor(Opcode::kAllGather).core_kernels, &EmitAllGather);
+  EXPECT_EQ(EmitterFor(Opcode::kAllGatherStart).core_kernels, &EmitAllGather);
   EXPECT_EQ(EmitterFor(Opcode::kReduceScatter).core_kernels, &EmitReduceScatter);
 }
 
@@ -84,7 +84,7 @@ TEST(EmitterTable, NoCodeAndControlRows) {
   }
   EXPECT_EQ(no_code, (std::set<Opcode>{Opcode::kParameter, Opcode::kConstant, Opcode::kTuple,
                                        Opcode::kGetTupleElement, Opcode::kBitcast, Opcode::kReshape,
-                                       Opcode::kAllReduceDone}));
+                                       Opcode::kAllReduceDone, Opcode::kAllGatherDone}));
   EXPECT_EQ(control, (std::set<Opcode>{Opcode::kWhile, Opcode::kCall, Opcode::kConditional}));
 }
 

@@ -1,5 +1,6 @@
-// Asynchronous all-reduces on the collective stream: the kernels scheduled between a start and
-// its done run beside the ring (planned below its VMEM), and every value stays exact.
+// Asynchronous all-reduces and all-gathers on the collective stream: the kernels scheduled
+// between a start and its done run beside the ring (planned below its VMEM), and every value
+// stays exact.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -131,6 +132,55 @@ ENTRY %main (g: f32[256], x: f32[64,300], v: f32[300]) -> (f32[256], f32[64,300]
   EXPECT_NE(p.find("# tiled VPU kernel"), std::string::npos);
   EXPECT_LT(p.find("xsignal f31, 1   # start ar"), p.find("# tiled VPU kernel"));
   EXPECT_LT(p.find("# tiled VPU kernel"), p.find("wait seq, f16"));
+}
+
+// FSDP's weight gathers: each all-gather is started as soon as the one before is done and runs
+// beside the dot that does not need it; one gathers 8 MiB in two rounds, one along a minor
+// dimension (rows of every member interleaved), and the values stay exact.
+constexpr const char* kWeightGathers = R"(HloModule m, replica_count=8
+ENTRY %main (w1: f32[64,256], w2: f32[256,1024], w3: f32[128,32], x: f32[128,512]) -> (f32[128,256], f32[2048,1024], f32[128,256]) {
+  %w1 = f32[64,256]{1,0} parameter(0)
+  %w2 = f32[256,1024]{1,0} parameter(1)
+  %w3 = f32[128,32]{1,0} parameter(2)
+  %x = f32[128,512]{1,0} parameter(3)
+  %g1 = f32[512,256]{1,0} all-gather(%w1), dimensions={0}, replica_groups={{0,1,2,3,4,5,6,7}}
+  %d1 = f32[128,256]{1,0} dot(%x, %g1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %g2 = f32[2048,1024]{1,0} all-gather(%w2), dimensions={0}, replica_groups={{0,1,2,3,4,5,6,7}}
+  %g3 = f32[128,256]{1,0} all-gather(%w3), dimensions={1}, replica_groups={{0,1,2,3,4,5,6,7}}
+  ROOT %t = (f32[128,256]{1,0}, f32[2048,1024]{1,0}, f32[128,256]{1,0}) tuple(%d1, %g2, %g3)
+})";
+
+TEST(ExactAsyncCollectives, WeightGathersBesideADotAreExact) {
+  testing::ExpectMatch(kWeightGathers, 1e-5);
+}
+
+TEST(ExactAsyncCollectives, AnAllGatherRunsBesideTheDotThatDoesNotNeedIt) {
+  auto c = Compile(kWeightGathers);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->lowered.collective_stream);
+  const std::string& p = c->lowered.programs.at(0);
+  const size_t g1 = p.find("# start g1"), g2 = p.find("# start g2"), dot = p.find(".tag \"d1\""),
+               collective = p.find(".collective\n");
+  ASSERT_NE(g1, std::string::npos) << p;
+  ASSERT_NE(g2, std::string::npos) << p;
+  EXPECT_LT(g1, g2);
+  EXPECT_LT(g2, dot);  // g1 is done before the dot, which runs beside g2
+  EXPECT_LT(dot, p.find("wait seq, f16", g2));
+  EXPECT_LT(dot, collective);
+  for (const lowering::LoweredOp& op : c->lowered.ops) {
+    // The gathered round and its staged parts at the top of VMEM: 4 MiB rounds of g2 take 8.
+    if (op.name == "g2") {
+      EXPECT_EQ(op.collective_vmem_base, int64_t{8} << 20);
+    }
+    if (op.name == "g1") {
+      EXPECT_EQ(op.collective_vmem_base, (int64_t{16} << 20) - 2 * (512 << 10));
+    }
+    if (op.name == "d1") {
+      EXPECT_GE(op.vmem_bytes, 0);
+      EXPECT_LE(op.vmem_bytes, int64_t{8} << 20);
+    }
+  }
+  EXPECT_NE(p.find("li r29, 8388608", collective), std::string::npos);
 }
 
 // difftest seed 330265: an all-reduce started before a loop and done after it. The loop body's
