@@ -84,6 +84,25 @@ TEST(Cli, RunDotMatchesTheEvaluatorAndWritesAValidTrace) {
   std::remove(summary.c_str());
 }
 
+// A trace over its event cap says so on the screen and in the file; --trace-step keeps one
+// step's events, rebased to its start.
+TEST(Cli, RunTraceCapAndStepWindow) {
+  const std::string trace = Temp("cap.json");
+  Output o = Tpusim("run examples/hlo/dot_bf16.hlo --timing --steps 2 --trace " + trace +
+                    " --trace-max-events 10");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, HasSubstr("note: the trace holds the first 10 events; "));
+  EXPECT_NE(Slurp(trace).find("\"truncated\":true"), std::string::npos);
+  o = Tpusim("run examples/hlo/dot_bf16.hlo --timing --steps 2 --trace " + trace +
+             " --trace-step 1");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_THAT(o.text, Not(HasSubstr("note: the trace holds")));
+  EXPECT_THAT(traces::ValidateChromeTraceFile(trace), ::testing::IsEmpty());
+  EXPECT_EQ(Tpusim("run examples/hlo/dot_bf16.hlo --trace " + trace + " --trace-step 1").status, 2);
+  EXPECT_EQ(Tpusim("run examples/hlo/dot_bf16.hlo --trace-max-events 0").status, 2);
+  std::remove(trace.c_str());
+}
+
 TEST(Cli, RunOverTheValueMemoryBudgetIsTimingOnlyWithANote) {
   // ResNet-50's value run would hold ~133 GiB; this budget makes the small dot go timing-only.
   Output o = Tpusim("run examples/hlo/dot_bf16.hlo --value-memory-gib 0.0001");
