@@ -24,4 +24,12 @@ double RingAllGatherSeconds(double result_bytes, const RingCostModel& m) {
          (n - 1) / n * result_bytes / m.link_bytes_per_s + rounds * (n - 1) * m.hop_seconds;
 }
 
+double RingReduceScatterSeconds(double input_bytes, const RingCostModel& m) {
+  if (!m.known()) return 0;
+  const double n = m.cores;
+  const double rounds = std::ceil(input_bytes / static_cast<double>(kRingCollectiveMaxBytes));
+  return (input_bytes + input_bytes / n) / m.hbm_bytes_per_s +
+         (n - 1) / n * input_bytes / m.link_bytes_per_s + rounds * (n - 1) * m.hop_seconds;
+}
+
 }  // namespace tpusim::collectives

@@ -27,4 +27,9 @@ double RingAllReduceSeconds(double bytes, const RingCostModel& m);
 // kRingCollectiveMaxBytes.
 double RingAllGatherSeconds(double result_bytes, const RingCostModel& m);
 
+// A ring reduce-scatter of `input_bytes` per core: the input loaded and a part stored,
+// (n-1)/n of the input over one link, and n-1 step start-ups per round of at most
+// kRingCollectiveMaxBytes.
+double RingReduceScatterSeconds(double input_bytes, const RingCostModel& m);
+
 }  // namespace tpusim::collectives

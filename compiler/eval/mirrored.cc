@@ -49,6 +49,7 @@ std::optional<std::string> MirrorObstacle(const hlo::HloModule& module, int64_t 
       std::optional<std::string> why;
       switch (instr.opcode()) {
         case Opcode::kReduceScatter:
+        case Opcode::kReduceScatterStart:
           why = Named(instr, "gives each replica a different part");
           break;
         case Opcode::kReplicaId:

@@ -133,7 +133,9 @@ Result<Value> AllGather(const HloInstruction& instr, Operands ops, Interpreter& 
   return GatherInto(instr, ops, interp, instr.shape());
 }
 
-Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+// `shape`: the result's (the instruction's own, or element 1 of a reduce-scatter-start).
+Result<Value> ScatterInto(const HloInstruction& instr, Operands ops, Interpreter& interp,
+                          const hlo::Shape& shape) {
   Result<std::vector<int64_t>> group = Group(instr, interp);
   if (!group.ok()) return group.status();
   Result<Exchanged> all = interp.Exchange(instr, Pack(ops));
@@ -143,12 +145,16 @@ Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpret
   for (size_t j = 0; j < ops.size(); ++j) {
     Result<Value> sum = Fold(instr, interp, **all, *group, j, ops.size());
     if (!sum.ok()) return sum.status();
-    const hlo::Shape& s = ops.size() == 1 ? instr.shape() : instr.shape().tuple_shapes.at(j);
+    const hlo::Shape& s = ops.size() == 1 ? shape : shape.tuple_shapes.at(j);
     Value out = Value::Zeros(s);
     CopyBlock(out, *sum, Dim(instr), me, false);
     outs.push_back(std::move(out));
   }
   return Unpack(std::move(outs));
+}
+
+Result<Value> ReduceScatter(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  return ScatterInto(instr, ops, interp, instr.shape());
 }
 
 // Member m of the group receives chunk m of every member's operand (split along
@@ -230,6 +236,15 @@ Result<Value> CollectivePermuteStart(const HloInstruction& instr, Operands ops,
   return StartTuple(instr, ops, std::move(*r));
 }
 
+// XLA's async reduce-scatter: ((operands), result).
+Result<Value> ReduceScatterStart(const HloInstruction& instr, Operands ops, Interpreter& interp) {
+  Result<Value> r = ScatterInto(instr, ops, interp, instr.shape().tuple_shapes.at(1));
+  if (!r.ok()) return r.status();
+  std::vector<Value> operands;
+  for (const Value* o : ops) operands.push_back(*o);
+  return Value::Tuple({Value::Tuple(std::move(operands)), std::move(*r)});
+}
+
 // A done: the start's result (all-reduce) or its element 1.
 Result<Value> Done(const HloInstruction& instr, Operands ops, Interpreter&) {
   if (instr.opcode() == Opcode::kAllReduceDone) return *ops[0];
@@ -249,6 +264,8 @@ void RegisterCollectives(OpTable& t) {
   t[static_cast<size_t>(Opcode::kCollectivePermuteStart)] = CollectivePermuteStart;
   t[static_cast<size_t>(Opcode::kAllReduceDone)] = Done;
   t[static_cast<size_t>(Opcode::kAllGatherDone)] = Done;
+  t[static_cast<size_t>(Opcode::kReduceScatterStart)] = ReduceScatterStart;
+  t[static_cast<size_t>(Opcode::kReduceScatterDone)] = Done;
   t[static_cast<size_t>(Opcode::kCollectivePermuteDone)] = Done;
 }
 

@@ -19,10 +19,12 @@ std::string_view OpcodeName(Opcode op) { return GetOpcodeInfo(op).name; }
 bool IsSupported(Opcode op) { return GetOpcodeInfo(op).category != OpCategory::kUnsupported; }
 bool IsCollective(Opcode op) { return GetOpcodeInfo(op).category == OpCategory::kCollective; }
 bool IsAsyncCollectiveStart(Opcode op) {
-  return op == Opcode::kAllReduceStart || op == Opcode::kAllGatherStart;
+  return op == Opcode::kAllReduceStart || op == Opcode::kAllGatherStart ||
+         op == Opcode::kReduceScatterStart;
 }
 bool IsAsyncCollectiveDone(Opcode op) {
-  return op == Opcode::kAllReduceDone || op == Opcode::kAllGatherDone;
+  return op == Opcode::kAllReduceDone || op == Opcode::kAllGatherDone ||
+         op == Opcode::kReduceScatterDone;
 }
 
 std::string_view CategoryName(OpCategory c) {

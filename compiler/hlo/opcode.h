@@ -45,7 +45,7 @@ std::string_view CategoryName(OpCategory c);
 bool IsSupported(Opcode op);
 bool IsCollective(Opcode op);  // category kCollective: all-reduce and the others, their pairs
 // The asynchronous collectives tpusim runs on the collective stream (async-collective-creator):
-// all-reduce-start and all-gather-start, and their dones.
+// all-reduce-start, all-gather-start and reduce-scatter-start, and their dones.
 bool IsAsyncCollectiveStart(Opcode op);
 bool IsAsyncCollectiveDone(Opcode op);
 // Looks an XLA opcode name up, supported or not.

@@ -46,11 +46,11 @@ bool CollectivesOnlyInEntry(const hlo::HloModule& m) {
   return true;
 }
 
-// An all-gather of one array among groups of several cores (XLA's all-gather-start holds
-// its operand and result as a tuple; the done is the result).
-bool AsyncAllGather(const HloInstruction& i) {
-  if (i.opcode() != Opcode::kAllGather || i.operand_count() != 1 || i.shape().IsTuple() ||
-      i.operand(0)->shape().IsTuple())
+// An all-gather or reduce-scatter of one array among groups of several cores (XLA's starts
+// hold the operand and the result as a tuple; the done is the result).
+bool AsyncRingCollective(const HloInstruction& i) {
+  if ((i.opcode() != Opcode::kAllGather && i.opcode() != Opcode::kReduceScatter) ||
+      i.operand_count() != 1 || i.shape().IsTuple() || i.operand(0)->shape().IsTuple())
     return false;
   if (const hlo::ReplicaGroups* g = i.replica_groups())
     for (const auto& group : g->groups)
@@ -59,10 +59,31 @@ bool AsyncAllGather(const HloInstruction& i) {
 }
 
 bool MadeAsync(const HloInstruction& i) {
-  return i.opcode() == Opcode::kAllReduce || AsyncAllGather(i);
+  return i.opcode() == Opcode::kAllReduce || AsyncRingCollective(i);
 }
 
-// Each all-reduce and all-gather of the entry becomes a start and a done right after it.
+// The start of `i` and its done's opcode: all-reduce-start returns the result,
+// all-gather-start (operand, result), reduce-scatter-start XLA's async wrapper's
+// ((operand), result).
+struct AsyncForm {
+  Opcode start, done;
+  hlo::Shape shape;
+};
+AsyncForm FormOf(const HloInstruction& i) {
+  const hlo::Shape& in = i.operand(0)->shape();
+  switch (i.opcode()) {
+    case Opcode::kAllGather:
+      return {Opcode::kAllGatherStart, Opcode::kAllGatherDone, hlo::Shape::Tuple({in, i.shape()})};
+    case Opcode::kReduceScatter:
+      return {Opcode::kReduceScatterStart, Opcode::kReduceScatterDone,
+              hlo::Shape::Tuple({hlo::Shape::Tuple({in}), i.shape()})};
+    default:
+      return {Opcode::kAllReduceStart, Opcode::kAllReduceDone, i.shape()};
+  }
+}
+
+// Each all-reduce, all-gather and reduce-scatter of the entry becomes a start and a done
+// right after it.
 hlo::Status MakePairs(hlo::HloModule& module) {
   HloComputation* entry = module.entry();
   ModuleEdits edits;
@@ -73,16 +94,12 @@ hlo::Status MakePairs(hlo::HloModule& module) {
     const HloInstruction& ar = *owned;
     order.push_back(ar.name());
     if (!MadeAsync(ar)) continue;
-    const bool gather = ar.opcode() == Opcode::kAllGather;
-    auto start = std::make_unique<HloInstruction>(
-        ar.name(), gather ? Opcode::kAllGatherStart : Opcode::kAllReduceStart,
-        gather ? hlo::Shape::Tuple({ar.operand(0)->shape(), ar.shape()}) : ar.shape());
+    const AsyncForm form = FormOf(ar);
+    auto start = std::make_unique<HloInstruction>(ar.name(), form.start, form.shape);
     start->mutable_attributes() = ar.attributes();
     for (HloInstruction* o : ar.operands()) start->AddOperand(o);
     HloInstruction* s = entry->AddInstruction(std::move(start));
-    HloInstruction* done =
-        AddNew(*entry, ar.name() + ".done",
-               gather ? Opcode::kAllGatherDone : Opcode::kAllReduceDone, ar.shape(), {s});
+    HloInstruction* done = AddNew(*entry, ar.name() + ".done", form.done, ar.shape(), {s});
     order.push_back(done->name());
     edits.replace[&ar] = done;
     edits.remove.insert(&ar);
@@ -114,6 +131,8 @@ double EstimatedSeconds(const HloInstruction& i, const collectives::RingCostMode
       return collectives::RingAllReduceSeconds(ArrayBytes(i.shape()), m);
     case Opcode::kAllGatherStart:
       return collectives::RingAllGatherSeconds(ArrayBytes(i.shape().tuple_shapes.back()), m);
+    case Opcode::kReduceScatterStart:
+      return collectives::RingReduceScatterSeconds(ArrayBytes(i.operand(0)->shape()), m);
     case Opcode::kParameter:
     case Opcode::kConstant:
       return 0;

@@ -27,6 +27,8 @@ std::optional<Form> FormOf(Opcode start) {
       return Form{Opcode::kAllReduce, -1};
     case Opcode::kAllGatherStart:
       return Form{Opcode::kAllGather, 1};
+    case Opcode::kReduceScatterStart:
+      return Form{Opcode::kReduceScatter, 1};
     case Opcode::kCollectivePermuteStart:
       return Form{Opcode::kCollectivePermute, 1};
     case Opcode::kCopyStart:
@@ -38,7 +40,8 @@ std::optional<Form> FormOf(Opcode start) {
 
 bool IsDone(Opcode op) {
   return op == Opcode::kAllReduceDone || op == Opcode::kAllGatherDone ||
-         op == Opcode::kCollectivePermuteDone || op == Opcode::kCopyDone;
+         op == Opcode::kReduceScatterDone || op == Opcode::kCollectivePermuteDone ||
+         op == Opcode::kCopyDone;
 }
 
 // The synchronous op standing for `start` (named as it, which goes), and what stands for the
@@ -55,10 +58,10 @@ HloInstruction* Convert(HloComputation& c, HloInstruction& start, const Form& f,
     edits.replace[&start] = sync;
     return sync;
   }
-  // (operand, result, contexts) for all-gather and collective-permute; (result, operand,
-  // context) for copy.
+  // (operand, result, contexts) for all-gather and collective-permute; ((operands), result)
+  // for reduce-scatter; (result, operand, context) for copy.
   HloInstruction* operand = start.operand(0);
-  if (start.operand_count() > 1) {
+  if (start.operand_count() > 1 || start.shape().tuple_shapes[0].IsTuple()) {
     std::vector<hlo::Shape> shapes;
     for (const HloInstruction* o : start.operands()) shapes.push_back(o->shape());
     operand = AddNew(c, start.name() + ".operands", Opcode::kTuple, hlo::Shape::Tuple(shapes),

@@ -56,7 +56,7 @@ void AssignOffsets(std::vector<BufferInfo>& bufs) {
 
 // Buffers are row-major, so a reshape is a bitcast: the lowering emits no code for it and
 // reads its operand's buffer. An all-reduce-done is its start's result, an all-gather-done
-// its start's element 1.
+// or reduce-scatter-done its start's element 1.
 bool LivesInOperandBuffers(const HloInstruction& i) {
   return i.opcode() == Opcode::kTuple || i.opcode() == Opcode::kGetTupleElement ||
          i.opcode() == Opcode::kBitcast || i.opcode() == Opcode::kReshape ||
@@ -204,14 +204,16 @@ MemoryPlan PlanMemory(const hlo::HloModule& module) {
       mine.push_back(whole.size() > 1 && k >= 0 && k < static_cast<int64_t>(whole.size())
                          ? whole[static_cast<size_t>(k)]
                          : Flatten(whole));
-    } else if (i.opcode() == Opcode::kAllGatherStart && i.shape().IsTuple() &&
-               i.shape().tuple_shapes.size() == 2 && i.operand_count() == 1) {
-      // Its operand, then the gathered result, written while the start is in flight.
+    } else if ((i.opcode() == Opcode::kAllGatherStart ||
+                i.opcode() == Opcode::kReduceScatterStart) &&
+               i.shape().IsTuple() && i.shape().tuple_shapes.size() == 2 &&
+               i.operand_count() == 1) {
+      // Its operand, then the result, written while the start is in flight.
       mine.push_back(Flatten(buffers_of[i.operand(0)]));
       mine.push_back({plan.buffers.size()});
       plan.buffers.push_back(
           NewBuffer(ElementBufferName(i.name(), 1), i.shape().tuple_shapes[1], false, t, last));
-    } else if (i.opcode() == Opcode::kAllGatherDone) {
+    } else if (i.opcode() == Opcode::kAllGatherDone || i.opcode() == Opcode::kReduceScatterDone) {
       const ElementBuffers& start = buffers_of[i.operand(0)];
       mine.push_back(start.size() == 2 ? start[1] : Flatten(start));
     } else if (LivesInOperandBuffers(i)) {

@@ -136,6 +136,8 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
       return VerifyDone(i, Opcode::kAllReduceStart, -1);
     case Opcode::kAllGatherDone:
       return VerifyDone(i, Opcode::kAllGatherStart, 1);
+    case Opcode::kReduceScatterDone:
+      return VerifyDone(i, Opcode::kReduceScatterStart, 1);
     case Opcode::kCollectivePermuteDone:
       return VerifyDone(i, Opcode::kCollectivePermuteStart, 1);
     default:
@@ -178,7 +180,8 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
     }
     case Opcode::kAllGather:
     case Opcode::kAllGatherStart:
-    case Opcode::kReduceScatter: {
+    case Opcode::kReduceScatter:
+    case Opcode::kReduceScatterStart: {
       const IntList* dims;
       HLO_RETURN_IF_ERROR(RequireIntList(i, "dimensions", &dims));
       if (dims->size() != 1) return Error(i, "needs exactly one dimension");
@@ -190,7 +193,7 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
         s.layout.reset();
         if (s.rank() <= (*dims)[0]) return Error(i, "operands have different ranks");
         int64_t& d = s.dims[(*dims)[0]];
-        if (i.opcode() != Opcode::kReduceScatter) {
+        if (i.opcode() != Opcode::kReduceScatter && i.opcode() != Opcode::kReduceScatterStart) {
           if (Wide(d) * *n > (Wide(1) << 62)) return Error(i, "gathered size overflows");
           d *= *n;
         } else if (d % *n != 0) {
@@ -202,6 +205,8 @@ Status VerifyCollective(const HloModule& m, const HloInstruction& i) {
       }
       if (i.opcode() == Opcode::kAllGatherStart)
         return ExpectStartTuple(i, MaybeTuple(ins), MaybeTuple(outs));
+      if (i.opcode() == Opcode::kReduceScatterStart)  // XLA's async wrapper: ((operands), result)
+        return ExpectStartTuple(i, Shape::Tuple(ins), MaybeTuple(outs));
       return ExpectShape(i, MaybeTuple(outs));
     }
     case Opcode::kAllToAll: {

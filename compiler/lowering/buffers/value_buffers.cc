@@ -52,10 +52,12 @@ ValueElement ValueBuffers::Resolve(const HloInstruction* v, int64_t element) con
         v = v->operand(0);
         continue;
       case Opcode::kAllGatherDone:  // element 1 of its start
+      case Opcode::kReduceScatterDone:
         v = v->operand(0);
         element = 1;
         continue;
       case Opcode::kAllGatherStart:  // element 0 is its operand
+      case Opcode::kReduceScatterStart:
         if (element != 0) return {v, element};
         v = v->operand(0);
         continue;

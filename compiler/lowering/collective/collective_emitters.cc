@@ -156,25 +156,25 @@ std::vector<std::string> AllToAllKernels(const HloInstruction& instr, const Coll
   return programs;
 }
 
-// The all-gather-done that reads `start`, or null.
+// The done that reads `start`, or null.
 const HloInstruction* DoneOf(const HloInstruction& start) {
   for (const auto& u : start.parent()->instructions())
-    if (u->opcode() == Opcode::kAllGatherDone && u->operand(0) == &start) return u.get();
+    if (hlo::IsAsyncCollectiveDone(u->opcode()) && u->operand(0) == &start) return u.get();
   return nullptr;
 }
 
-// all-gather (`gather`; an all-gather-start on the collective stream) or reduce-scatter over
-// rings of the groups.
+// all-gather (`gather`) or reduce-scatter over rings of the groups; their starts on the
+// collective stream.
 std::vector<std::string> RingCollective(const HloInstruction& instr, const OpContext& c,
                                         LoweredOp& op, bool gather) {
   const CollectiveStart st = BeginCollective(instr, c, op);
   if (auto lone = LoneMembers(instr, st, op)) return *lone;
   const auto& [ctx, groups] = st;
   const uint64_t in_bytes = ByteSize(instr.operand(0)->shape());
-  // An all-gather-start's result is element 1 of its tuple: where its done lives.
-  const bool start = instr.opcode() == Opcode::kAllGatherStart;
+  // A start's result is element 1 of its tuple: where its done lives.
+  const bool start = hlo::IsAsyncCollectiveStart(instr.opcode());
   const HloInstruction* result = start ? DoneOf(instr) : &instr;
-  if (!result) throw std::invalid_argument("all-gather-start without its all-gather-done");
+  if (!result) throw std::invalid_argument(instr.name() + ": a start without its done");
   const uint64_t out_bytes = ByteSize(result->shape());
   const uint64_t in = ctx.address(instr.operand(0)), out = ctx.address(result);
   collectives::RingCollectiveSpec spec;
@@ -192,7 +192,7 @@ std::vector<std::string> RingCollective(const HloInstruction& instr, const OpCon
   } else {
     const uint64_t n = groups[0].size(), part = (in_bytes / n + kVreg - 1) / kVreg * kVreg;
     spec.input_bytes = part * n;
-    op.exact = spec.input_bytes == in_bytes && instr.shape().type == hlo::PrimitiveType::kF32;
+    op.exact = spec.input_bytes == in_bytes && result->shape().type == hlo::PrimitiveType::kF32;
     if (!op.exact) op.note = "parts padded to 4 KiB";
     // Scattered along a dimension after the leading ones: member g's part is row g of n in
     // each of the `rows` rows of the dimensions before it, gathered by strided copies (the
@@ -214,8 +214,10 @@ std::vector<std::string> RingCollective(const HloInstruction& instr, const OpCon
   spec.mailbox = ctx.mailbox;
   op.hbm_bytes = in_bytes + out_bytes;
   if (start) {
-    // Beside the kernels: at the top of VMEM, the staged parts and the gathered round.
-    const uint64_t round = std::min(groups[0].size() * spec.input_bytes, kRingMax);
+    // Beside the kernels: at the top of VMEM, the staged parts and the gathered round, or the
+    // round's parts and its receive slots.
+    const uint64_t round =
+        std::min(gather ? groups[0].size() * spec.input_bytes : spec.input_bytes, kRingMax);
     spec.vmem_base = collectives::kCoreVmemBytes - 2 * ((round + kVreg - 1) / kVreg * kVreg);
     op.collective_vmem_base = static_cast<int64_t>(spec.vmem_base);
   }

@@ -53,6 +53,13 @@ double Lowerer::AllGatherSeconds(const LoweredOp& op) const {
                                            RingCosts());
 }
 
+// A reduce-scatter loads its input and stores a part (op.hbm_bytes = (1 + 1/n) x input).
+double Lowerer::ReduceScatterSeconds(const LoweredOp& op) const {
+  const double n = opt_.cores;
+  return collectives::RingReduceScatterSeconds(static_cast<double>(op.hbm_bytes) * n / (n + 1),
+                                               RingCosts());
+}
+
 // The collective stream serves the starts in order, so awaiting one awaits those before it.
 void Lowerer::AwaitCollectivesThrough(const HloInstruction* start) {
   size_t count = outstanding_.size();

@@ -267,8 +267,9 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
     AwaitCollectivesThrough(i.operand(0));
   } else if (ctx_.collective_stream && hlo::IsCollective(i.opcode())) {
     if (hlo::IsAsyncCollectiveStart(i.opcode())) {
-      cover_left_ +=
-          i.opcode() == Opcode::kAllGatherStart ? AllGatherSeconds(op) : AllReduceSeconds(op);
+      cover_left_ += i.opcode() == Opcode::kAllGatherStart       ? AllGatherSeconds(op)
+                     : i.opcode() == Opcode::kReduceScatterStart ? ReduceScatterSeconds(op)
+                                                                 : AllReduceSeconds(op);
       beside_limit_ = op.collective_vmem_base >= 0 ? op.collective_vmem_base : kBesideCollective;
     }
     AppendCollective(per_core, i);

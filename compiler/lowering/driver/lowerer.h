@@ -101,6 +101,7 @@ class Lowerer {
   collectives::RingCostModel RingCosts() const;
   double AllReduceSeconds(const LoweredOp& op) const;
   double AllGatherSeconds(const LoweredOp& op) const;
+  double ReduceScatterSeconds(const LoweredOp& op) const;
   LoweredModule out_;
   std::vector<const hlo::HloInstruction*> inputs_;  // the batch the host feeds each step
   OpContext ctx_;                                   // what every emitter is handed

@@ -67,12 +67,14 @@ TEST(EmitterTable, ElementwiseOpsGoToTheElementwiseEmitter) {
 }
 
 TEST(EmitterTable, CollectivesRunOneKernelPerCore) {
-  for (Opcode op : {Opcode::kAllReduce, Opcode::kAllReduceStart, Opcode::kAllGather,
-                    Opcode::kAllGatherStart, Opcode::kReduceScatter, Opcode::kCollectivePermute,
-                    Opcode::kAllToAll, Opcode::kReplicaId, Opcode::kPartitionId})
+  for (Opcode op :
+       {Opcode::kAllReduce, Opcode::kAllReduceStart, Opcode::kAllGather, Opcode::kAllGatherStart,
+        Opcode::kReduceScatter, Opcode::kReduceScatterStart, Opcode::kCollectivePermute,
+        Opcode::kAllToAll, Opcode::kReplicaId, Opcode::kPartitionId})
     EXPECT_EQ(EmitterFor(op).kind, Kind::kCoreKernels) << hlo::OpcodeName(op);
   EXPECT_EQ(EmitterFor(Opcode::kAllGather).core_kernels, &EmitAllGather);
   EXPECT_EQ(EmitterFor(Opcode::kAllGatherStart).core_kernels, &EmitAllGather);
+  EXPECT_EQ(EmitterFor(Opcode::kReduceScatterStart).core_kernels, &EmitReduceScatter);
   EXPECT_EQ(EmitterFor(Opcode::kReduceScatter).core_kernels, &EmitReduceScatter);
 }
 
@@ -84,7 +86,8 @@ TEST(EmitterTable, NoCodeAndControlRows) {
   }
   EXPECT_EQ(no_code, (std::set<Opcode>{Opcode::kParameter, Opcode::kConstant, Opcode::kTuple,
                                        Opcode::kGetTupleElement, Opcode::kBitcast, Opcode::kReshape,
-                                       Opcode::kAllReduceDone, Opcode::kAllGatherDone}));
+                                       Opcode::kAllReduceDone, Opcode::kAllGatherDone,
+                                       Opcode::kReduceScatterDone}));
   EXPECT_EQ(control, (std::set<Opcode>{Opcode::kWhile, Opcode::kCall, Opcode::kConditional}));
 }
 

@@ -136,6 +136,24 @@ ENTRY %e (x: f32[1024], y: f32[1024], z: f32[4194304]) -> (f32[1024], f32[419430
   EXPECT_LT(at(covered, "%e2 = "), at(covered, "%ar2.done = ")) << covered;
 }
 
+// A reduce-scatter of one array becomes XLA's reduce-scatter-start (its async wrapper:
+// ((operand), result)) and a reduce-scatter-done.
+TEST(PassAsyncCollectives, AReduceScatterBecomesXlasAsyncPair) {
+  const std::string out = Schedule(std::string(kAdd) + R"(
+ENTRY %e (g: f32[128,64]) -> f32[16,64] {
+  %g = f32[128,64] parameter(0)
+  ROOT %r = f32[16,64] reduce-scatter(f32[128,64] %g), dimensions={0}, replica_groups={}, to_apply=%add
+}
+)");
+  EXPECT_NE(out.find("%r = ((f32[128,64]), f32[16,64]) reduce-scatter-start(f32[128,64] %g)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(
+      out.find("ROOT %r.done = f32[16,64] reduce-scatter-done(((f32[128,64]), f32[16,64]) %r)"),
+      std::string::npos)
+      << out;
+}
+
 // Over capacity with the overlapping order: each done follows its start, in the given order.
 TEST(PassAsyncCollectives, AScheduleOverCapacityKeepsEachDoneAfterItsStart) {
   const std::string out = Schedule(std::string(kAdd) + kTwoGradients, /*capacity=*/1024);

@@ -54,6 +54,26 @@ ENTRY %e (x: f32[64], y: f32[8]) -> (f32[64], f32[64], f32[64]) {
 )");
 }
 
+// XLA's async reduce-scatter, printed as its own op with ((operands), result).
+TEST(PassAsyncConversion, AReduceScatterStartBecomesAReduceScatter) {
+  EXPECT_EQ(Convert(R"(HloModule t, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %e (x: f32[64]) -> f32[8] {
+  %x = f32[64] parameter(0)
+  %rss = ((f32[64]), f32[8]) reduce-scatter-start(f32[64] %x), dimensions={0}, replica_groups={}, to_apply=%add
+  ROOT %rsd = f32[8] reduce-scatter-done(((f32[64]), f32[8]) %rss)
+})"),
+            R"(ENTRY %e (x: f32[64]) -> f32[8] {
+  %x = f32[64] parameter(0)
+  ROOT %rss = f32[8] reduce-scatter(f32[64] %x), dimensions={0}, replica_groups={}, to_apply=%add
+}
+)");
+}
+
 // Element 0 of an all-gather-start (its operand) read beside the done: the tuple is rebuilt.
 TEST(PassAsyncConversion, AStartReadBesideItsDoneIsATupleAgain) {
   const std::string out = Convert(R"(HloModule t, replica_count=8

@@ -183,6 +183,37 @@ TEST(ExactAsyncCollectives, AnAllGatherRunsBesideTheDotThatDoesNotNeedIt) {
   EXPECT_NE(p.find("li r29, 8388608", collective), std::string::npos);
 }
 
+// FSDP's gradient reduce-scatters: XLA's reduce-scatter-start ((operand), result) runs beside
+// the dot that does not need it, one of 8 MiB in two rounds; the values stay exact.
+TEST(ExactAsyncCollectives, GradientReduceScattersBesideADotAreExact) {
+  constexpr const char* kHlo = R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (g1: f32[512,256], g2: f32[2048,1024], x: f32[128,512], w: f32[512,256]) -> (f32[64,256], f32[256,1024], f32[128,256]) {
+  %g1 = f32[512,256]{1,0} parameter(0)
+  %g2 = f32[2048,1024]{1,0} parameter(1)
+  %x = f32[128,512]{1,0} parameter(2)
+  %w = f32[512,256]{1,0} parameter(3)
+  %r1 = f32[64,256]{1,0} reduce-scatter(%g1), dimensions={0}, replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
+  %r2 = f32[256,1024]{1,0} reduce-scatter(%g2), dimensions={0}, replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
+  %d = f32[128,256]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (f32[64,256]{1,0}, f32[256,1024]{1,0}, f32[128,256]{1,0}) tuple(%r1, %r2, %d)
+})";
+  testing::ExpectMatch(kHlo, 1e-5);
+  auto c = Compile(kHlo);
+  ASSERT_TRUE(c);
+  const std::string& p = c->lowered.programs.at(0);
+  EXPECT_NE(p.find("# start r1"), std::string::npos) << p;
+  EXPECT_LT(p.find("# start r1"), p.find(".tag \"d\""));
+  for (const lowering::LoweredOp& op : c->lowered.ops)
+    if (op.name == "r2") {
+      EXPECT_EQ(op.collective_vmem_base, int64_t{8} << 20);  // 4 MiB rounds and their slots
+    }
+}
+
 // difftest seed 330265: an all-reduce started before a loop and done after it. The loop body's
 // kernels cannot run beside it (a wait in the body would run once per trip): it is awaited
 // before the loop.

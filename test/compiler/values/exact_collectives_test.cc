@@ -192,8 +192,9 @@ ENTRY %main (big: f32[768,1048576], y: f32[256], z: f32[512], w: f32[8192], v: f
 })",
                                      sim::LoadConfig("v3-8"), exact, inexact);
   ASSERT_TRUE(c);
-  // The all-gather runs asynchronously: its result is element 1 of its start, "g{1}".
-  for (const char* name : {"y", "z", "w", "v", "g{1}", "p", "r", "a"}) {
+  // The all-gather and the reduce-scatter run asynchronously: each result is element 1 of
+  // its start ("g{1}", "r{1}").
+  for (const char* name : {"y", "z", "w", "v", "g{1}", "p", "r{1}", "a"}) {
     const passes::BufferInfo* b = c->report.memory.Find(name);
     ASSERT_NE(b, nullptr) << name;
     EXPECT_GT(b->offset, int64_t{1} << 31) << name;
