@@ -21,7 +21,7 @@ void Emitter::IndexTable() {
      << "\n    li r2, " << kIndexScratch << "\n    dma.vv r1, r2, "
      << Desc("rows=" + std::to_string(p_.index_table) +
              " row_bytes=4 src_stride=" + std::to_string(kVregBytes) + " dst_stride=4")
-     << ", f8\n    wait dma, f8, 1\n";
+     << ", f9\n    wait dma, f9, 1\n";
 }
 
 std::string Emitter::Desc(const std::string& text) {

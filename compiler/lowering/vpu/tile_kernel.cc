@@ -18,7 +18,10 @@ namespace tiles {
 std::string Emitter::Run() {
   const std::string neutral = !p_.max ? "0.0" : "-inf";
   s_ << "# tiled VPU kernel [" << p_.rows << "," << p_.cols << "]\n";
-  for (int f = 0; f < 9; ++f) s_ << "    sflag f" << f << ", " << (f == 6 || f == 7) << "\n";
+  // f8: the VPU's hand-overs to the DMA queue and, last, to the sequencer; f9: the index
+  // table's copy (on f8, the sequencer's final wait could take its arrival: difftest seed
+  // 341013 deadlocked when the collective stream's copies delayed the VPU).
+  for (int f = 0; f < 10; ++f) s_ << "    sflag f" << f << ", " << (f == 6 || f == 7) << "\n";
   s_ << "    vmovi v20, 1.0\n    li r3, " << l_.ones() << "\n    vst v20, r3\n"
      << "    signal vpu, f8, 1\n    wait dma, f8, 1\n    vmovi v21, " << neutral << "\n"
      << "    vmovi v31, " << neutral << "\n";
