@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 
@@ -71,12 +73,28 @@ void PrintResult(const RunShape& run, const sim::BoardConfig& board, const Compi
       "step breakdown (ms): compute %.4f, infeed %.4f, all-reduce %.4f, outfeed %.4f, "
       "host overhead %.4f\n",
       b.compute_ms, b.infeed_ms, b.all_reduce_ms, b.outfeed_ms, b.host_overhead_ms);
-  // The framework ops that take the most op time, when the module's metadata names them.
+  // The framework ops that take the most op time, when the module's metadata names them. A
+  // fusion's op_name can join every fused op's with ':' (XLA's CPU dumps): the screen shows the
+  // first and how many more (the summary keeps the whole name).
+  auto shorten = [](const std::string& name) {
+    std::vector<std::string> parts;
+    for (size_t a = 0, b; a <= name.size(); a = b + 1) {
+      b = std::min(name.find(':', a), name.size());
+      parts.push_back(name.substr(a, b - a));
+    }
+    const bool joined = parts.size() > 1 &&
+                        std::all_of(parts.begin(), parts.end(),
+                                    [](const auto& p) { return p.find('/') != std::string::npos; });
+    std::string out =
+        joined ? parts[0] + " (+" + std::to_string(parts.size() - 1) + " more)" : name;
+    constexpr size_t kMax = 160;
+    return out.size() > kMax ? out.substr(0, kMax - 3) + "..." : out;
+  };
   std::string top;
   int shown = 0;
   for (const profiler::FrameworkOpEntry& f : report.framework_ops) {
     if (f.framework_op == "(no framework op)" || shown == 3) continue;
-    top += std::string(shown++ ? "; " : "") + f.framework_op + " " +
+    top += std::string(shown++ ? "; " : "") + shorten(f.framework_op) + " " +
            std::to_string(static_cast<int>(f.time_percent + 0.5)) + "%" +
            (f.source.empty() ? "" : " (" + f.source + ")");
   }

@@ -175,6 +175,12 @@ TEST(Cli, RunJaxResNetAndGptStepsAsSharded) {
   ASSERT_EQ(resnet.status, 0) << resnet.text;
   EXPECT_THAT(resnet.text, HasSubstr("global batch 1024, 128 per core"));
   EXPECT_THAT(resnet.text, HasSubstr(" 24.7 TFLOP per step"));
+  // XLA's own partitioning names a fusion by every fused op's op_name joined with ':': the
+  // screen shows the first and how many more.
+  Output opt = Tpusim("run examples/jax/gpt_fsdp8_b16.opt.hlo --timing");
+  ASSERT_EQ(opt.status, 0) << opt.text;
+  EXPECT_THAT(opt.text, HasSubstr("GptBlock_0/LayerNorm_0/reduce_sum (+67 more) "));
+  EXPECT_THAT(opt.text, Not(HasSubstr("reduce_sum:transpose(")));
 }
 
 // The JAX op and the user's source line of each HLO op (metadata op_name, stack frames):
