@@ -23,6 +23,14 @@ static_assert(kSpread + kMaxSpread * kVregBytes <= (16u << 20));  // v3's VMEM
 
 uint64_t Area(int i) { return kAreas + static_cast<uint64_t>(i) * kAreaBytes; }
 
+}  // namespace
+
+int64_t FlatBatchNorm::VmemBytes() {
+  return static_cast<int64_t>(kSpread + kMaxSpread * kVregBytes);
+}
+
+namespace {
+
 std::string V(int r) { return "v" + std::to_string(r); }
 
 // scale = gamma / sqrt(var + eps) (eps in v25) with temps t, t + 1, into `dst`: the statistics

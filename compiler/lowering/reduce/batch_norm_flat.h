@@ -74,6 +74,9 @@ class FlatBatchNorm {
 
   // Whether [rows, features] f32 values stream flat (and fit this kernel's VMEM areas).
   static bool Takes(int64_t rows, int64_t features);
+  // The VMEM its passes touch, from 0: the feature stream's buffers, the pattern areas and
+  // the spread accumulator rows (LoweredOp::vmem_bytes: a kernel beside a collective).
+  static int64_t VmemBytes();
 
   // The op's passes (operands and results are HBM addresses).
   // With `epilogue`, `y` receives the epilogue's result instead of the normalized value;

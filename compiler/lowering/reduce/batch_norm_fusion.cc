@@ -352,6 +352,7 @@ std::string GradFusionKernel(const HloInstruction& fusion, const GradParts& p, c
                   : 2 * (x_bytes + matrix_bytes) + out_bytes;
   op.hbm_bytes = elements * per_element + 12 * static_cast<uint64_t>(features) * 4;
   op.kind = KernelKind::kVpu;
+  op.vmem_bytes = FlatBatchNorm::VmemBytes();
   op.exact = true;
   return code;
 }
@@ -404,6 +405,7 @@ std::string BatchNormFusionKernel(const HloInstruction& fusion, const OpContext&
   op.hbm_bytes = elements * ((p->sum ? 1 : 2) * x_bytes + e->extra_bytes + out_bytes) +
                  (p->sum ? 10 : 8) * static_cast<uint64_t>(features) * 4;
   op.kind = KernelKind::kVpu;
+  op.vmem_bytes = FlatBatchNorm::VmemBytes();
   op.exact = true;
   return code;
 }

@@ -247,6 +247,7 @@ std::string FeatureFusionKernel(const HloInstruction& instr, const OpContext& c,
                                                           results, p->result, output, out_bytes);
   if (p->map) bytes += static_cast<uint64_t>(p->rows * p->features * out_bytes);
   op.kind = KernelKind::kVpu;
+  op.vmem_bytes = FlatBatchNorm::VmemBytes();
   op.hbm_bytes = bytes + static_cast<uint64_t>(p->features * 4) * (vectors.size() + p->sums.size());
   op.exact = true;
   return code;

@@ -134,6 +134,34 @@ ENTRY %main (g: f32[256], x: f32[64,300], v: f32[300]) -> (f32[256], f32[64,300]
   EXPECT_LT(p.find("# tiled VPU kernel"), p.find("wait seq, f16"));
 }
 
+// The feature stream (per-feature sums, batch norm's passes) keeps below 11.5 MiB of VMEM
+// (FlatBatchNorm::VmemBytes): it runs beside a butterfly, whose buffers take the top 28 KiB.
+TEST(ExactAsyncCollectives, TheFeatureStreamRunsBesideAButterfly) {
+  constexpr const char* kHlo = R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (g: f32[1024], x: f32[2048,256]) -> (f32[1024], f32[256]) {
+  %g = f32[1024]{0} parameter(0)
+  %x = f32[2048,256]{1,0} parameter(1)
+  %ar = f32[1024]{0} all-reduce(%g), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
+  %sq = f32[2048,256]{1,0} multiply(%x, %x)
+  %z = f32[] constant(0)
+  %r = f32[256]{0} reduce(%sq, %z), dimensions={0}, to_apply=%add
+  ROOT %t = (f32[1024]{0}, f32[256]{0}) tuple(%ar, %r)
+})";
+  testing::ExpectMatch(kHlo, 1e-5);
+  auto c = Compile(kHlo);
+  ASSERT_TRUE(c);
+  const std::string& p = c->lowered.programs.at(0);
+  const size_t stream = p.find("# feature stream");
+  ASSERT_NE(stream, std::string::npos) << p;
+  EXPECT_LT(p.find("xsignal f31, 1   # start ar"), stream);
+  EXPECT_LT(stream, p.find("wait seq, f16"));
+}
+
 // FSDP's weight gathers: each all-gather is started as soon as the one before is done and runs
 // beside the dot that does not need it; one gathers 8 MiB in two rounds, one along a minor
 // dimension (rows of every member interleaved), and the values stay exact.
