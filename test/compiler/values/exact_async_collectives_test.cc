@@ -245,7 +245,8 @@ ENTRY %main (g1: f32[512,256], g2: f32[2048,1024], x: f32[128,512], w: f32[512,2
 // difftest seeds 341013 and 341146: a tiled VPU kernel with an index table beside an
 // asynchronous all-gather deadlocked. The table's copy completed on f8, which the sequencer's
 // final wait (for the VPU's last hand-over, also on f8) took first once the collective
-// stream's copies had delayed the VPU; the copy now completes on f9 (tile_code.cc).
+// stream's copies had delayed the VPU; the copy now completes on f9 (tile_code.cc). Seed
+// 341146's module, the same race, is left out; FlagHandshake scans every shipped module.
 TEST(ExactAsyncCollectives, TiledKernelWithAnIndexTableBesideAGatherSeed341013) {
   testing::ExpectMatch(R"(HloModule difftest_341013, num_partitions=8
 
@@ -301,65 +302,6 @@ ENTRY main {
   v27 = f32[24] convert(v26)
   v29 = f32[8,16] copy(v12), sharding={devices=[1,2,4]<=[8] last_tile_dim_replicate}
   ROOT out = (f32[8,16], f32[24], f32[8,16]) tuple(v15, v27, v29)
-})",
-                       1e-5);
-}
-
-TEST(ExactAsyncCollectives, TiledKernelWithAnIndexTableBesideAGatherSeed341146) {
-  testing::ExpectMatch(R"(HloModule difftest_341146, num_partitions=8
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-
-max {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT m = f32[] maximum(a, b)
-}
-
-lt {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = pred[] compare(a, b), direction=LT
-}
-
-cond {
-  s = (s32[], f32[8,16]) parameter(0)
-  i = s32[] get-tuple-element(s), index=0
-  n = s32[] constant(3)
-  ROOT c = pred[] compare(i, n), direction=LT
-}
-
-body {
-  s = (s32[], f32[8,16]) parameter(0)
-  i = s32[] get-tuple-element(s), index=0
-  x = f32[8,16] get-tuple-element(s), index=1
-  one = s32[] constant(1)
-  j = s32[] add(i, one)
-  y = f32[8,16] tanh(x)
-  ROOT out = (s32[], f32[8,16]) tuple(j, y)
-}
-
-ENTRY main {
-  v0 = f32[5,8] parameter(0), sharding={devices=[1,2,4]<=[8] last_tile_dim_replicate}
-  v1 = f32[2,5,128] parameter(1), sharding={devices=[1,1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
-  v2 = f32[128] parameter(2), sharding={devices=[4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
-  v3 = s32[5,8] iota(), iota_dimension=1
-  v4 = f32[5,8] convert(v3)
-  v5 = f32[5,8] multiply(v0, v4)
-  v7 = s32[128] parameter(3), sharding={devices=[4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
-  v8 = s32[128] parameter(4), sharding={replicated}
-  v12 = s32[5,8] iota(), iota_dimension=0
-  v13 = f32[5,8] convert(v12)
-  v14 = f32[5,8] multiply(v5, v13)
-  v15 = f32[10,8] concatenate(v5, v5), dimensions={0}
-  v19 = f32[8,5,8,16] parameter(5), sharding={devices=[2,1,4,1]<=[2,4]T(1,0)}
-  v20 = f32[3,3,16,4] parameter(6), sharding={devices=[1,1,2,1,4]<=[8] last_tile_dim_replicate}
-  v22 = f32[5,8] copy(v14), sharding={devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
-  ROOT out = (f32[10,8], f32[5,8]) tuple(v15, v22)
 })",
                        1e-5);
 }
