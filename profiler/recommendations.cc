@@ -127,15 +127,17 @@ std::vector<Recommendation> Recommend(const Metrics& m, const RunContext& ctx,
                   Ms(b.all_reduce_ms) +
                   "). In a data-parallel training step it moves the gradients, whose size "
                   "does not grow with the batch: a larger batch per core amortizes it. ";
-    out.push_back({"all_reduce_bound",
-                   what + (ctx.collective_stream
-                               ? "This is the time the cores wait for collectives: the all-reduces "
-                                 "already overlap the kernels scheduled beside them (the trace's "
-                                 "collective stream shows how much)."
-                               : "tpusim runs collectives in turn with the other ops; XLA on "
-                                 "a TPU overlaps part of a training step's all-reduce with the "
-                                 "backward pass, so a TPU shows less of it."),
-                   all_reduce, "%", all_reduce});
+    out.push_back(
+        {"all_reduce_bound",
+         what + (ctx.collective_stream
+                     ? "This is the time the cores wait for collectives: the all-reduces, "
+                       "all-gathers and reduce-scatters already overlap the kernels "
+                       "scheduled beside them (the trace's collective stream shows how "
+                       "much)."
+                     : "tpusim runs collectives in turn with the other ops; XLA on "
+                       "a TPU overlaps part of a training step's all-reduce with the "
+                       "backward pass, so a TPU shows less of it."),
+         all_reduce, "%", all_reduce});
   }
   const double host = Percent(b.host_overhead_ms, b.step_ms);
   const bool few =
