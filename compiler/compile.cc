@@ -32,9 +32,7 @@ CompileOptions CompileOptionsFor(const CompileTarget& target) {
   options.hbm_capacity_bytes = target.hbm_bytes_per_core;
   options.dump_dir = target.dump_dir;
   options.devices = target.lowering.cores;
-  const lowering::LowerOptions& l = target.lowering;
-  options.ring_costs = {l.cores, l.peak_flops_per_s, l.hbm_bytes_per_s, l.link_bytes_per_s,
-                        l.hop_seconds};
+  options.ring_costs = lowering::RingCostsOf(target.lowering);
   return options;
 }
 

@@ -35,29 +35,24 @@ double Lowerer::KernelSeconds(const LoweredOp& op) const {
                   static_cast<double>(op.hbm_bytes) / opt_.hbm_bytes_per_s);
 }
 
-// The ring estimates (collectives/ring_estimates.h) of the board being lowered for.
-collectives::RingCostModel Lowerer::RingCosts() const {
-  return {opt_.cores, opt_.peak_flops_per_s, opt_.hbm_bytes_per_s, opt_.link_bytes_per_s,
-          opt_.hop_seconds};
+collectives::RingCostModel RingCostsOf(const LowerOptions& o) {
+  return {o.cores, o.peak_flops_per_s, o.hbm_bytes_per_s, o.link_bytes_per_s, o.hop_seconds};
 }
 
-// An all-reduce moves its array in and out of HBM (op.hbm_bytes = 2 x its bytes).
-double Lowerer::AllReduceSeconds(const LoweredOp& op) const {
-  return collectives::RingAllReduceSeconds(static_cast<double>(op.hbm_bytes) / 2, RingCosts());
-}
-
-// An all-gather loads its part and stores the result (op.hbm_bytes = (1 + 1/n) x result).
-double Lowerer::AllGatherSeconds(const LoweredOp& op) const {
-  const double n = opt_.cores;
-  return collectives::RingAllGatherSeconds(static_cast<double>(op.hbm_bytes) * n / (n + 1),
-                                           RingCosts());
-}
-
-// A reduce-scatter loads its input and stores a part (op.hbm_bytes = (1 + 1/n) x input).
-double Lowerer::ReduceScatterSeconds(const LoweredOp& op) const {
-  const double n = opt_.cores;
-  return collectives::RingReduceScatterSeconds(static_cast<double>(op.hbm_bytes) * n / (n + 1),
-                                               RingCosts());
+// A start's ring time, from the bytes its kernel moves through HBM: an all-reduce its array
+// in and out (2 x its bytes); an all-gather its part in and the result out ((1 + 1/n) x the
+// result); a reduce-scatter its input in and a part out ((1 + 1/n) x the input).
+double Lowerer::CollectiveSeconds(const HloInstruction& start, const LoweredOp& op) const {
+  const collectives::RingCostModel costs = RingCostsOf(opt_);
+  const double bytes = static_cast<double>(op.hbm_bytes), n = opt_.cores;
+  switch (start.opcode()) {
+    case Opcode::kAllGatherStart:
+      return collectives::RingAllGatherSeconds(bytes * n / (n + 1), costs);
+    case Opcode::kReduceScatterStart:
+      return collectives::RingReduceScatterSeconds(bytes * n / (n + 1), costs);
+    default:
+      return collectives::RingAllReduceSeconds(bytes / 2, costs);
+  }
 }
 
 // The collective stream serves the starts in order, so awaiting one awaits those before it.

@@ -57,10 +57,7 @@ std::vector<const HloInstruction*> DeviceInputs(const HloComputation& entry, int
   return {};
 }
 
-// Whether the module has one collective, a ring one (all-reduce, all-gather, reduce-scatter):
-// its every entry sends and expects the same tokens, so the targeted handshake is safe
-// (collectives::Mailbox::barrier).
-// Whether the module's entry starts asynchronous all-reduces (async-collective-creator): its
+// Whether the module's entry starts asynchronous collectives (async-collective-creator): its
 // collectives then run on the collective stream.
 bool HasAsyncCollectives(const hlo::HloModule& m) {
   for (const auto& i : m.entry()->instructions())
@@ -68,6 +65,9 @@ bool HasAsyncCollectives(const hlo::HloModule& m) {
   return false;
 }
 
+// Whether the module has one collective, a ring one (all-reduce, all-gather, reduce-scatter):
+// its every entry sends and expects the same tokens, so the targeted handshake is safe
+// (collectives::Mailbox::barrier).
 bool HasOneRingCollective(const hlo::HloModule& m) {
   int rings = 0, others = 0;
   for (const auto& c : m.computations())
@@ -267,9 +267,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
     AwaitCollectivesThrough(i.operand(0));
   } else if (ctx_.collective_stream && hlo::IsCollective(i.opcode())) {
     if (hlo::IsAsyncCollectiveStart(i.opcode())) {
-      cover_left_ += i.opcode() == Opcode::kAllGatherStart       ? AllGatherSeconds(op)
-                     : i.opcode() == Opcode::kReduceScatterStart ? ReduceScatterSeconds(op)
-                                                                 : AllReduceSeconds(op);
+      cover_left_ += CollectiveSeconds(i, op);
       beside_limit_ = op.collective_vmem_base >= 0 ? op.collective_vmem_base : kBesideCollective;
     }
     AppendCollective(per_core, i);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/collectives/ring_estimates.h"
 #include "compiler/hlo/ir.h"
 #include "compiler/hlo/status.h"
 #include "compiler/passes/memory.h"
@@ -38,6 +39,10 @@ struct LowerOptions {
   double link_bytes_per_s = 0;  // one ICI link, one direction
   double hop_seconds = 0;       // a ring step's start-up: DMA latency and one hop's
 };
+
+// The ring estimates' view of the board `o` lowers for (collectives/ring_estimates.h): the
+// scheduler's (CompileOptions::ring_costs) and the lowering's.
+collectives::RingCostModel RingCostsOf(const LowerOptions& o);
 
 // The top of HBM that memory planning leaves to the collectives' entry handshake.
 inline constexpr uint64_t kMailboxBytes = 4096;

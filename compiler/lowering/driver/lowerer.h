@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "compiler/collectives/ring_allreduce.h"
-#include "compiler/collectives/ring_estimates.h"
 #include "compiler/hlo/ir.h"
 #include "compiler/lowering/buffers/value_buffers.h"
 #include "compiler/lowering/buffers/value_copies.h"
@@ -98,10 +97,7 @@ class Lowerer {
   double cover_left_ = 0;  // estimated seconds of the outstanding collectives not yet covered
   int64_t beside_limit_ = kBesideCollective;  // the VMEM below the one in flight's buffers
   double KernelSeconds(const LoweredOp& op) const;
-  collectives::RingCostModel RingCosts() const;
-  double AllReduceSeconds(const LoweredOp& op) const;
-  double AllGatherSeconds(const LoweredOp& op) const;
-  double ReduceScatterSeconds(const LoweredOp& op) const;
+  double CollectiveSeconds(const hlo::HloInstruction& start, const LoweredOp& op) const;
   LoweredModule out_;
   std::vector<const hlo::HloInstruction*> inputs_;  // the batch the host feeds each step
   OpContext ctx_;                                   // what every emitter is handed

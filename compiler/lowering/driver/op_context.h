@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "compiler/collectives/ring_allreduce.h"
 #include "compiler/collectives/ring_emitter.h"
 #include "compiler/hlo/ir.h"
 #include "compiler/lowering/driver/lower.h"
@@ -33,7 +34,7 @@ struct OpContext {
   // The VMEM a compute kernel may plan for, from offset 0: less than the core's while an
   // asynchronous all-reduce holds the top (the kernel reports what it kept to in
   // LoweredOp::vmem_bytes; a family that cannot plan for less ignores it).
-  int64_t vmem_limit = int64_t{16} << 20;  // sim/configs vmem_bytes (TPU v2, v3)
+  int64_t vmem_limit = static_cast<int64_t>(collectives::kCoreVmemBytes);
 };
 
 // An array of 32-bit words the VPU holds as they are: f32, s32 or u32.
