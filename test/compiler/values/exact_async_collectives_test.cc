@@ -11,6 +11,18 @@
 namespace tpusim {
 namespace {
 
+// An 8-replica module with the %add reducer its all-reduces and reduce-scatters apply,
+// then `rest` (the entry, and any other computation).
+std::string WithAdd(const char* rest) {
+  return std::string(R"(HloModule m, replica_count=8
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+)") + rest;
+}
+
 // `hlo` compiled for a v3-8 as the value runs compile it.
 std::shared_ptr<const CompiledModule> Compile(const std::string& hlo) {
   bool exact = false;
@@ -20,13 +32,8 @@ std::shared_ptr<const CompiledModule> Compile(const std::string& hlo) {
 
 // An 8 MiB gradient (2 MiB ring segments in pairs) all-reduced while a dot and a VPU stream
 // that do not need it run; the weight update waits for it.
-constexpr const char* kGradientBesideWork = R"(HloModule m, replica_count=8
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-ENTRY %main (g: f32[2048,1024], a: f32[256,512], b: f32[512,384], w: f32[2048,1024]) -> (f32[2048,1024], f32[256,384]) {
+const std::string kGradientBesideWork = WithAdd(
+    R"(ENTRY %main (g: f32[2048,1024], a: f32[256,512], b: f32[512,384], w: f32[2048,1024]) -> (f32[2048,1024], f32[256,384]) {
   %g = f32[2048,1024]{1,0} parameter(0)
   %a = f32[256,512]{1,0} parameter(1)
   %b = f32[512,384]{1,0} parameter(2)
@@ -36,7 +43,7 @@ ENTRY %main (g: f32[2048,1024], a: f32[256,512], b: f32[512,384], w: f32[2048,10
   %e = f32[256,384]{1,0} tanh(%d)
   %u = f32[2048,1024]{1,0} subtract(%w, %ar)
   ROOT %t = (f32[2048,1024]{1,0}, f32[256,384]{1,0}) tuple(%u, %e)
-})";
+})");
 
 TEST(ExactAsyncCollectives, AGradientAllReducedBesideADotAndAStreamIsExact) {
   testing::ExpectMatch(kGradientBesideWork, 1e-5);
@@ -69,20 +76,15 @@ TEST(ExactAsyncCollectives, TheKernelsBetweenStartAndDoneRunBesideTheRing) {
 // A small all-reduce (a batch norm's sums) goes by the butterfly, whose buffers take only the
 // top 28 KiB of VMEM: a dot beside it plans for the rest.
 TEST(ExactAsyncCollectives, AButterflyBesideADotTakesOnlyTheTopOfVmem) {
-  constexpr const char* kHlo = R"(HloModule m, replica_count=8
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-ENTRY %main (g: f32[1024], a: f32[256,512], b: f32[512,384]) -> (f32[1024], f32[256,384]) {
+  const std::string kHlo = WithAdd(
+      R"(ENTRY %main (g: f32[1024], a: f32[256,512], b: f32[512,384]) -> (f32[1024], f32[256,384]) {
   %g = f32[1024]{0} parameter(0)
   %a = f32[256,512]{1,0} parameter(1)
   %b = f32[512,384]{1,0} parameter(2)
   %ar = f32[1024]{0} all-reduce(%g), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
   %d = f32[256,384]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   ROOT %t = (f32[1024]{0}, f32[256,384]{1,0}) tuple(%ar, %d)
-})";
+})");
   testing::ExpectMatch(kHlo, 1e-5);
   auto c = Compile(kHlo);
   ASSERT_TRUE(c);
@@ -103,13 +105,8 @@ ENTRY %main (g: f32[1024], a: f32[256,512], b: f32[512,384]) -> (f32[1024], f32[
 // The tiled VPU kernel (a broadcast operand) keeps below its index table at 10 MiB: it runs
 // beside a butterfly, not beside a ring.
 TEST(ExactAsyncCollectives, TheTiledKernelRunsBesideAButterfly) {
-  constexpr const char* kHlo = R"(HloModule m, replica_count=8
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-ENTRY %main (g: f32[256], x: f32[64,300], v: f32[300]) -> (f32[256], f32[64,300]) {
+  const std::string kHlo =
+      WithAdd(R"(ENTRY %main (g: f32[256], x: f32[64,300], v: f32[300]) -> (f32[256], f32[64,300]) {
   %g = f32[256]{0} parameter(0)
   %x = f32[64,300]{1,0} parameter(1)
   %v = f32[300]{0} parameter(2)
@@ -117,7 +114,7 @@ ENTRY %main (g: f32[256], x: f32[64,300], v: f32[300]) -> (f32[256], f32[64,300]
   %vb = f32[64,300]{1,0} broadcast(%v), dimensions={1}
   %y = f32[64,300]{1,0} add(%x, %vb)
   ROOT %t = (f32[256]{0}, f32[64,300]{1,0}) tuple(%ar, %y)
-})";
+})");
   testing::ExpectMatch(kHlo, 1e-5);
   auto c = Compile(kHlo);
   ASSERT_TRUE(c);
@@ -137,13 +134,8 @@ ENTRY %main (g: f32[256], x: f32[64,300], v: f32[300]) -> (f32[256], f32[64,300]
 // The feature stream (per-feature sums, batch norm's passes) keeps below 11.5 MiB of VMEM
 // (FlatBatchNorm::VmemBytes): it runs beside a butterfly, whose buffers take the top 28 KiB.
 TEST(ExactAsyncCollectives, TheFeatureStreamRunsBesideAButterfly) {
-  constexpr const char* kHlo = R"(HloModule m, replica_count=8
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-ENTRY %main (g: f32[1024], x: f32[2048,256]) -> (f32[1024], f32[256]) {
+  const std::string kHlo =
+      WithAdd(R"(ENTRY %main (g: f32[1024], x: f32[2048,256]) -> (f32[1024], f32[256]) {
   %g = f32[1024]{0} parameter(0)
   %x = f32[2048,256]{1,0} parameter(1)
   %ar = f32[1024]{0} all-reduce(%g), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
@@ -151,7 +143,7 @@ ENTRY %main (g: f32[1024], x: f32[2048,256]) -> (f32[1024], f32[256]) {
   %z = f32[] constant(0)
   %r = f32[256]{0} reduce(%sq, %z), dimensions={0}, to_apply=%add
   ROOT %t = (f32[1024]{0}, f32[256]{0}) tuple(%ar, %r)
-})";
+})");
   testing::ExpectMatch(kHlo, 1e-5);
   auto c = Compile(kHlo);
   ASSERT_TRUE(c);
@@ -214,13 +206,8 @@ TEST(ExactAsyncCollectives, AnAllGatherRunsBesideTheDotThatDoesNotNeedIt) {
 // FSDP's gradient reduce-scatters: XLA's reduce-scatter-start ((operand), result) runs beside
 // the dot that does not need it, one of 8 MiB in two rounds; the values stay exact.
 TEST(ExactAsyncCollectives, GradientReduceScattersBesideADotAreExact) {
-  constexpr const char* kHlo = R"(HloModule m, replica_count=8
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-ENTRY %main (g1: f32[512,256], g2: f32[2048,1024], x: f32[128,512], w: f32[512,256]) -> (f32[64,256], f32[256,1024], f32[128,256]) {
+  const std::string kHlo = WithAdd(
+      R"(ENTRY %main (g1: f32[512,256], g2: f32[2048,1024], x: f32[128,512], w: f32[512,256]) -> (f32[64,256], f32[256,1024], f32[128,256]) {
   %g1 = f32[512,256]{1,0} parameter(0)
   %g2 = f32[2048,1024]{1,0} parameter(1)
   %x = f32[128,512]{1,0} parameter(2)
@@ -229,7 +216,7 @@ ENTRY %main (g1: f32[512,256], g2: f32[2048,1024], x: f32[128,512], w: f32[512,2
   %r2 = f32[256,1024]{1,0} reduce-scatter(%g2), dimensions={0}, replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
   %d = f32[128,256]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   ROOT %t = (f32[64,256]{1,0}, f32[256,1024]{1,0}, f32[128,256]{1,0}) tuple(%r1, %r2, %d)
-})";
+})");
   testing::ExpectMatch(kHlo, 1e-5);
   auto c = Compile(kHlo);
   ASSERT_TRUE(c);
@@ -310,13 +297,7 @@ ENTRY main {
 // kernels cannot run beside it (a wait in the body would run once per trip): it is awaited
 // before the loop.
 TEST(ExactAsyncCollectives, AnAllReduceInFlightIsAwaitedBeforeALoop) {
-  testing::ExpectMatch(R"(HloModule m, replica_count=8
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-%cond (s: (s32[], f32[8,16])) -> pred[] {
+  testing::ExpectMatch(WithAdd(R"(%cond (s: (s32[], f32[8,16])) -> pred[] {
   %s = (s32[], f32[8,16]) parameter(0)
   %i = s32[] get-tuple-element(%s), index=0
   %n = s32[] constant(3)
@@ -340,7 +321,7 @@ ENTRY %main (v2: f32[256,128], v3: f32[8,16]) -> (f32[8,16], f32[256,128]) {
   %v7 = f32[8,16] get-tuple-element(%v6), index=1
   %v16 = f32[256,128] all-reduce(%v2), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add
   ROOT %out = (f32[8,16], f32[256,128]) tuple(%v7, %v16)
-})",
+})"),
                        1e-5);
 }
 
