@@ -44,6 +44,17 @@ inline constexpr int kMaxOperands = 4;
 inline constexpr int kNumSregs = 32;
 inline constexpr int kNumVregs = 32;
 inline constexpr int kNumFlags = 32;
+// `window 1, base` gives the instructions issued after it a second bank of flags f0..f15
+// and f30 (a kernel's own flags and its drain barrier), so that two kernels can be in
+// flight at once, each with its own. The other flags (collectives', the start flag) are
+// one per core in both banks.
+inline constexpr int kWindowBanks = 2;
+inline constexpr int kBankedFlags = 16, kBankedBarrierFlag = 30;
+inline constexpr int kPhysicalFlags = kNumFlags * kWindowBanks;
+// The flag storage `f` names under window bank `bank`.
+constexpr int BankedFlag(int f, int bank) {
+  return bank != 0 && (f < kBankedFlags || f == kBankedBarrierFlag) ? f + kNumFlags * bank : f;
+}
 inline constexpr int kMaxMxus = 4;
 inline constexpr int kMaxDescriptors = 65536;  // a whole lowered model in one program
 

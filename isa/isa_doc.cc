@@ -72,6 +72,16 @@ collectives (`all-reduce-start` / `all-reduce-done`) do on a TPU. The collective
 VPU queue is an approximation: a TensorCore has one vector unit, which the real program
 shares between the two (its work there is a collective's folds, one vector add per 4 KiB).
 
+### Kernel windows
+
+`window bank, base` tags every instruction its sequencer issues after it, until the next
+`window` or the step's end: flags f0..f15 and f30 then name bank `bank` (each exists twice;
+f16..f29 and f31 are one per stream in both banks), and each VMEM address of the core the
+instruction names (a VPU load or store, an MXU read or pop, the local end of a copy; not a
+`dma.g` global address) moves up by `base` bytes. Two kernels are thus in flight at once,
+each with its own flags and VMEM range, with unchanged code: the next one issues while the
+last one drains (docs/lowering.md, "Kernel windows").
+
 ## Operands
 
 | letter | kind | assembly | bits |

@@ -32,6 +32,11 @@ struct Issued {
   std::array<int64_t, isa::kMaxOperands> v{};  // resolved operands (register values)
   uint32_t step = 0;
   uint8_t stream = 0;  // the issuing sequencer's (0 main, 1 collective)
+  // The sequencer's kernel window when it issued this (isa `window`): the flag bank its
+  // flags name and the bytes added to every VMEM address of this core it names.
+  uint8_t bank = 0;
+  uint32_t vmem_base = 0;
+  int Flag(int f) const { return isa::BankedFlag(f, bank); }
   // vloop only: the loop body, its operands resolved when the loop was issued.
   std::shared_ptr<const std::vector<Issued>> body;
 };
@@ -73,6 +78,7 @@ class UnitQueue {
   std::vector<TimeFs> issue_ring_;  // issue time of instruction k at k % depth_
 };
 
+// A core's counting flags, indexed by storage (isa::BankedFlag of the flag and bank).
 class SyncFlags {
  public:
   int64_t value(int f) const { return value_[f]; }
@@ -83,14 +89,15 @@ class SyncFlags {
   void Set(int f, int64_t n) { Add(f, n - value_[f]); }
   // Whether the other instruction stream's xsignal has added to flag f (main stream: a
   // wait on it waits for a collective).
-  void MarkCollective(int f) { collective_ |= uint32_t{1} << f; }
+  void MarkCollective(int f) { collective_ |= uint64_t{1} << f; }
   bool collective(int f) const { return collective_ >> f & 1; }
   WaitableEvent& changed(int f) { return changed_[f]; }
 
  private:
-  std::array<int64_t, isa::kNumFlags> value_{};
-  uint32_t collective_ = 0;
-  std::array<WaitableEvent, isa::kNumFlags> changed_;
+  // Indexed by isa::BankedFlag: both banks of the banked flags.
+  std::array<int64_t, isa::kPhysicalFlags> value_{};
+  uint64_t collective_ = 0;
+  std::array<WaitableEvent, isa::kPhysicalFlags> changed_;
 };
 
 // Per-unit busy accounting kept by the simulator itself (the exec report).

@@ -9,8 +9,10 @@ namespace tpusim::sim {
 using isa::Opcode;
 
 DmaEndpoints DmaUnit::Resolve(const Issued& it) {
+  // The kernel window moves this core's VMEM endpoints (isa `window`), not global ones.
   auto local = [&](Space src, Space dst) {
-    return DmaEndpoints{ctx_.core, ctx_.core, src, dst, it.v[1], it.v[0]};
+    auto moved = [&](Space s, int64_t a) { return s == Space::kVmem ? a + it.vmem_base : a; };
+    return DmaEndpoints{ctx_.core, ctx_.core, src, dst, moved(src, it.v[1]), moved(dst, it.v[0])};
   };
   switch (it.instr.op) {
     case Opcode::kDmaHv:

@@ -140,7 +140,7 @@ void DmaEngine::Finish() {
                                           (e.dst_space == Space::kHbm && e.dst_core == ctx.core));
   ctx.Record(isa::Unit::kDma, job_.it, job_.start, end, 0, hbm_bytes);
   // The receiver learns of the data, on the issuing stream's flag.
-  ctx.Peer(e.dst_core)->Flags(job_.issuer->stream()).Add(job_.it.instr.a[3], 1);
+  ctx.Peer(e.dst_core)->Flags(job_.issuer->stream()).Add(job_.it.Flag(job_.it.instr.a[3]), 1);
   busy_ = false;
   job_.desc = nullptr;
   job_.issuer->EngineDone(job_.seq, end);

@@ -52,6 +52,7 @@ TimeFs MxuUnit::Execute(const Issued& it, TimeFs earliest) {
 }
 
 uint64_t MxuUnit::CheckedVmem(const Issued& it, int64_t addr, uint64_t bytes) {
+  addr += it.vmem_base;
   if (addr < 0 || !ctx_.vmem->Contains(static_cast<uint64_t>(addr), bytes))
     ctx_.Fail(it, "VMEM range [" + std::to_string(addr) + ", +" + std::to_string(bytes) +
                       ") is outside VMEM");

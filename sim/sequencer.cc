@@ -1,6 +1,7 @@
 #include "sim/sequencer.h"
 
 #include "sim/timing.h"
+#include "sim/vpu.h"
 
 namespace tpusim::sim {
 
@@ -130,6 +131,7 @@ void Sequencer::Run() {
 
 void Sequencer::RunProgramOnce() {
   uint32_t pc = entry_;
+  bank_ = 0, vmem_base_ = 0;
   const auto& code = ctx_.program->code;
   for (;;) {
     if (pc >= end_ || pc < entry_) {
@@ -176,6 +178,8 @@ Issued Sequencer::Resolve(uint32_t pc, const isa::Instr& in) const {
   it.pc = pc;
   it.step = step_;
   it.stream = static_cast<uint8_t>(stream_);
+  it.bank = bank_;
+  it.vmem_base = vmem_base_;
   for (int i = 0; i < d.operands; ++i) it.v[i] = d.sregs >> i & 1 ? regs_[in.a[i]] : in.a[i];
   return it;
 }
@@ -324,11 +328,20 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
     }
     case Opcode::kSflag:
       Sync();
-      flags().Set(a[0], a[1]);
+      flags().Set(isa::BankedFlag(a[0], bank_), a[1]);
       break;
     case Opcode::kSignal:
       Sync();
-      flags().Add(a[1], a[2]);
+      flags().Add(isa::BankedFlag(a[1], bank_), a[2]);
+      break;
+    case Opcode::kWindow:
+      if (a[0] < 0 || a[0] >= isa::kWindowBanks)
+        ctx_.Fail(pc, "names flag bank " + std::to_string(a[0]) + "; there are banks 0 and 1");
+      if (a[1] < 0 || static_cast<uint64_t>(a[1]) >= ctx_.cfg->vmem_bytes || a[1] % kVmemAlign)
+        ctx_.Fail(pc, "moves VMEM by " + std::to_string(a[1]) + " bytes: not a multiple of " +
+                          std::to_string(kVmemAlign) + " below the core's " +
+                          std::to_string(ctx_.cfg->vmem_bytes) + " bytes of VMEM");
+      bank_ = static_cast<uint8_t>(a[0]), vmem_base_ = static_cast<uint32_t>(a[1]);
       break;
     case Opcode::kXsignal:
       if (!ctx_.program->collective_entry)
@@ -340,13 +353,15 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
       FlushScalarRun();
       Sync();
       TimeFs begin = ctx_.Now();
-      blocked_on_ = "flag f" + std::to_string(a[1]) + " >= " + std::to_string(a[2]);
-      while (flags().value(a[1]) < a[2]) flags().changed(a[1]).Wait();
+      const int f = isa::BankedFlag(a[1], bank_);
+      blocked_on_ = "flag f" + std::to_string(a[1]) + (f != a[1] ? " (bank 1)" : "") +
+                    " >= " + std::to_string(a[2]);
+      while (flags().value(f) < a[2]) flags().changed(f).Wait();
       blocked_on_.clear();
-      flags().Add(a[1], -int64_t{a[2]});
+      flags().Add(f, -int64_t{a[2]});
       ctx_.RecordWait(isa::Unit::kScalar, begin, ctx_.Now(), a[1], step_);
       const bool infeed = stream_ == 0 && a[1] == infeed_flag_;
-      const bool collective = stream_ == 0 && flags().collective(a[1]);
+      const bool collective = stream_ == 0 && flags().collective(f);
       if ((infeed || collective) && ctx_.sink && ctx_.Now() > begin)
         ctx_.sink->OnHost(HostRecord{static_cast<uint16_t>(ctx_.core),
                                      infeed ? HostKind::kInfeedWait : HostKind::kAllReduce, begin,

@@ -77,6 +77,9 @@ class Sequencer : public sc_core::sc_module {
   TimeFs issue_fs_ = 0;           // one issue slot (scalar_cycles)
   QuantumKeeper qk_;
   std::array<int64_t, isa::kNumSregs> regs_{};
+  // The kernel window (isa `window`) the instructions it issues are tagged with.
+  uint8_t bank_ = 0;
+  uint32_t vmem_base_ = 0;
   bool finished_ = false;
   bool hosted_ = false, closed_ = false;
   int infeed_flag_ = -1;

@@ -81,9 +81,10 @@ std::vector<std::string> TensorCore::BlockedUnits() const {
       out.push_back(prefix + "seq waits for " + seq->blocked_on());
     for (Unit* u : units) {
       if (!u || u->blocked_flag() < 0) continue;
-      int f = u->blocked_flag();
+      const int f = u->blocked_flag(), named = f % isa::kNumFlags;
       out.push_back(prefix + std::string(isa::UnitName(u->id())) + " waits for flag f" +
-                    std::to_string(f) + " >= " + std::to_string(u->blocked_need()) + " (it is " +
+                    std::to_string(named) + (f != named ? " (bank 1)" : "") +
+                    " >= " + std::to_string(u->blocked_need()) + " (it is " +
                     std::to_string(u->flags().value(f)) + ")");
     }
   };

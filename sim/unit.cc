@@ -46,7 +46,7 @@ void Unit::Run() {
 
 // wait u, f, n: blocks this unit until flag f >= n, then takes n from it.
 void Unit::DoWait(const Issued& it, TimeFs earliest) {
-  int f = it.instr.a[1];
+  int f = it.Flag(it.instr.a[1]);
   int64_t need = it.instr.a[2];
   WaitUntil(earliest);
   TimeFs begin = ctx_.Now();
@@ -57,7 +57,7 @@ void Unit::DoWait(const Issued& it, TimeFs earliest) {
   blocked_flag_ = -1;
   flags().Add(f, -need);
   TimeFs now = ctx_.Now();
-  ctx_.RecordWait(id_, begin, now, f, it.step);
+  ctx_.RecordWait(id_, begin, now, it.instr.a[1], it.step);
   last_issue_ = now + ctx_.Cycles(ctx_.cfg->sync_cycles);
   queue_.MarkIssued(now);
   ExtendDrain(last_issue_);
@@ -68,7 +68,7 @@ void Unit::DoWait(const Issued& it, TimeFs earliest) {
 void Unit::DoSignal(const Issued& it, TimeFs earliest) {
   TimeFs at = std::max(earliest, drain_);
   if (!signals_.empty()) at = std::max(at, signals_.back().at);
-  signals_.push_back({at, it.instr.a[1], it.instr.a[2], WorkIssued()});
+  signals_.push_back({at, it.Flag(it.instr.a[1]), it.instr.a[2], WorkIssued()});
   ExtendDrain(at);
   signal_added_.Notify();
   last_issue_ = earliest;

@@ -57,9 +57,9 @@ uint64_t VpuUnit::Address(const Issued& it, int64_t trip) {
     case Opcode::kVsts:
     case Opcode::kVldsBf16:
     case Opcode::kVstsBf16:
-      return static_cast<uint64_t>(it.v[1] + trip * it.v[2]);
+      return static_cast<uint64_t>(it.v[1] + trip * it.v[2] + it.vmem_base);
     default:
-      return static_cast<uint64_t>(it.v[1]);
+      return static_cast<uint64_t>(it.v[1] + it.vmem_base);
   }
 }
 
