@@ -19,23 +19,6 @@ constexpr int kInputPtr = 16;  // HBM pointers r16..r21 (outputs: kOutPtrs)
 constexpr int kSplatFlag = 6;  // their copies' arrivals
 constexpr int64_t kMinUnitVregs = 8;
 
-// A slot's unit (vregs) and bytes, and the splat area after the two slots: kUnitVregs, or
-// the largest power-of-two fraction of it whose slots fit `st.vmem_bytes`.
-struct Layout {
-  int64_t unit_vregs;
-  uint64_t slot_bytes, splat_area;
-};
-Layout LayoutOf(const VpuStream& st) {
-  int64_t unit = kUnitVregs;
-  auto need = [](int64_t u) { return 2 * kSlotUnits * u * 4096 + 6 * 4096; };
-  while (unit > kMinUnitVregs && need(unit) > st.vmem_bytes) unit /= 2;
-  if (need(unit) > st.vmem_bytes)
-    throw std::invalid_argument("the VPU stream kernel needs " + std::to_string(need(unit)) +
-                                " bytes of VMEM");
-  const uint64_t slot = static_cast<uint64_t>(kSlotUnits * unit * 4096);
-  return {unit, slot, 2 * slot};
-}
-
 constexpr int kMaxInputs = 6;
 
 uint64_t VregBytes(const StreamOperand& o) { return o.elem_bytes >= 4 ? 4096 : 2048; }
@@ -64,13 +47,30 @@ int Result(const VpuStream& st, int k) {
 constexpr int kOutPtrs[] = {22, 23, 24};  // HBM
 constexpr int kOutVmem[] = {13, 15, 25};  // VMEM
 
-// Vregs per chunk: the slot's units shared by the streamed inputs and the output, but short
-// enough for 8 chunks, so a smaller stream still overlaps its first copy in and last copy
-// out with the VPU's work.
-int64_t ChunkVregs(const VpuStream& st) {
-  const int64_t unit = LayoutOf(st).unit_vregs;
-  const int64_t longest = unit * (kSlotUnits / (Streamed(st) + Outputs(st)));
-  return std::clamp<int64_t>(st.vregs / 8 / unit * unit, unit, longest);
+// The layout: a unit of kUnitVregs, or the largest power-of-two fraction of it whose two
+// slots of kSlotUnits units fit `st.vmem_bytes`; chunks of whole units, short enough for 8
+// chunks, so a smaller stream still overlaps its first copy in and last copy out with the
+// VPU's work. A slot holds an area per streamed input and output, of the chunk's vregs (the
+// whole stream's when shorter); the splat scalars follow the two slots. The kernel uses
+// VMEM [0, splat_area + kMaxInputs vregs), which it reports (VpuStreamVmemBytes).
+struct Layout {
+  int64_t unit_vregs, chunk_vregs;
+  uint64_t area, slot_bytes, splat_area;
+};
+Layout LayoutOf(const VpuStream& st) {
+  int64_t unit = kUnitVregs;
+  auto need = [](int64_t u) { return 2 * kSlotUnits * u * 4096 + kMaxInputs * 4096; };
+  while (unit > kMinUnitVregs && need(unit) > st.vmem_bytes) unit /= 2;
+  if (need(unit) > st.vmem_bytes)
+    throw std::invalid_argument("the VPU stream kernel needs " + std::to_string(need(unit)) +
+                                " bytes of VMEM");
+  const int streams = Streamed(st) + Outputs(st);
+  const int64_t longest = unit * (kSlotUnits / streams);
+  const int64_t chunk = std::clamp<int64_t>(st.vregs / 8 / unit * unit, unit, longest);
+  const uint64_t area =
+      static_cast<uint64_t>(std::min(chunk, std::max<int64_t>(st.vregs, 1))) * 4096;
+  const uint64_t slot = static_cast<uint64_t>(streams) * area;
+  return {unit, chunk, area, slot, 2 * slot};
 }
 
 // One pass of `chunks` chunks of `chunk_vregs` each; areas of `area` bytes in a slot: the
@@ -191,8 +191,9 @@ std::string VpuStreamKernel(const VpuStream& st) {
     s << assembly::LoadAddress(kOutPtrs[k], Out(st, k).address, 27);
   s << Splats(st);
   for (const std::string& line : st.prologue) s << "    " << line << "\n";
-  const int64_t chunk = ChunkVregs(st), full = st.vregs / chunk, rest = st.vregs % chunk;
-  const uint64_t area = static_cast<uint64_t>(chunk) * 4096;
+  const Layout layout = LayoutOf(st);
+  const int64_t chunk = layout.chunk_vregs, full = st.vregs / chunk, rest = st.vregs % chunk;
+  const uint64_t area = layout.area;
   if (full) s << assembly::ScopeKernel(Pass(st, full, chunk, area), "a_");
   if (full && rest) s << assembly::DrainBarrier(0);
   if (rest) s << assembly::ScopeKernel(Pass(st, 1, rest, area), "b_");

@@ -297,6 +297,21 @@ TEST(VpuStream, SmallStreamsKeepEightChunksToOverlap) {
   EXPECT_THAT(k, Not(HasSubstr("b_in0")));
 }
 
+// A stream shorter than one chunk takes areas of its own length: 2 slots x (input + output)
+// x 10 vregs, then the splat area, so it fits beside another kernel (kernel windows).
+TEST(VpuStream, AShortStreamReportsOnlyTheVmemItsAreasTake) {
+  lowering::VpuStream st;
+  st.inputs = {{0, 4, 10 * 4096}};
+  st.output = {1u << 25, 4, 10 * 4096};
+  st.vregs = 10;
+  st.body = {"vadd v6, v0, v0"};
+  st.result = 6;
+  st.tag = "t";
+  EXPECT_EQ(lowering::VpuStreamVmemBytes(st), 2 * 2 * 10 * 4096 + 6 * 4096);
+  const std::string k = lowering::VpuStreamKernel(st);
+  EXPECT_THAT(k, HasSubstr("li r13, 40960\n"));  // slot 0: the output's area after the input's
+}
+
 TEST(VpuStream, MoreOperandsShareTheSlotInShorterChunks) {
   lowering::VpuStream st;
   for (uint64_t i = 0; i < 3; ++i) st.inputs.push_back({i << 24, 4, 2048 * 4096});
