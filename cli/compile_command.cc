@@ -27,7 +27,8 @@ int CompileCommand(const std::vector<std::string>& argv) {
                                                  "ir (optimized HLO, default) or isa")(
       "dump-passes", po::value(&dump_dir), "write the IR after every pass into DIR")(
       "output,o", po::value(&out_path), "write to FILE instead of standard output")(
-      "config", po::value(&config), "board: its cores partition a sharded module (default v3-8)");
+      "config", po::value(&config), "board: its cores partition a sharded module (default v3-8)")(
+      "no-kernel-windows", "--emit isa: each kernel drains before the next one issues");
   po::variables_map vm;
   if (!ParseCommandLine(argv, opts, "compile", &module_path, &vm)) return 0;
   if (module_path.empty()) throw CliError("missing MODULE.hlo (see tpusim compile --help)", 2);
@@ -42,6 +43,7 @@ int CompileCommand(const std::vector<std::string>& argv) {
     sim::BoardConfig board = sim::LoadConfig(config);
     CompileTarget target = driver::TargetFor(board);
     target.dump_dir = dump_dir;
+    target.lowering.kernel_windows = !vm.count("no-kernel-windows");
     auto compiled = CompileForBoard(ReadFileOrThrow(module_path), module_path, target);
     if (!compiled.ok()) throw CliError(compiled.status().message());
     const lowering::LoweredModule& low = compiled.value()->lowered;

@@ -33,7 +33,7 @@ namespace {
 
 struct RunArgs {
   std::string module_path, config = "v3-8", trace, summary, html;
-  bool timing = false, monitor = false;
+  bool timing = false, monitor = false, kernel_windows = true;
   uint64_t seed = 1;
   int steps = 1, steps_per_execution = 1;
   double infeed_rate = 0;  // examples per second; 0 = unbounded
@@ -75,7 +75,10 @@ int RunCommand(const std::vector<std::string>& argv) {
       "config", po::value(&a.config),
       "v3-8, v3-8-node, v2-8, v2-8-node or a JSON file (default v3-8)")(
       "timing", "timing only: skip values and the reference check")(
-      "trace", po::value(&a.trace), "write a Chrome trace (Perfetto) to FILE")(
+      "no-kernel-windows",
+      "issue each kernel only once the one before it has drained (no overlap across "
+      "kernels, docs/lowering.md)")("trace", po::value(&a.trace),
+                                    "write a Chrome trace (Perfetto) to FILE")(
       "trace-max-events", po::value(&a.trace_max_events),
       "events the trace keeps, then aggregates only (default 2000000, about 14 MB of JSON; "
       "a ResNet-50 step has about 46 M)")(
@@ -98,6 +101,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   if (!ParseCommandLine(argv, opts, "run", &a.module_path, &vm)) return 0;
   if (a.module_path.empty()) throw CliError("missing MODULE.hlo (see tpusim run --help)", 2);
   a.timing = vm.count("timing"), a.monitor = vm.count("monitor");
+  a.kernel_windows = !vm.count("no-kernel-windows");
 
   if (a.monitor_interval_us <= 0) throw CliError("--monitor-interval-us must be > 0", 2);
   if (!(a.value_memory_gib >= 0)) throw CliError("--value-memory-gib must be >= 0", 2);
@@ -108,6 +112,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     throw CliError("--steps and --steps-per-execution must be >= 1, --infeed-rate >= 0", 2);
   sim::BoardConfig board = sim::LoadConfig(a.config);
   CompileTarget target = driver::TargetFor(board);
+  target.lowering.kernel_windows = a.kernel_windows;
   auto compiled_or = CompileForBoard(ReadFileOrThrow(a.module_path), a.module_path, target);
   if (!compiled_or.ok()) throw CliError(compiled_or.status().message());
   const CompiledModule& compiled = *compiled_or.value();

@@ -19,7 +19,8 @@ int compilations = 0;
 std::string CacheKey(const std::string& text, const CompileTarget& t) {
   std::ostringstream k;
   k << t.lowering.cores << '/' << t.lowering.mxus_per_core << '/' << t.lowering.infeed << '/'
-    << t.lowering.rng_seed << '/' << t.hbm_bytes_per_core << '/';
+    << t.lowering.rng_seed << '/' << t.lowering.kernel_windows << '/' << t.hbm_bytes_per_core
+    << '/';
   for (int c : t.lowering.ring) k << c << ',';
   k << '\n' << text;
   return k.str();

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string_view>
 #include <unordered_set>
+#include <vector>
 
 namespace tpusim::assembly {
 namespace {
@@ -92,12 +93,39 @@ std::string ScopeKernel(const std::string& kernel, const std::string& prefix) {
   return out;
 }
 
-std::string DrainBarrier(int mxus) {
+std::string DrainBarrier(int mxus) { return DrainSignals(mxus) + DrainWait(mxus); }
+
+std::string DropTrailingSeqWaits(const std::string& kernel) {
+  std::vector<std::string_view> lines;
+  for (size_t at = 0; at < kernel.size();) {
+    const size_t nl = std::min(kernel.find('\n', at), kernel.size());
+    lines.emplace_back(kernel.data() + at, nl - at);
+    at = nl + 1;
+  }
+  size_t cut = lines.size();  // lines [cut, end) go
+  for (size_t k = lines.size(); k-- > 0;) {
+    const size_t first = lines[k].find_first_not_of(" \t");
+    if (first == std::string_view::npos || lines[k][first] == '#') continue;
+    if (lines[k].substr(first).rfind("wait seq,", 0) != 0) break;
+    cut = k;
+  }
+  if (cut == lines.size()) return kernel;
+  std::string out;
+  for (size_t k = 0; k < cut; ++k) out.append(lines[k]).push_back('\n');
+  return out;
+}
+
+std::string DrainSignals(int mxus) {
   std::ostringstream s;
   const std::string f = "f" + std::to_string(kBarrierFlag);
   for (int m = 0; m < mxus; ++m) s << "    signal mxu" << m << ", " << f << ", 1\n";
-  s << "    signal vpu, " << f << ", 1\n    signal dma, " << f << ", 1\n"
-    << "    wait seq, " << f << ", " << mxus + 2 << "\n";
+  s << "    signal vpu, " << f << ", 1\n    signal dma, " << f << ", 1\n";
+  return s.str();
+}
+
+std::string DrainWait(int mxus) {
+  std::ostringstream s;
+  s << "    wait seq, f" << kBarrierFlag << ", " << mxus + 2 << "\n";
   // Every kernel starts with its flags at zero, whatever the one before left in them.
   for (int k = 0; k < kCollectiveFlagBase; ++k) s << "    sflag f" << k << ", 0\n";
   return s.str();

@@ -29,5 +29,14 @@ inline constexpr int kLoopCounterSmem = kKernelSmemBytes;
 // Waits until every unit (`mxus` MXUs, the VPU and the DMA engines) has finished the work
 // issued before it: the next kernel may reset flags and reuse VMEM.
 std::string DrainBarrier(int mxus);
+// Its two halves: every queue signals kBarrierFlag once the work before it is done; the
+// sequencer waits for them all, then clears the kernel flags. Between them the sequencer may
+// issue a kernel of the other window (isa `window`, the lagged barrier of lowerer.h).
+std::string DrainSignals(int mxus);
+// `kernel` without the `wait seq` lines it ends with (blank and comment lines aside): the
+// drain barrier after it awaits the same work, since each queue's barrier signal follows
+// the copies and signals issued before it.
+std::string DropTrailingSeqWaits(const std::string& kernel);
+std::string DrainWait(int mxus);
 
 }  // namespace tpusim::assembly

@@ -86,6 +86,17 @@ uint64_t ValueBuffers::Address(const HloInstruction* v, int64_t element) {
   return address;
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> ValueBuffers::EntryRange(const HloInstruction* v,
+                                                                      int64_t element) const {
+  const auto [value, e] = Resolve(v, element);
+  if (value->parent() != module_.entry()) return std::nullopt;
+  const passes::BufferInfo* b = plan_.Find(passes::ElementBufferName(value->name(), e));
+  if (!b) b = plan_.Find(value->name());
+  if (!b) return std::nullopt;
+  const auto begin = static_cast<uint64_t>(b->offset);
+  return std::make_pair(begin, begin + static_cast<uint64_t>(b->size));
+}
+
 void ValueBuffers::Bind(const HloInstruction* param, const HloInstruction* value) {
   bound_[param] = value;
 }

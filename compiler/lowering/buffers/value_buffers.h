@@ -32,6 +32,11 @@ class ValueBuffers {
   // The HBM address of element `element` of `v` (passes::ElementBufferName for tuples);
   // a value inside a called computation gets its buffer on first use.
   uint64_t Address(const hlo::HloInstruction* v, int64_t element = 0);
+  // The HBM bytes [begin, end) of element `element` of an entry value, padding included, from
+  // the memory plan; nullopt for a constant (no buffer: kernels inline it) or a value
+  // outside the entry.
+  std::optional<std::pair<uint64_t, uint64_t>> EntryRange(const hlo::HloInstruction* v,
+                                                          int64_t element = 0) const;
 
   // Reads of `param` (a parameter of a non-entry computation) read `value`.
   void Bind(const hlo::HloInstruction* param, const hlo::HloInstruction* value);

@@ -64,7 +64,9 @@ void Lowerer::AwaitCollectivesThrough(const HloInstruction* start) {
     count = static_cast<size_t>(it - outstanding_.begin()) + 1;
   }
   if (count == 0) return;
-  Emit("    wait seq, f" + std::to_string(kDoneFlag) + ", " + std::to_string(count) + "\n");
+  // A kernel still draining beside the wait keeps its window: it is independent of the
+  // collectives (the scheduler kept it apart from them).
+  EmitRaw("    wait seq, f" + std::to_string(kDoneFlag) + ", " + std::to_string(count) + "\n");
   outstanding_.erase(outstanding_.begin(),
                      outstanding_.begin() + static_cast<std::ptrdiff_t>(count));
   if (outstanding_.empty()) cover_left_ = 0, beside_limit_ = kBesideCollective;

@@ -184,7 +184,8 @@ void Lowerer::SetUpInfeed() {
 }
 
 void Lowerer::Emit(const std::string& s) {
-  for (auto& t : text_) t << s;
+  CloseWindow();
+  EmitRaw(s);
 }
 
 void Lowerer::LowerComputation(const HloComputation& comp, int64_t executions, bool entry) {
@@ -213,7 +214,11 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
     // A wait inside a loop or branch would run once per trip: the all-reduces in flight are
     // awaited before it.
     AwaitCollectivesThrough(nullptr);
-    return LowerControl(i, executions);
+    CloseWindow();
+    ++control_depth_;
+    LowerControl(i, executions);
+    --control_depth_;
+    return;
   }
   LoweredOp op;
   std::vector<std::string> per_core;
@@ -263,6 +268,22 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
       AwaitCollectivesThrough(nullptr);
     }
   }
+  // A kernel that plans the same code in half of the VMEM it may use can run beside the
+  // one before it (kernel windows): it reports that half.
+  if (WindowCandidate(i) && !per_core.empty()) {
+    const int64_t half = WindowVmem();
+    if (op.vmem_bytes < 0 || op.vmem_bytes > half) {
+      const LoweredOp full_op = op;
+      const std::vector<std::string> full = per_core;
+      bool same = false;
+      try {
+        emit(half);
+        same = per_core == full && op.vmem_bytes >= 0 && op.vmem_bytes <= half;
+      } catch (const std::invalid_argument&) {
+      }
+      if (!same) op = full_op, per_core = full;
+    }
+  }
   if (hlo::IsAsyncCollectiveDone(i.opcode())) {
     AwaitCollectivesThrough(i.operand(0));
   } else if (ctx_.collective_stream && hlo::IsCollective(i.opcode())) {
@@ -272,7 +293,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
     }
     AppendCollective(per_core, i);
   } else {
-    AppendKernels(per_core);
+    AppendKernel(per_core, op, i);
     if (!outstanding_.empty() && !per_core.empty() && opt_.peak_flops_per_s > 0 &&
         (cover_left_ -= KernelSeconds(op)) <= 0)
       AwaitCollectivesThrough(nullptr);
@@ -285,6 +306,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
 
 void Lowerer::AppendKernels(const std::vector<std::string>& per_core) {
   if (per_core.empty()) return;
+  CloseWindow();
   const std::string prefix = "k" + std::to_string(kernels_++) + "_";
   const std::string barrier = assembly::DrainBarrier(opt_.mxus_per_core);
   for (size_t c = 0; c < text_.size(); ++c)

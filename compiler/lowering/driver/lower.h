@@ -38,7 +38,13 @@ struct LowerOptions {
   double hbm_bytes_per_s = 0;   // per core
   double link_bytes_per_s = 0;  // one ICI link, one direction
   double hop_seconds = 0;       // a ring step's start-up: DMA latency and one hop's
+  // Independent entry kernels overlap across the drain barrier (lowerer.h, "Kernel
+  // windows"); false: every kernel drains before the next one issues.
+  bool kernel_windows = true;
 };
+
+// Kernel windows (LowerOptions::kernel_windows) start on this boundary of VMEM.
+inline constexpr int64_t kWindowAlign = int64_t{64} << 10;
 
 // The ring estimates' view of the board `o` lowers for (collectives/ring_estimates.h): the
 // scheduler's (CompileOptions::ring_costs) and the lowering's.

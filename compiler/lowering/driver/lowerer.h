@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -38,6 +39,10 @@ inline constexpr int kStartFlag = 31, kDoneFlag = 16, kStreamBarrierFlag = 30;
 inline constexpr int64_t kCoreVmem = static_cast<int64_t>(collectives::kCoreVmemBytes);
 inline constexpr int64_t kBesideCollective = static_cast<int64_t>(collectives::kAsyncRingVmemBase);
 
+struct HbmRange {
+  uint64_t begin = 0, end = 0;
+};
+
 class Lowerer {
  public:
   Lowerer(const hlo::HloModule& m, const passes::MemoryPlan& plan, const LowerOptions& o);
@@ -56,11 +61,36 @@ class Lowerer {
   uint64_t Address(const hlo::HloInstruction* v, int64_t element = 0) {
     return buffers_.Address(v, element);
   }
+  // Emit closes the kernel window first (CloseWindow); EmitRaw writes only.
   void Emit(const std::string& s);
+  void EmitRaw(const std::string& s);
   void LowerComputation(const hlo::HloComputation& comp, int64_t executions, bool entry);
   void LowerInstruction(const hlo::HloInstruction& i, int64_t executions);
   void LowerControl(const hlo::HloInstruction& i, int64_t executions);
+  // A kernel followed by the full drain barrier.
   void AppendKernels(const std::vector<std::string>& per_core);
+
+  // Kernel windows (kernel_windows.cc): an entry kernel whose VMEM and HBM are known is
+  // issued before the one before it has drained, when they touch disjoint HBM (neither
+  // writes what the other reads or writes): in the other flag bank and a VMEM range beside
+  // the other's (isa `window`). Its barrier lags: its queues signal at its end, and the
+  // sequencer awaits them after issuing the next kernel (or at CloseWindow).
+  struct WindowKernel {
+    int bank = 0;
+    int64_t vmem_begin = 0, vmem_end = 0;  // absolute VMEM
+    std::vector<HbmRange> reads, writes;
+  };
+  void AppendKernel(const std::vector<std::string>& per_core, const LoweredOp& op,
+                    const hlo::HloInstruction& i);
+  // An entry kernel that is not a collective, kernel windows on.
+  bool WindowCandidate(const hlo::HloInstruction& i) const;
+  // The VMEM a kernel keeps to, to run beside another: half of what it may use.
+  int64_t WindowVmem() const;
+  bool HbmAccess(const hlo::HloInstruction& i, WindowKernel& k) const;
+  int64_t BaseBeside(const WindowKernel& lag, int64_t bytes, int64_t limit) const;
+  void SetWindow(int bank, int64_t base);
+  // Awaits the lagging kernel's drain and returns to window 0.
+  void CloseWindow();
   // The collective stream (a module with asynchronous all-reduces, docs/collectives.md):
   // every collective's kernels go there, started by the main stream with xsignal and awaited
   // at its done (an all-reduce-done, or at once for a synchronous collective). Kernels beside
@@ -104,6 +134,10 @@ class Lowerer {
   ValueBuffers buffers_;
   std::set<const hlo::HloComputation*> entered_;  // computations lowered at least once
   int conditionals_ = 0, kernels_ = 0, loops_ = 0, loop_depth_ = 0;
+  std::optional<WindowKernel> lagging_;  // issued, its drain not yet awaited
+  int window_bank_ = 0;                  // the sequencer's window, as emitted so far
+  int64_t window_base_ = 0;
+  int control_depth_ = 0;  // inside control flow: kernels drain one by one
 };
 
 }  // namespace tpusim::lowering

@@ -51,6 +51,9 @@ std::vector<std::string> HandOverRaces(const std::string& program) {
     kernel.clear();
   };
   while (std::getline(in, line)) {
+    // A kernel ends at its drain barrier's wait, or where the next one's window begins
+    // (kernel windows: its barrier lags).
+    if (line.rfind("    window ", 0) == 0) check();
     kernel.push_back(line);
     if (line.rfind("    wait seq, f30,", 0) == 0) check();
   }
