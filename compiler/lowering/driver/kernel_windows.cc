@@ -1,8 +1,8 @@
 // The lagged drain barrier between independent kernels (lowerer.h, docs/lowering.md "Kernel
 // windows"): a kernel is issued while the one before it still drains, in the other flag bank
 // and a VMEM range of its own (isa `window`), so that its first copies overlap the last
-// one's tail, as XLA's latency-hiding scheduler overlaps an op's prefetches with the op
-// before it.
+// one's tail, as XLA's memory-space assignment prefetches an op's operands into VMEM while
+// the op before it runs.
 #include <algorithm>
 
 #include "compiler/assembly/asm_util.h"
