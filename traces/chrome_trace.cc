@@ -90,56 +90,57 @@ void WriteUnitRuns(TraceWriter& w, const Recorder& rec, int core,
   for (const auto& [unit, run] : open) emit(run);
 }
 
-// The XLA Ops track of one instruction stream (the collective stream's has its own): each
-// union span of the stream's work on the core, cut where the tag changes.
-// One event per run of an op's busy records; `origins` adds the framework op and source.
+// The XLA Ops track of one instruction stream (the collective stream's has its own): one
+// event per run of an op's unit records, from its first to its last until another op's work
+// starts after it, so that two ops in flight at once (kernel windows) show on two lanes, "XLA
+// Ops" and "XLA Ops #2", instead of cutting each other up; `origins` adds the framework op
+// and source.
 void WriteXlaOps(TraceWriter& w, const Recorder& rec, int core, const std::vector<uint32_t>& all,
                  const std::map<std::string, profiler::OpOrigin>& origins, int stream) {
   const auto& busy = rec.events().busy;
-  std::vector<uint32_t> idx;  // the stream's records
-  for (uint32_t i : all)
-    if (busy[i].stream == stream) idx.push_back(i);
-  const Track track = stream ? Track::kCollectiveOps : Track::kXlaOps;
-  bool open = false;
-  uint16_t tag = 0;
-  TimeFs seg_start = 0, span_end = 0;
-  double flops = 0;
-  uint64_t bytes = 0;
-  auto emit = [&](TimeFs end) {
-    if (end > seg_start) {
-      std::string name = tag == 0 ? "(untagged)" : rec.TagName(core, tag);
-      if (name.empty()) name = "tag#" + std::to_string(tag);
-      std::string args = "{\"flops\":" + Fixed(flops, 0) + ",\"bytes\":" + std::to_string(bytes);
-      if (const auto it = origins.find(name); it != origins.end()) {
-        args += ",\"framework_op\":" + JsonString(it->second.framework_op) +
-                ",\"source\":" + JsonString(it->second.source);
-      }
-      w.Complete(core, track, name, seg_start, end, args + "}");
-    }
-    flops = 0;
-    bytes = 0;
+  struct Segment {
+    uint16_t tag;
+    TimeFs start, end;
+    double flops = 0;
+    uint64_t bytes = 0;
   };
-  for (uint32_t i : idx) {
+  std::vector<Segment> done;
+  std::map<uint16_t, Segment> open;  // by tag: the run still growing
+  for (uint32_t i : all) {
     const sim::BusyRecord& r = busy[i];
-    if (open && r.start >= span_end) {
-      emit(span_end);
-      open = false;
-    }
-    if (!open) {
-      open = true;
-      tag = r.tag;
-      seg_start = r.start;
-      span_end = r.end;
-    } else if (r.tag != tag) {
-      emit(r.start);
-      tag = r.tag;
-      seg_start = r.start;
-    }
-    span_end = std::max(span_end, r.end);
-    flops += r.flops;
-    bytes += r.bytes;
+    // The sequencer's runs of scalar work issue the next op's instructions while the units
+    // still run the last one's (the Scalar track shows them): the units say when an op runs.
+    if (r.stream != stream || r.unit == isa::Unit::kScalar) continue;
+    // A run ends where another op's record starts after it; an op's own gaps stay inside.
+    for (auto it = open.begin(); it != open.end();)
+      if (it->second.end <= r.start && it->first != r.tag) {
+        done.push_back(it->second);
+        it = open.erase(it);
+      } else {
+        ++it;
+      }
+    auto [it, fresh] = open.try_emplace(r.tag, Segment{r.tag, r.start, r.end});
+    Segment& seg = it->second;
+    seg.end = std::max(seg.end, r.end);
+    seg.flops += r.flops;
+    seg.bytes += r.bytes;
   }
-  if (open) emit(span_end);
+  for (const auto& [tag, seg] : open) done.push_back(seg);
+  std::stable_sort(done.begin(), done.end(), [](const Segment& a, const Segment& b) {
+    return a.start != b.start ? a.start < b.start : a.tag < b.tag;
+  });
+  const Track track = stream ? Track::kCollectiveOps : Track::kXlaOps;
+  for (const Segment& seg : done) {
+    std::string name = seg.tag == 0 ? "(untagged)" : rec.TagName(core, seg.tag);
+    if (name.empty()) name = "tag#" + std::to_string(seg.tag);
+    std::string args =
+        "{\"flops\":" + Fixed(seg.flops, 0) + ",\"bytes\":" + std::to_string(seg.bytes);
+    if (const auto o = origins.find(name); o != origins.end()) {
+      args += ",\"framework_op\":" + JsonString(o->second.framework_op) +
+              ",\"source\":" + JsonString(o->second.source);
+    }
+    w.Complete(core, track, name, seg.start, seg.end, args + "}");
+  }
 }
 
 void WriteCore(TraceWriter& w, const Recorder& rec, int core,

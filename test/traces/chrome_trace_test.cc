@@ -38,6 +38,28 @@ TEST(ChromeTrace, SampleRunPassesValidator) {
   std::filesystem::remove(path);
 }
 
+// Op a's DMA and VPU work with a gap between (one event), op b issued beside it (kernel
+// windows: a second lane), b's sequencer work before its units start (not on the op track).
+TEST(ChromeTrace, XlaOpsSpanEachOpAndTwoOpsInFlightTakeTwoLanes) {
+  profiler::Recorder rec(Opts(1));
+  rec.SetTags(0, {"", "a", "b"});
+  rec.OnBusy(Busy(0, Unit::kDma, 0, 10, 1));
+  rec.OnBusy(Busy(0, Unit::kScalar, 5, 6, 2));
+  rec.OnBusy(Busy(0, Unit::kVpu, 20, 30, 1));
+  rec.OnBusy(Busy(0, Unit::kDma, 25, 40, 2));
+  rec.OnStep(Step(0, 0, 0, 40));
+  rec.Finish();
+  const std::string path = PathFor("lanes.json");
+  ASSERT_EQ(WriteChromeTrace(rec, path), "");
+  const std::string text = Slurp(path);
+  std::filesystem::remove(path);
+  EXPECT_NE(text.find("\"ts\":0.000000,\"dur\":30.000000,\"name\":\"a\""), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"ts\":25.000000,\"dur\":15.000000,\"name\":\"b\""), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"XLA Ops #2\""), std::string::npos);
+}
+
 TEST(ChromeTrace, Deterministic) {
   std::string texts[2];
   for (std::string& t : texts) {
