@@ -98,6 +98,9 @@ TEST(Cli, RunTraceCapAndStepWindow) {
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_THAT(o.text, Not(HasSubstr("note: the trace holds")));
   EXPECT_THAT(traces::ValidateChromeTraceFile(trace), ::testing::IsEmpty());
+  const std::string window = Slurp(trace);  // step 1 on each core's Steps track, not step 0
+  EXPECT_NE(window.find("\"name\":\"step 1\""), std::string::npos);
+  EXPECT_EQ(window.find("\"name\":\"step 0\""), std::string::npos);
   EXPECT_EQ(Tpusim("run examples/hlo/dot_bf16.hlo --trace " + trace + " --trace-step 1").status, 2);
   EXPECT_EQ(Tpusim("run examples/hlo/dot_bf16.hlo --trace-max-events 0").status, 2);
   std::remove(trace.c_str());
