@@ -78,6 +78,13 @@ class UnitQueue {
   std::vector<TimeFs> issue_ring_;  // issue time of instruction k at k % depth_
 };
 
+// "f3", or "f3 (bank 1)": the flag stored at `storage` (isa::BankedFlag), as deadlock
+// reports name it.
+inline std::string FlagName(int storage) {
+  const int f = storage % isa::kNumFlags;
+  return "f" + std::to_string(f) + (storage != f ? " (bank 1)" : "");
+}
+
 // A core's counting flags, indexed by storage (isa::BankedFlag of the flag and bank).
 class SyncFlags {
  public:

@@ -354,8 +354,7 @@ uint32_t Sequencer::ExecuteScalar(uint32_t pc, const isa::Instr& in) {
       Sync();
       TimeFs begin = ctx_.Now();
       const int f = isa::BankedFlag(a[1], bank_);
-      blocked_on_ = "flag f" + std::to_string(a[1]) + (f != a[1] ? " (bank 1)" : "") +
-                    " >= " + std::to_string(a[2]);
+      blocked_on_ = "flag " + FlagName(f) + " >= " + std::to_string(a[2]);
       while (flags().value(f) < a[2]) flags().changed(f).Wait();
       blocked_on_.clear();
       flags().Add(f, -int64_t{a[2]});

@@ -81,10 +81,9 @@ std::vector<std::string> TensorCore::BlockedUnits() const {
       out.push_back(prefix + "seq waits for " + seq->blocked_on());
     for (Unit* u : units) {
       if (!u || u->blocked_flag() < 0) continue;
-      const int f = u->blocked_flag(), named = f % isa::kNumFlags;
-      out.push_back(prefix + std::string(isa::UnitName(u->id())) + " waits for flag f" +
-                    std::to_string(named) + (f != named ? " (bank 1)" : "") +
-                    " >= " + std::to_string(u->blocked_need()) + " (it is " +
+      const int f = u->blocked_flag();
+      out.push_back(prefix + std::string(isa::UnitName(u->id())) + " waits for flag " +
+                    FlagName(f) + " >= " + std::to_string(u->blocked_need()) + " (it is " +
                     std::to_string(u->flags().value(f)) + ")");
     }
   };

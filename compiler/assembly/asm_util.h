@@ -33,10 +33,10 @@ std::string DrainBarrier(int mxus);
 // sequencer waits for them all, then clears the kernel flags. Between them the sequencer may
 // issue a kernel of the other window (isa `window`, the lagged barrier of lowerer.h).
 std::string DrainSignals(int mxus);
+std::string DrainWait(int mxus);
 // `kernel` without the `wait seq` lines it ends with (blank and comment lines aside): the
 // drain barrier after it awaits the same work, since each queue's barrier signal follows
 // the copies and signals issued before it.
 std::string DropTrailingSeqWaits(const std::string& kernel);
-std::string DrainWait(int mxus);
 
 }  // namespace tpusim::assembly

@@ -99,7 +99,7 @@ void Lowerer::EmitCopies(const std::vector<ValueCopy>& copies, const std::string
       op.hbm_bytes += (c.fill || !c.words.empty() ? 1 : 2) * c.bytes;  // a fill only writes
     }
   for (const std::string& k : CopyKernels(needed, tag))
-    AppendKernels(std::vector<std::string>(text_.size(), k));
+    AppendDrained(std::vector<std::string>(text_.size(), k));
 }
 
 // call: the computation's kernels inline, its parameters the call's operands.

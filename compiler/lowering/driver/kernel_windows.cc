@@ -34,10 +34,7 @@ bool Lowerer::WindowCandidate(const HloInstruction& i) const {
   return opt_.kernel_windows && control_depth_ == 0 && !hlo::IsCollective(i.opcode());
 }
 
-int64_t Lowerer::WindowVmem() const {
-  const int64_t limit = outstanding_.empty() ? kCoreVmem : beside_limit_;
-  return limit / 2 / kWindowAlign * kWindowAlign;
-}
+int64_t Lowerer::WindowVmem() const { return VmemLimit() / 2 / kWindowAlign * kWindowAlign; }
 
 void Lowerer::EmitRaw(const std::string& s) {
   for (auto& t : text_) t << s;
@@ -79,13 +76,12 @@ void Lowerer::AppendKernel(const std::vector<std::string>& per_core, const Lower
                            const HloInstruction& i) {
   if (per_core.empty()) return;
   WindowKernel k;
-  if (!WindowCandidate(i) || op.vmem_bytes < 0 || !HbmAccess(i, k)) return AppendKernels(per_core);
+  if (!WindowCandidate(i) || op.vmem_bytes < 0 || !HbmAccess(i, k)) return AppendDrained(per_core);
   const int64_t bytes = std::max<int64_t>(op.vmem_bytes, 1);
-  const int64_t limit = outstanding_.empty() ? kCoreVmem : beside_limit_;
   int64_t base = -1;
   if (lagging_ && !Overlap(k.reads, lagging_->writes) && !Overlap(k.writes, lagging_->reads) &&
       !Overlap(k.writes, lagging_->writes))
-    base = BaseBeside(*lagging_, bytes, limit);
+    base = BaseBeside(*lagging_, bytes, VmemLimit());
   if (base < 0) CloseWindow(), base = 0;
   // Beside a lagging kernel the other bank; alone, bank 0 (CloseWindow left it there).
   k.bank = lagging_ ? 1 - lagging_->bank : 0;

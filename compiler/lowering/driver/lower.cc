@@ -304,7 +304,7 @@ void Lowerer::LowerInstruction(const HloInstruction& i, int64_t executions) {
   out_.ops.push_back(std::move(op));
 }
 
-void Lowerer::AppendKernels(const std::vector<std::string>& per_core) {
+void Lowerer::AppendDrained(const std::vector<std::string>& per_core) {
   if (per_core.empty()) return;
   CloseWindow();
   const std::string prefix = "k" + std::to_string(kernels_++) + "_";

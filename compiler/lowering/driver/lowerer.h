@@ -67,8 +67,8 @@ class Lowerer {
   void LowerComputation(const hlo::HloComputation& comp, int64_t executions, bool entry);
   void LowerInstruction(const hlo::HloInstruction& i, int64_t executions);
   void LowerControl(const hlo::HloInstruction& i, int64_t executions);
-  // A kernel followed by the full drain barrier.
-  void AppendKernels(const std::vector<std::string>& per_core);
+  // A kernel followed by the full drain barrier: the next one issues once it has drained.
+  void AppendDrained(const std::vector<std::string>& per_core);
 
   // Kernel windows (kernel_windows.cc): an entry kernel whose VMEM and HBM are known is
   // issued before the one before it has drained, when they touch disjoint HBM (neither
@@ -84,6 +84,8 @@ class Lowerer {
                     const hlo::HloInstruction& i);
   // An entry kernel that is not a collective, kernel windows on.
   bool WindowCandidate(const hlo::HloInstruction& i) const;
+  // The VMEM a kernel may use: below the ring of a collective in flight, else all of it.
+  int64_t VmemLimit() const { return outstanding_.empty() ? kCoreVmem : beside_limit_; }
   // The VMEM a kernel keeps to, to run beside another: half of what it may use.
   int64_t WindowVmem() const;
   bool HbmAccess(const hlo::HloInstruction& i, WindowKernel& k) const;
